@@ -1,0 +1,1 @@
+// The shared library's own translation unit is empty: every object comes whole from humus_core.

@@ -1,0 +1,44 @@
+#include "capi/error.h"
+
+#include <memory>
+
+#include "capi/guard.h"
+
+namespace humus::capi {
+namespace {
+
+std::unique_ptr<humus_error>& last_error_slot() {
+  thread_local std::unique_ptr<humus_error> last;
+  return last;
+}
+
+}  // namespace
+
+humus_status report(const Status& status, humus_error** err, int32_t attempts, int64_t retry_after_ms) {
+  auto error = std::make_unique<humus_error>();
+  error->status = static_cast<humus_status>(status.code());
+  error->message = status.message();
+  error->fields = status.fields();
+  error->attempts = attempts;
+  error->retry_after_ms = retry_after_ms;
+  last_error_slot() = std::make_unique<humus_error>(*error);
+  if (err != nullptr) *err = error.release();
+  return static_cast<humus_status>(status.code());
+}
+
+}  // namespace humus::capi
+
+extern "C" {
+
+HUMUS_API humus_status humus_error_status(const humus_error* e) { return e->status; }
+HUMUS_API const char* humus_error_message(const humus_error* e) { return e->message.c_str(); }
+HUMUS_API int32_t humus_error_attempts(const humus_error* e) { return e->attempts; }
+HUMUS_API size_t humus_error_field_count(const humus_error* e) { return e->fields.size(); }
+HUMUS_API const char* humus_error_field(const humus_error* e, size_t i) {
+  return i < e->fields.size() ? e->fields[i].c_str() : nullptr;
+}
+HUMUS_API int64_t humus_error_retry_after_ms(const humus_error* e) { return e->retry_after_ms; }
+HUMUS_API void humus_error_free(humus_error* e) { delete e; }
+HUMUS_API const humus_error* humus_last_error(void) { return humus::capi::last_error_slot().get(); }
+
+}  // extern "C"

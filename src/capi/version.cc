@@ -1,0 +1,35 @@
+// Version and status names: the parts of the C ABI that need no handle.
+#include "humus_http.h"
+
+extern "C" {
+
+HUMUS_API int32_t humus_version_number(void) { return HUMUS_VERSION_NUMBER; }
+HUMUS_API const char* humus_version(void) { return HUMUS_VERSION_STRING; }
+
+HUMUS_API const char* humus_status_name(humus_status s) {
+  switch (s) {
+    case HUMUS_OK: return "HUMUS_OK";
+    case HUMUS_E_INVALID_ARGUMENT: return "HUMUS_E_INVALID_ARGUMENT";
+    case HUMUS_E_MISUSE: return "HUMUS_E_MISUSE";
+    case HUMUS_E_PROGRAM: return "HUMUS_E_PROGRAM";
+    case HUMUS_E_CROSS_ORIGIN: return "HUMUS_E_CROSS_ORIGIN";
+    case HUMUS_E_NO_MEMORY: return "HUMUS_E_NO_MEMORY";
+    case HUMUS_E_INTERNAL: return "HUMUS_E_INTERNAL";
+    case HUMUS_E_CALLBACK: return "HUMUS_E_CALLBACK";
+    case HUMUS_E_CONFIG: return "HUMUS_E_CONFIG";
+    case HUMUS_E_REJECTED: return "HUMUS_E_REJECTED";
+    case HUMUS_E_BULKHEAD_FULL: return "HUMUS_E_BULKHEAD_FULL";
+    case HUMUS_E_TIMEOUT: return "HUMUS_E_TIMEOUT";
+    case HUMUS_E_CANCELLED: return "HUMUS_E_CANCELLED";
+    case HUMUS_E_CONNECT: return "HUMUS_E_CONNECT";
+    case HUMUS_E_RESOLVE: return "HUMUS_E_RESOLVE";
+    case HUMUS_E_CONNECTION_LOST: return "HUMUS_E_CONNECTION_LOST";
+    case HUMUS_E_PROTOCOL: return "HUMUS_E_PROTOCOL";
+    case HUMUS_E_STREAM_REFUSED: return "HUMUS_E_STREAM_REFUSED";
+    case HUMUS_E_TLS: return "HUMUS_E_TLS";
+    case HUMUS_E_TLS_CLIENT_CERT: return "HUMUS_E_TLS_CLIENT_CERT";
+    default: return "HUMUS_E_UNKNOWN";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,75 @@
+// The virtual clock (SPEC §16.1): time moves only when a test advances it, or, with auto-advance on, when
+// every participant is asleep on a timer, so a test of a 2 s Retry-After or a 10 s cool-down costs no real
+// time. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <list>
+#include <mutex>
+
+#include "common/clock.h"
+
+namespace humus::testing {
+
+class VirtualClock final : public Clock {
+ public:
+  // Starts at an arbitrary monotonic instant and at the calendar time `wall_start`.
+  explicit VirtualClock(WallTime wall_start = WallTime(std::chrono::seconds(1767225600)));  // 2026-01-01Z
+  ~VirtualClock() override;
+
+  Instant now() const override;
+  WallTime wall_now() const override;
+  bool sleep_until(Instant deadline, Signal& wake) override;
+
+  // Moves time forward and wakes every sleeper whose deadline has come. A negative duration is ignored.
+  void advance(Duration by);
+  void advance_to(Instant to);
+
+  // With auto-advance on, when no participant is busy and every sleeper sleeps only on its timer, time jumps
+  // to the earliest deadline.
+  void set_auto_advance(bool on);
+
+  // A busy participant: while a Hold is alive auto-advance does not move time, except while the thread that
+  // owns it is asleep on this clock (a call in flight is busy between its waits).
+  class Hold {
+   public:
+    explicit Hold(VirtualClock& clock);
+    ~Hold();
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    VirtualClock& clock_;
+  };
+
+  // Number of threads asleep on this clock right now.
+  size_t sleepers() const;
+  // Test synchronisation: waits (in real time, at most `bound`) until at least `n` threads are asleep.
+  bool wait_for_sleepers(size_t n, std::chrono::milliseconds bound = std::chrono::seconds(5)) const;
+
+ private:
+  struct Sleeper {
+    Instant deadline;
+    Signal* wake;
+    std::atomic<bool> due{false};
+    int parked_holds;  // holds owned by the sleeping thread
+  };
+
+  void fire_due_locked();
+  void maybe_auto_advance_locked();
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable sleepers_changed_;
+  std::atomic<int64_t> offset_ns_{0};  // time advanced so far; readers need no lock
+  const Instant origin_;
+  const WallTime wall_start_;
+  std::list<Sleeper> sleepers_;  // guarded by mu_
+  bool auto_advance_ = false;    // guarded by mu_
+  int holds_ = 0;                // guarded by mu_
+  int parked_holds_ = 0;         // guarded by mu_: holds whose owner is asleep
+};
+
+}  // namespace humus::testing
