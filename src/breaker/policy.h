@@ -1,0 +1,62 @@
+// When a breaker opens and closes (SPEC §9.3): a policy over the counts, built-in or supplied by code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+#include "humus_http.h"
+
+namespace humus::breaker {
+
+enum class State : int32_t {
+  kClosed = HUMUS_CIRCUIT_CLOSED,
+  kOpen = HUMUS_CIRCUIT_OPEN,
+  kHalfOpen = HUMUS_CIRCUIT_HALF_OPEN,
+};
+
+const char* state_name(State state);  // "closed", "open", "half_open"
+
+// Counts since the current state began, plus the last `window` results (closed state only keeps a window).
+struct Counts {
+  State state = State::kClosed;
+  uint64_t successes = 0;
+  uint64_t failures = 0;
+  uint64_t consecutive_successes = 0;
+  uint64_t consecutive_failures = 0;
+  uint64_t timed_out_probes = 0;
+  uint32_t window_results = 0;
+  uint32_t window_failures = 0;
+};
+
+enum class ProbeDecision : int32_t {
+  kContinue = HUMUS_PROBE_CONTINUE,
+  kClose = HUMUS_PROBE_CLOSE,
+  kReopen = HUMUS_PROBE_REOPEN,
+};
+
+// Runs under the breaker's lock: must be fast, thread-safe, and must not call the client.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // In closed, after each result: true opens the breaker.
+  virtual Result<bool> trip(const Counts& counts) const = 0;
+  // In half-open, after each probe's result.
+  virtual Result<ProbeDecision> probe(const Counts& counts) const = 0;
+};
+
+// The built-in policy's parameters (JSON "trip" and "probe"; SPEC §3).
+struct DefaultPolicyParams {
+  uint64_t consecutive_failures = 5;  // open after this many failures in a row ...
+  double failure_rate = 0.5;          // ... or once this share of the window failed ...
+  uint32_t min_results = 20;          // ... with at least this many results in it
+  uint64_t successes_to_close = 3;    // successful probes that close; any failed probe reopens
+};
+
+std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& params);
+
+// Adapts a C policy table (validated: HUMUS_E_PROGRAM for NULL callbacks). The returned policy owns
+// user_data: `destroy` runs once, when the last holder lets go.
+Result<std::shared_ptr<const Policy>> make_c_policy(const humus_breaker_policy& table);
+
+}  // namespace humus::breaker

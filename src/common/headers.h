@@ -1,0 +1,33 @@
+// An ordered list of HTTP header fields with case-insensitive lookup; duplicates are kept in order.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace humus {
+
+bool equals_ignore_case(std::string_view a, std::string_view b);
+
+class Headers {
+ public:
+  using Field = std::pair<std::string, std::string>;
+
+  void add(std::string name, std::string value) { fields_.emplace_back(std::move(name), std::move(value)); }
+  // Replaces every field of that name with one.
+  void set(std::string name, std::string value);
+  void remove(std::string_view name);
+  // The first value of `name`, or nullptr.
+  const std::string* find(std::string_view name) const;
+  bool contains(std::string_view name) const { return find(name) != nullptr; }
+
+  const std::vector<Field>& fields() const { return fields_; }
+  bool empty() const { return fields_.empty(); }
+  size_t size() const { return fields_.size(); }
+
+ private:
+  std::vector<Field> fields_;
+};
+
+}  // namespace humus
