@@ -1,0 +1,46 @@
+// A cancel token: the caller gave up on a call. Thread-safe; cancel() may come from any thread at any time.
+// It wakes whatever the call is blocked in: a wait on the clock (through the Signal) or a transfer (through
+// the waker the transport registers while it polls).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+
+#include "common/clock.h"
+
+namespace humus {
+
+class CancelToken {
+ public:
+  void cancel() {
+    // Release pairs with the acquire in cancelled(): a woken poller that sees the flag sees it for good.
+    cancelled_.store(true, std::memory_order_release);
+    signal_.notify();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (waker_) waker_();
+  }
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
+  // Notified on cancel: sleep on it to wait for a timer or the cancel, whichever comes first.
+  Signal& signal() { return signal_; }
+
+  // While set, cancel() calls `waker` (under the token's lock, so clear_waker() returning means no call is in
+  // progress and the waker's target may go away).
+  void set_waker(std::function<void()> waker) {
+    std::lock_guard<std::mutex> lock(mu_);
+    waker_ = std::move(waker);
+  }
+  void clear_waker() {
+    std::lock_guard<std::mutex> lock(mu_);
+    waker_ = nullptr;
+  }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  Signal signal_;
+  std::mutex mu_;
+  std::function<void()> waker_;  // guarded by mu_
+};
+
+}  // namespace humus
