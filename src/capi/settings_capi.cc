@@ -1,0 +1,65 @@
+// The settings part of the C ABI (include/humus_http.h, "Settings").
+#include "capi/settings_capi.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "capi/error.h"
+#include "capi/guard.h"
+
+extern "C" {
+
+HUMUS_API humus_status humus_settings_from_json(const char* json, size_t len, humus_settings** out,
+                                                humus_error** err) {
+  return humus::capi::guard(err, [&]() -> humus_status {
+    if (json == nullptr) return humus::capi::null_argument("humus_settings_from_json", "json", err);
+    if (out == nullptr) return humus::capi::null_argument("humus_settings_from_json", "out", err);
+    humus::Result<humus::settings::Settings> parsed = humus::settings::from_json(std::string_view(json, len));
+    if (!parsed.ok()) return humus::capi::report(parsed.status(), err);
+    *out = new humus_settings{std::move(parsed).value()};
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_settings_clone(const humus_settings* s, humus_settings** out, humus_error** err) {
+  return humus::capi::guard(err, [&]() -> humus_status {
+    if (s == nullptr) return humus::capi::null_argument("humus_settings_clone", "s", err);
+    if (out == nullptr) return humus::capi::null_argument("humus_settings_clone", "out", err);
+    *out = new humus_settings{s->value};
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API void humus_settings_free(humus_settings* s) { delete s; }
+
+HUMUS_API humus_status humus_settings_check(const char* key, const char* value_json, size_t len,
+                                            humus_error** err) {
+  return humus::capi::guard(err, [&]() -> humus_status {
+    if (key == nullptr) return humus::capi::null_argument("humus_settings_check", "key", err);
+    if (value_json == nullptr) return humus::capi::null_argument("humus_settings_check", "value_json", err);
+    const humus::Status status = humus::settings::check_field(key, std::string_view(value_json, len));
+    if (!status.ok()) return humus::capi::report(status, err);
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_settings_to_json(const humus_settings* s, char** out, size_t* len,
+                                              humus_error** err) {
+  return humus::capi::guard(err, [&]() -> humus_status {
+    if (s == nullptr) return humus::capi::null_argument("humus_settings_to_json", "s", err);
+    if (out == nullptr) return humus::capi::null_argument("humus_settings_to_json", "out", err);
+    const std::string json = humus::settings::to_json(s->value);
+    auto buffer = std::make_unique<char[]>(json.size() + 1);
+    std::memcpy(buffer.get(), json.c_str(), json.size() + 1);
+    *out = buffer.release();
+    if (len != nullptr) *len = json.size();
+    return HUMUS_OK;
+  });
+}
+
+// Strings come from new[] in this library: only this function may free them.
+HUMUS_API void humus_string_free(char* str) { delete[] str; }
+
+}  // extern "C"

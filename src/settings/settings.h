@@ -1,0 +1,151 @@
+// Settings of one dependency (SPEC §3): plain values with their defaults, a check per field (§3.1), the rules
+// across fields (§3.2), and the JSON form every binding and the upstreams file use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "breaker/policy.h"
+#include "classify/classification.h"
+#include "common/clock.h"
+#include "common/headers.h"
+#include "common/status.h"
+
+namespace humus::settings {
+
+enum class BudgetPolicy { kTokenBucket, kRatio };  // JSON "token_bucket", "ratio" (SPEC §6.4)
+enum class HttpVersion { kAuto, kHttp1_1, kHttp2 };  // JSON "auto", "1.1", "2"
+enum class TlsVersion { kTls1_2, kTls1_3 };          // JSON "1.2", "1.3"; nothing older exists here
+
+// The ratio policy's default share (JSON "retry_budget": {"policy": "ratio"} without "ratio").
+inline constexpr double kRatioPolicyDefaultRatio = 0.2;
+
+struct RetryBudgetSettings {
+  BudgetPolicy policy = BudgetPolicy::kTokenBucket;
+  double tokens = 10;           // token_bucket: capacity, retries stop at <= half (gRPC's maxTokens)
+  double ratio = 0.1;           // token_bucket: credit per success; ratio: share of recent requests
+  uint32_t min_per_second = 1;  // ratio: retries always allowed per second
+  Duration window = std::chrono::seconds(10);        // ratio: how far back requests count
+
+  bool operator==(const RetryBudgetSettings&) const = default;
+};
+
+struct BreakerSettings {
+  uint32_t window = 20;  // results the policy sees
+  Duration open_for = std::chrono::seconds(10);
+  uint32_t probes = 1;  // in flight at once in half-open
+  Duration probe_timeout = std::chrono::seconds(10);
+
+  bool operator==(const BreakerSettings&) const = default;
+};
+
+struct BulkheadSettings {
+  uint32_t max_concurrent = 50;
+  Duration wait = std::chrono::milliseconds(500);
+
+  bool operator==(const BulkheadSettings&) const = default;
+};
+
+// Empty strings mean "not given". Files are not opened here: settings are values; the transport reads them.
+struct TlsSettings {
+  std::string ca_file, ca_pem;      // trust roots; neither: the system's (SPEC §10.3)
+  std::string cert_file, cert_pem;  // client certificate (mTLS) ...
+  std::string key_file, key_pem;    // ... and its key: both or neither
+  TlsVersion min_version = TlsVersion::kTls1_2;
+
+  bool operator==(const TlsSettings&) const = default;
+};
+
+struct Settings {
+  std::string base_url;  // required
+  Duration timeout = std::chrono::seconds(10);
+  Duration attempt_timeout = std::chrono::seconds(5);
+  Duration connect_timeout = std::chrono::seconds(2);
+  int max_attempts = 3;
+  Duration backoff_base = std::chrono::milliseconds(100);
+  Duration backoff_max = std::chrono::seconds(2);
+  RetryBudgetSettings retry_budget;
+  BreakerSettings breaker;
+  humus::breaker::DefaultPolicyParams policy_params;  // JSON "trip" and "probe"
+  BulkheadSettings bulkhead;
+  std::optional<Duration> max_retry_after;  // unset: backoff_max (see effective_max_retry_after)
+  uint32_t max_idle_connections = 100;
+  Duration idle_timeout = std::chrono::seconds(90);
+  std::optional<TlsSettings> tls;  // unset: https verifies against the system roots
+  HttpVersion http_version = HttpVersion::kAuto;
+  Headers headers;
+  bool forward_authorization = false;
+  bool forward_scenario = false;
+  std::string classify_preset = "humus";  // JSON "classify"
+  // Set by code, never by JSON; null means the preset / the built-in policy with policy_params. Stored only.
+  std::shared_ptr<const humus::classify::Classifier> classifier;
+  std::shared_ptr<const humus::breaker::Policy> breaker_policy;
+};
+
+// Field by field; callbacks compare by identity.
+bool operator==(const Settings& a, const Settings& b);
+
+Duration effective_max_retry_after(const Settings& s);
+
+// ---- One check per field (SPEC §3.1). Each returns ok or Code::kConfig naming its JSON key in fields() and
+// in the message with the rule and the value: "timeout: must be > 0 and <= 1h, got 0s".
+Status check_base_url(std::string_view url);  // absolute http/https, host present, no user-info
+Status check_timeout(Duration d);                    // > 0 and <= 1h
+Status check_attempt_timeout(Duration d);            // > 0 (<= timeout: a cross-field rule)
+Status check_connect_timeout(Duration d);            // > 0 (<= attempt_timeout: a cross-field rule)
+Status check_max_attempts(int64_t n);                // 1..10
+Status check_backoff_base(Duration d);               // > 0
+Status check_backoff_max(Duration d);                // > 0 (>= backoff_base: a cross-field rule)
+Status check_retry_budget_policy(std::string_view policy);  // "token_bucket" | "ratio"
+Status check_retry_budget_tokens(double tokens);     // > 0, finite
+Status check_retry_budget_ratio(double ratio);       // (0, 1]
+Status check_retry_budget_min_per_second(int64_t n);  // 0..2^32-1
+Status check_retry_budget_window(Duration d);        // > 0
+Status check_breaker_window(int64_t n);              // 1..10000
+Status check_breaker_open_for(Duration d);           // > 0
+Status check_breaker_probes(int64_t n);              // 1..2^32-1
+Status check_breaker_probe_timeout(Duration d);      // > 0
+Status check_trip_consecutive_failures(int64_t n);   // >= 1
+Status check_trip_failure_rate(double rate);         // (0, 1]
+Status check_trip_min_results(int64_t n);            // 1..2^32-1
+Status check_probe_successes_to_close(int64_t n);    // >= 1
+Status check_bulkhead_max_concurrent(int64_t n);     // 1..2^32-1
+Status check_bulkhead_wait(Duration d);              // >= 0
+Status check_max_retry_after(Duration d);            // >= 0
+Status check_max_idle_connections(int64_t n);        // 0..2^32-1
+Status check_idle_timeout(Duration d);               // > 0
+Status check_tls_min_version(std::string_view version);  // "1.2" | "1.3"; older ones refused by name
+// The tls object as a whole: file and PEM of one thing both given, a certificate without its key (or the
+// reverse), a PEM that is not PEM, a NUL in a path. Reports every problem at once.
+Status check_tls(const TlsSettings& tls);
+Status check_http_version(std::string_view version);  // "auto" | "1.1" | "2"
+// An RFC 9110 token as name; no CR, LF or NUL in the value (header injection, SPEC §10.5). The message names
+// the header, never its value (it may be a credential).
+Status check_header(std::string_view name, std::string_view value);
+Status check_headers(const Headers& headers);  // each header, and no name twice (case-insensitively)
+Status check_classify(std::string_view preset);  // "humus" | "jfast" | "strict"
+
+// A JSON value for one key path ("timeout", "breaker.window", "tls", "headers.X-Api-Key"), as
+// humus_settings_check takes it: parses `value_json` and runs that key's checks. Unknown keys are refused
+// naming the nearest valid one. Code::kConfig on failure. Never throws.
+Status check_field(std::string_view dotted_key, std::string_view value_json);
+
+// Every field check plus the rules across fields (SPEC §3.2), every problem in one Status whose fields()
+// names each bad key. Code::kConfig when the settings came from configuration, else Code::kProgram (a fault
+// in the code that built them). A null classifier or policy is not a problem here: null means the default.
+Status validate(const Settings& s, bool from_config);
+
+// The JSON form of SPEC §3 (see to_json for its shape). Keys left out take their defaults; base_url is
+// required. Every bad or unknown key, wrong type, duplicate key and broken cross-field rule is reported at
+// once as Code::kConfig. Never throws, whatever the input.
+Result<Settings> from_json(std::string_view json);
+
+// Every field, defaults filled in, in the order of SPEC §3, durations as format_duration writes them;
+// "max_retry_after": null while it follows backoff_max and "tls": null when there is none; retry_budget
+// carries only its policy's keys. from_json(to_json(s)) == s for everything but the callbacks.
+std::string to_json(const Settings& s);
+
+}  // namespace humus::settings

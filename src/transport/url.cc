@@ -1,0 +1,143 @@
+#include "transport/url.h"
+
+#include <curl/curl.h>
+
+#include <charconv>
+
+namespace humus::transport {
+namespace {
+
+// Owns a CURLU handle; one per parse, never copied.
+class CurlUrl {
+ public:
+  CurlUrl() : handle_(curl_url()) {}
+  ~CurlUrl() { curl_url_cleanup(handle_); }
+  CurlUrl(const CurlUrl&) = delete;
+  CurlUrl& operator=(const CurlUrl&) = delete;
+
+  CURLU* get() const { return handle_; }
+
+ private:
+  CURLU* handle_;
+};
+
+// A string libcurl allocated, freed with curl_free.
+class CurlString {
+ public:
+  CurlString() = default;
+  ~CurlString() { curl_free(data_); }
+  CurlString(const CurlString&) = delete;
+  CurlString& operator=(const CurlString&) = delete;
+
+  char** out() { return &data_; }
+  std::string str() const { return data_ == nullptr ? std::string() : std::string(data_); }
+
+ private:
+  char* data_ = nullptr;
+};
+
+// Reads one part; CURLUE_OK fills `value`, any other code (e.g. the part is absent) is returned as is.
+CURLUcode get_part(const CurlUrl& url, CURLUPart part, unsigned int flags, std::string& value) {
+  CurlString s;
+  const CURLUcode rc = curl_url_get(url.get(), part, s.out(), flags);
+  if (rc == CURLUE_OK) value = s.str();
+  return rc;
+}
+
+void lowercase(std::string& s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+}
+
+Status bad_url(std::string_view why) { return Status(Code::kInvalidArgument, "invalid URL: " + std::string(why)); }
+
+bool is_scheme_char(char c, bool first) {
+  const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  if (first) return alpha;
+  return alpha || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+}
+
+// libcurl is as lenient as a browser ("http:/host", "http:///host" both reach "host"); a setting is not
+// typed into an address bar, so the shape "scheme://authority" is required before libcurl sees it.
+bool has_scheme_and_authority(std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    if (!is_scheme_char(text[i], i == 0)) return false;
+  }
+  const std::string_view rest = text.substr(colon + 1);
+  return rest.size() > 2 && rest.substr(0, 2) == "//" && rest[2] != '/' && rest[2] != '?' && rest[2] != '#';
+}
+
+}  // namespace
+
+Result<Url> parse_url(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) return bad_url("contains a NUL byte");
+  if (!has_scheme_and_authority(text)) return bad_url("not an absolute URL of the form scheme://host/path");
+  CurlUrl url;
+  if (url.get() == nullptr) return Status(Code::kNoMemory, "out of memory");
+  const std::string copy(text);  // libcurl wants a NUL-terminated string
+  // Schemes libcurl was built without still parse; which schemes are served is the caller's decision.
+  const CURLUcode set = curl_url_set(url.get(), CURLUPART_URL, copy.c_str(), CURLU_NON_SUPPORT_SCHEME);
+  if (set == CURLUE_OUT_OF_MEMORY) return Status(Code::kNoMemory, "out of memory");
+  if (set != CURLUE_OK) return bad_url(curl_url_strerror(set));
+
+  Url out;
+  if (get_part(url, CURLUPART_SCHEME, 0, out.scheme) != CURLUE_OK) return bad_url("no scheme");
+  lowercase(out.scheme);
+  if (get_part(url, CURLUPART_HOST, 0, out.host) != CURLUE_OK || out.host.empty()) return bad_url("no host");
+  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
+    out.host = out.host.substr(1, out.host.size() - 2);
+    std::string zone;
+    if (get_part(url, CURLUPART_ZONEID, 0, zone) == CURLUE_OK && !zone.empty()) out.host += "%" + zone;
+  }
+  lowercase(out.host);
+
+  std::string port;
+  const CURLUcode port_rc = get_part(url, CURLUPART_PORT, CURLU_DEFAULT_PORT, port);
+  if (port_rc == CURLUE_OK) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) {
+      return bad_url("port must be between 1 and 65535");
+    }
+    out.port = value;
+  } else if (port_rc != CURLUE_NO_PORT) {
+    return bad_url(curl_url_strerror(port_rc));
+  }
+
+  if (get_part(url, CURLUPART_PATH, 0, out.path) != CURLUE_OK || out.path.empty()) out.path = "/";
+  (void)get_part(url, CURLUPART_QUERY, 0, out.query);  // absent: stays empty
+
+  std::string ignored;
+  out.has_userinfo = get_part(url, CURLUPART_USER, 0, ignored) == CURLUE_OK ||
+                     get_part(url, CURLUPART_PASSWORD, 0, ignored) == CURLUE_OK ||
+                     get_part(url, CURLUPART_OPTIONS, 0, ignored) == CURLUE_OK;
+  return out;
+}
+
+std::string Origin::to_string() const {
+  std::string out = scheme + "://";
+  if (host.find(':') != std::string::npos) {
+    // IPv6: brackets, and the zone's '%' percent-encoded as RFC 6874 writes it.
+    out += '[';
+    for (char c : host) {
+      if (c == '%') {
+        out += "%25";
+      } else {
+        out += c;
+      }
+    }
+    out += ']';
+  } else {
+    out += host;
+  }
+  out += ':';
+  out += std::to_string(port);
+  return out;
+}
+
+Origin origin_of(const Url& url) { return Origin{url.scheme, url.host, url.port}; }
+
+}  // namespace humus::transport

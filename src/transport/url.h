@@ -1,0 +1,41 @@
+// URLs and origins (SPEC §2). Parsing is libcurl's own (CURLU), so what the settings accept is exactly what
+// the transport will later connect to.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace humus::transport {
+
+struct Url {
+  std::string scheme;  // lowercase, e.g. "https"
+  std::string host;    // lowercase (ASCII); an IPv6 address without brackets, zone appended as "%zone"
+  std::string path;    // "/" when the URL has none
+  std::string query;   // without '?'; empty when none
+  int port = 0;        // explicit, else the scheme's default (http 80, https 443); 0 if the scheme has none
+  bool has_userinfo = false;  // "user:password@" (even an empty one) was present; never stored
+};
+
+// Parses an absolute URL "scheme://host[:port][/path][?query][#fragment]". Refused (kInvalidArgument): a
+// relative URL, no host ("http:///x", which libcurl alone would read as host "x"), a port outside 1..65535, a
+// NUL byte, and anything libcurl refuses. Any scheme libcurl can parse is accepted; callers check which
+// they serve. The message never repeats the URL: it may carry a password. Never throws.
+Result<Url> parse_url(std::string_view text);
+
+// What a dependency is (SPEC §2): scheme, host, port with the default filled in, so "https://payments" and
+// "https://PAYMENTS:443" are one origin.
+struct Origin {
+  std::string scheme;
+  std::string host;
+  int port = 0;
+
+  bool operator==(const Origin&) const = default;
+  // "https://payments:8443", "http://[::1]:8080": always with the port, as error messages name origins.
+  std::string to_string() const;
+};
+
+Origin origin_of(const Url& url);
+
+}  // namespace humus::transport

@@ -1,0 +1,103 @@
+#include "transport/url.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace humus::transport {
+namespace {
+
+Url parsed(std::string_view text) {
+  Result<Url> r = parse_url(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().message();
+  return r.ok() ? *r : Url{};
+}
+
+TEST(ParseUrl, PartsAndDefaultPorts) {
+  const Url u = parsed("https://payments.internal:8443/v1/charges?limit=10#frag");
+  EXPECT_EQ(u.scheme, "https");
+  EXPECT_EQ(u.host, "payments.internal");
+  EXPECT_EQ(u.port, 8443);
+  EXPECT_EQ(u.path, "/v1/charges");
+  EXPECT_EQ(u.query, "limit=10");
+  EXPECT_FALSE(u.has_userinfo);
+
+  EXPECT_EQ(parsed("https://payments").port, 443);
+  EXPECT_EQ(parsed("http://payments").port, 80);
+  EXPECT_EQ(parsed("http://payments").path, "/");
+  EXPECT_EQ(parsed("http://payments").query, "");
+  EXPECT_EQ(parsed("http://payments:/x").port, 80);
+}
+
+TEST(ParseUrl, SchemeAndHostAreLowercased) {
+  const Url u = parsed("HTTPS://PAYMENTS.Example:443/Path");
+  EXPECT_EQ(u.scheme, "https");
+  EXPECT_EQ(u.host, "payments.example");
+  EXPECT_EQ(u.path, "/Path");  // paths are case-sensitive
+}
+
+TEST(ParseUrl, Ipv6) {
+  const Url u = parsed("http://[::1]:8080/x");
+  EXPECT_EQ(u.host, "::1");
+  EXPECT_EQ(u.port, 8080);
+  EXPECT_EQ(origin_of(u).to_string(), "http://[::1]:8080");
+  EXPECT_EQ(parsed("https://[FE80::A]/").host, "fe80::a");
+  const Url zoned = parsed("http://[fe80::1%25eth0]/");
+  EXPECT_EQ(zoned.host, "fe80::1%eth0");
+  EXPECT_EQ(origin_of(zoned).to_string(), "http://[fe80::1%25eth0]:80");
+  EXPECT_FALSE(parse_url("http://[::1/").ok());
+}
+
+TEST(ParseUrl, UserInfoIsDetectedButNotKept) {
+  for (const char* url : {"https://user:secret@payments/", "https://user@payments/", "https://@payments/",
+                          "https://:secret@payments/"}) {
+    const Url u = parsed(url);
+    EXPECT_TRUE(u.has_userinfo) << url;
+    EXPECT_EQ(u.host, "payments") << url;
+  }
+}
+
+TEST(ParseUrl, Refused) {
+  for (const char* bad : {"", "/relative/path", "payments:8443", "payments", "http:/host", "http:///path",
+                          "http://", "http://:80/", "http://host:0/", "http://host:65536/", "http://host:-1/",
+                          "http://ho st/", "http://host/a b", " http://host/", "://host", "1http://host"}) {
+    EXPECT_FALSE(parse_url(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(parse_url(std::string_view("http://host\0.evil/", 18)).ok());
+  EXPECT_EQ(parse_url("/relative").status().code(), Code::kInvalidArgument);
+}
+
+TEST(ParseUrl, MessageNeverRepeatsTheUrl) {
+  const Result<Url> r = parse_url("http://user:hunter2@ho st/");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().find("hunter2"), std::string::npos) << r.status().message();
+}
+
+TEST(ParseUrl, OtherSchemesParseForTheCallerToRefuse) {
+  const Url ftp = parsed("ftp://files.example/x");
+  EXPECT_EQ(ftp.scheme, "ftp");
+  EXPECT_EQ(ftp.port, 21);
+  const Url custom = parsed("foo://x/");
+  EXPECT_EQ(custom.scheme, "foo");
+  EXPECT_EQ(custom.port, 0);  // no default known
+}
+
+TEST(Origin, DefaultPortAndCaseMakeOneOrigin) {
+  // SPEC §2: https://payments and https://PAYMENTS:443 are one origin.
+  const Origin a = origin_of(parsed("https://payments"));
+  const Origin b = origin_of(parsed("https://PAYMENTS:443/other/path?q=1"));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.to_string(), "https://payments:443");
+  EXPECT_NE(a, origin_of(parsed("http://payments")));
+  EXPECT_NE(a, origin_of(parsed("https://payments:8443")));
+  EXPECT_NE(a, origin_of(parsed("https://ledger")));
+  EXPECT_EQ(origin_of(parsed("https://payments:8443")).to_string(), "https://payments:8443");
+}
+
+TEST(ParseUrl, TruncatedPrefixesNeverCrash) {
+  const std::string url = "https://user:pw@[fe80::1%25eth0]:8443/a/b?c=d&e=f#g";
+  for (size_t n = 0; n <= url.size(); ++n) (void)parse_url(std::string_view(url).substr(0, n));
+}
+
+}  // namespace
+}  // namespace humus::transport
