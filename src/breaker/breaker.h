@@ -1,0 +1,146 @@
+// The circuit breaker (SPEC §9): admits or rejects each attempt, counts results, and moves through
+// closed → open → half-open → closed/open as its policy decides. Pure: no timers, no sockets; time comes from
+// an injected Clock and every time-driven change (open → half-open, a probe timing out) happens lazily on the
+// next call that looks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "breaker/policy.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "humus_http.h"
+
+namespace humus::breaker {
+
+class DefaultPolicy;
+
+// What an admitted attempt's result means to the breaker (SPEC §5).
+enum class Outcome : int32_t {
+  kSuccess = HUMUS_BREAKER_SUCCESS,
+  kFailure = HUMUS_BREAKER_FAILURE,
+  kIgnored = HUMUS_BREAKER_IGNORED,  // says nothing about the dependency (e.g. the caller cancelled)
+};
+
+// Handed out by admit() and given back to record() with the attempt's result. A plain value: copy it freely.
+struct Permit {
+  uint64_t generation = 0;  // the state generation it was admitted in; 0 is never a live generation
+  uint64_t id = 0;          // unique per breaker
+  bool probe = false;       // admitted in half-open: holds a probe slot until recorded or timed out
+};
+
+struct Admission {
+  bool admitted = false;
+  Permit permit;  // when admitted
+  // When rejected: in open, how much longer it stays open; in half-open with every probe slot taken, the
+  // time until the oldest probe times out (a slot is certain to free by then, maybe sooner). Always > 0 for
+  // a rejection.
+  Duration retry_after = Duration::zero();
+};
+
+// One state change, as reported to the listener.
+struct Transition {
+  State from = State::kClosed;
+  State to = State::kClosed;
+  Counts counts_at_change;  // the counts of the state left, including the result that caused the change
+  Instant at;               // when it took effect (for open → half-open: the instant open_for ran out)
+  uint64_t generation = 0;  // the generation entered; consecutive transitions have consecutive generations
+};
+
+// Thread-safe: every member function may be called from any thread concurrently.
+class Breaker {
+ public:
+  struct Options {
+    uint32_t window = 20;               // results the trip policy sees; 0 is taken as 1
+    Duration open_for = std::chrono::seconds(10);
+    uint32_t probes = 1;                // probes in flight at once in half-open; 0 is taken as 1
+    Duration probe_timeout = std::chrono::seconds(10);
+  };
+
+  using Listener = std::function<void(const Transition&)>;
+
+  // A null policy means the built-in one with SPEC §3 defaults. `clock` must outlive the breaker.
+  Breaker(Options options, std::shared_ptr<const Policy> policy, Clock& clock);
+  ~Breaker();
+  Breaker(const Breaker&) = delete;
+  Breaker& operator=(const Breaker&) = delete;
+
+  // Admits an attempt or rejects it (SPEC §9.1). Closed: always admitted. Open: rejected until open_for has
+  // passed since it opened, then half-open. Half-open: admitted as a probe while fewer than `probes` are in
+  // flight.
+  Admission admit();
+
+  // Counts an admitted attempt's result. A permit from an earlier generation, or a probe that already timed
+  // out, changes nothing (SPEC §9.4) and returns OK. When the policy fails, the result counts as a failure,
+  // the breaker stays consistent (half-open reopens; closed stays closed) and the policy's error
+  // (kCallback / kProgram) is returned so the caller can end the call with it. Record each permit once:
+  // closed-state permits are not tracked (that would cost the hot path), so a second record counts again.
+  Status record(const Permit& permit, Outcome outcome);
+
+  // The current state, after any lazy advance that is due.
+  State state();
+  // The current state's counts (window fields are non-zero only in closed).
+  Counts counts();
+  // Zero when an attempt would be admitted now; otherwise as Admission::retry_after.
+  Duration retry_after();
+  // The current state generation; starts at 1 and grows by one per transition. For tests and telemetry.
+  uint64_t generation();
+
+  // Replaces the listener (an empty function removes it). Delivery guarantees: each transition is delivered
+  // exactly once, never with the breaker's lock held (the listener may call the breaker), never
+  // concurrently with another delivery of this breaker, and in transition order (generation order). It is
+  // delivered on the thread whose call caused it before that call returns, unless another thread is
+  // delivering at that moment: that thread then delivers it after its own. Transitions made while no
+  // listener is set are not reported. A listener must not throw; if it does, the exception propagates out of
+  // the call that was delivering, the rest of its batch is dropped, and later transitions are delivered.
+  void set_listener(Listener listener);
+
+ private:
+  struct ProbeSlot {
+    uint64_t id;
+    Instant deadline;  // admitted + probe_timeout
+  };
+
+  // All *_locked functions require mu_ held.
+  void observe_locked();                  // advance_locked(now) unless closed (closed has no timed change)
+  void advance_locked(Instant now);       // open → half-open when due; frees timed-out probe slots
+  void transition_locked(State to, Instant at);
+  Duration retry_after_locked(Instant now) const;
+  bool take_probe_locked(uint64_t id);    // frees the slot of probe `id`; false when it holds none
+  Counts with_result_locked(bool failure) const;  // counts_ as they would be after one more result
+  Status record_closed_locked(Outcome outcome);
+  Status record_half_open_locked(Outcome outcome);
+  // Delivers queued transitions (see set_listener); takes `lock` locked, returns with it unlocked.
+  void deliver(std::unique_lock<std::mutex>& lock);
+
+  const uint32_t window_size_;
+  const Duration open_for_;
+  const uint32_t max_probes_;
+  const Duration probe_timeout_;
+  const std::shared_ptr<const Policy> policy_;
+  const DefaultPolicy* const default_policy_;  // policy_ itself when it is the built-in one: called directly
+  Clock& clock_;
+
+  mutable std::mutex mu_;
+  State state_ = State::kClosed;    // guarded by mu_
+  uint64_t generation_ = 1;         // guarded by mu_
+  uint64_t next_id_ = 1;            // guarded by mu_
+  Instant open_until_{};            // guarded by mu_: in open, when it becomes half-open
+  Counts counts_;                   // guarded by mu_: of the current state; counts_.state == state_
+  std::vector<uint8_t> ring_;       // guarded by mu_: the closed state's last results, 1 = failure
+  uint32_t ring_next_ = 0;          // guarded by mu_: where the next result goes
+  std::vector<ProbeSlot> probes_;         // guarded by mu_: probes in flight, unordered; capacity is kept
+  std::shared_ptr<const Listener> listener_;  // guarded by mu_
+  std::vector<Transition> pending_;       // guarded by mu_: transitions not yet delivered, in order
+  bool delivering_ = false;               // guarded by mu_: a thread is in deliver()'s unlocked part
+  std::vector<Transition> batch_;         // owned by the thread that set delivering_
+};
+
+const char* outcome_name(Outcome outcome);  // "success", "failure", "ignored"
+
+}  // namespace humus::breaker

@@ -1,0 +1,94 @@
+#include "breaker/policy.h"
+
+#include <string>
+#include <utility>
+
+#include "breaker/default_policy.h"
+
+namespace humus::breaker {
+namespace {
+
+humus_breaker_counts to_c(const Counts& counts) {
+  humus_breaker_counts c{};
+  c.version = HUMUS_BREAKER_COUNTS_VERSION;
+  c.state = static_cast<int32_t>(counts.state);
+  c.successes = counts.successes;
+  c.failures = counts.failures;
+  c.consecutive_successes = counts.consecutive_successes;
+  c.consecutive_failures = counts.consecutive_failures;
+  c.timed_out_probes = counts.timed_out_probes;
+  c.window_results = counts.window_results;
+  c.window_failures = counts.window_failures;
+  return c;
+}
+
+// Owns the table's user_data: the last shared_ptr holder's release runs `destroy`, exactly once.
+class CPolicy final : public Policy {
+ public:
+  explicit CPolicy(const humus_breaker_policy& table) : table_(table) {}
+  ~CPolicy() override {
+    if (table_.destroy != nullptr) table_.destroy(table_.user_data);
+  }
+  CPolicy(const CPolicy&) = delete;
+  CPolicy& operator=(const CPolicy&) = delete;
+
+  Result<bool> trip(const Counts& counts) const override {
+    const humus_breaker_counts c = to_c(counts);
+    int32_t open = 0;
+    const humus_status s = table_.trip(table_.user_data, &c, &open);
+    if (s != HUMUS_OK) {
+      return Status(Code::kCallback, "breaker policy: trip callback returned status " + std::to_string(s));
+    }
+    return open != 0;  // a C boolean: any non-zero value opens
+  }
+
+  Result<ProbeDecision> probe(const Counts& counts) const override {
+    const humus_breaker_counts c = to_c(counts);
+    int32_t decision = HUMUS_PROBE_CONTINUE;
+    const humus_status s = table_.probe(table_.user_data, &c, &decision);
+    if (s != HUMUS_OK) {
+      return Status(Code::kCallback, "breaker policy: probe callback returned status " + std::to_string(s));
+    }
+    if (decision < HUMUS_PROBE_CONTINUE || decision > HUMUS_PROBE_REOPEN) {
+      return Status(Code::kProgram, "breaker policy: probe callback returned invalid decision " +
+                                        std::to_string(decision));
+    }
+    return static_cast<ProbeDecision>(decision);
+  }
+
+ private:
+  const humus_breaker_policy table_;
+};
+
+}  // namespace
+
+const char* state_name(State state) {
+  switch (state) {
+    case State::kClosed:
+      return "closed";
+    case State::kOpen:
+      return "open";
+    case State::kHalfOpen:
+      return "half_open";
+  }
+  return "unknown";
+}
+
+std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& params) {
+  return std::make_shared<const DefaultPolicy>(params);
+}
+
+Result<std::shared_ptr<const Policy>> make_c_policy(const humus_breaker_policy& table) {
+  if (table.version != HUMUS_BREAKER_POLICY_VERSION) {
+    return Status(Code::kInvalidArgument,
+                  "breaker policy: unsupported version " + std::to_string(table.version), {"version"});
+  }
+  if (table.trip == nullptr) return Status(Code::kProgram, "breaker policy: trip callback is NULL", {"trip"});
+  if (table.probe == nullptr) {
+    return Status(Code::kProgram, "breaker policy: probe callback is NULL", {"probe"});
+  }
+  // Validated before taking ownership: on failure the caller keeps user_data and destroy is not called.
+  return std::shared_ptr<const Policy>(std::make_shared<const CPolicy>(table));
+}
+
+}  // namespace humus::breaker
