@@ -1,0 +1,39 @@
+#include "retry/decision.h"
+
+#include <algorithm>
+
+namespace humus::retry {
+
+const char* decision_name(Decision decision) {
+  switch (decision) {
+    case Decision::kDone:
+      return "done";
+    case Decision::kAgain:
+      return "again";
+    case Decision::kThrottled:
+      return "throttled";
+    case Decision::kExhausted:
+      return "exhausted";
+    case Decision::kExpired:
+      return "expired";
+    case Decision::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+DecisionResult decide(const DecisionInput& input, const Backoff& backoff, Budget& budget, Random& random) {
+  if (input.classification.retry != classify::RetryVerdict::kAgain) return {Decision::kDone, {}};
+  const bool allowed = budget.try_retry();
+  if (!input.may_send_twice || input.body_too_large) return {Decision::kDone, {}};
+  if (input.attempt >= input.max_attempts) return {Decision::kExhausted, {}};
+  if (!allowed) return {Decision::kThrottled, {}};
+  const Duration retry_after = std::max(input.classification.retry_after, Duration::zero());
+  if (retry_after > input.max_retry_after) return {Decision::kDone, {}};
+  const Duration wait = std::max(backoff.draw(input.attempt, random), retry_after);
+  // Compared as durations, so a far deadline cannot overflow now + wait.
+  if (input.deadline <= input.now || wait >= input.deadline - input.now) return {Decision::kExpired, {}};
+  return {Decision::kAgain, wait};
+}
+
+}  // namespace humus::retry
