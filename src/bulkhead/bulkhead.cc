@@ -1,0 +1,215 @@
+#include "bulkhead/bulkhead.h"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <string>
+
+namespace humus::bulkhead {
+namespace {
+
+// "500ms"; finer units only when the wait is not whole milliseconds (a deadline cut it).
+std::string format_duration(Duration d) {
+  using std::chrono::duration_cast;
+  if (d % std::chrono::milliseconds(1) == Duration::zero()) {
+    return std::to_string(duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+  }
+  if (d % std::chrono::microseconds(1) == Duration::zero()) {
+    return std::to_string(duration_cast<std::chrono::microseconds>(d).count()) + "us";
+  }
+  return std::to_string(d.count()) + "ns";
+}
+
+// Forwards a cancel to a waiter's Signal for as long as it lives.
+class WakerScope {
+ public:
+  WakerScope(CancelToken* token, Signal& wake) : token_(token) {
+    if (token_ != nullptr) token_->set_waker([w = &wake] { w->notify(); });
+  }
+  ~WakerScope() {
+    if (token_ != nullptr) token_->clear_waker();
+  }
+  WakerScope(const WakerScope&) = delete;
+  WakerScope& operator=(const WakerScope&) = delete;
+
+ private:
+  CancelToken* token_;
+};
+
+}  // namespace
+
+// --- Slot -------------------------------------------------------------------------------------------------
+
+Slot& Slot::operator=(Slot&& other) noexcept {
+  if (this != &other) {
+    release();
+    owner_ = other.owner_;
+    other.owner_ = nullptr;
+  }
+  return *this;
+}
+
+void Slot::release() noexcept {
+  if (owner_ == nullptr) return;
+  owner_->release();
+  owner_ = nullptr;
+}
+
+// --- Bulkhead ---------------------------------------------------------------------------------------------
+
+Bulkhead::Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock)
+    : max_concurrent_(max_concurrent), wait_(std::max(wait, Duration::zero())), clock_(clock) {}
+
+Bulkhead::~Bulkhead() { assert(in_flight_ == 0 && head_ == nullptr); }
+
+Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
+  if (cancel != nullptr && cancel->cancelled()) {
+    return Status(Code::kCancelled, "cancelled before a bulkhead slot was taken");
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  // Fast path. Only when nobody queues: a freed slot belongs to the oldest waiter, not to a newcomer.
+  if (in_flight_ < max_concurrent_ && head_ == nullptr) {
+    ++in_flight_;
+    return Slot(this);
+  }
+
+  const Instant start = clock_.now();
+  // start + wait_, saturating: a huge wait must not overflow the time point.
+  const Instant wait_end = wait_ >= Instant::max() - start ? Instant::max() : start + wait_;
+  const bool deadline_first = call_deadline < wait_end;
+  const Instant until = deadline_first ? call_deadline : wait_end;
+  if (until <= start) return refusal(deadline_first, Duration::zero());
+
+  Waiter self;
+  push_locked(self);
+  lock.unlock();
+  // A clock sleeps on one Signal: the token's waker forwards a cancel to ours. The lambda holds one pointer,
+  // so std::function stores it inline (no allocation). Declared after `self`, so the waker is cleared (and,
+  // by the token's lock, no longer running) before self.wake dies.
+  const WakerScope waker(cancel, self.wake);
+  for (;;) {
+    // A cancel that came before the waker was set is seen here: cancel() sets its flag before it takes the
+    // lock under which set_waker() ran.
+    if (cancel == nullptr || !cancel->cancelled()) {
+      // Ends on a hand-over or a cancel (both notify self.wake) or at `until`.
+      clock_.sleep_until(until, self.wake);
+    }
+    lock.lock();
+    // Everything is re-checked under mu_: release() may hand this waiter a slot right up to this point.
+    if (cancel != nullptr && cancel->cancelled()) {
+      if (self.granted) {
+        release_locked();  // pass the handed-over slot on rather than drop it
+      } else {
+        unlink_locked(self);
+      }
+      return Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot");
+    }
+    if (self.granted) return Slot(this);  // in_flight_ already counts it: release() handed it over
+    if (clock_.now() >= until) {
+      unlink_locked(self);
+      return refusal(deadline_first, until - start);
+    }
+    lock.unlock();  // woken with nothing to do (cannot happen with a well-behaved clock): sleep again
+  }
+}
+
+uint32_t Bulkhead::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
+size_t Bulkhead::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
+}
+
+void Bulkhead::release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  release_locked();
+}
+
+void Bulkhead::release_locked() {
+  Waiter* w = head_;
+  if (w == nullptr) {
+    assert(in_flight_ > 0);
+    --in_flight_;
+    return;
+  }
+  // Direct hand-off: in_flight_ stays as it is, the slot changes hands. Notified under mu_, which the waiter
+  // must take before it can leave acquire(), so its Signal is still alive.
+  unlink_locked(*w);
+  w->granted = true;
+  if (w->on_grant != nullptr) {
+    w->on_grant(w->arg);
+  } else {
+    w->wake.notify();
+  }
+}
+
+std::optional<Slot> Bulkhead::acquire_or_queue(AsyncWaiter& waiter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_flight_ < max_concurrent_ && head_ == nullptr) {
+    ++in_flight_;
+    return Slot(this);
+  }
+  waiter.node_.granted = false;
+  push_locked(waiter.node_);
+  return std::nullopt;
+}
+
+Slot Bulkhead::take(AsyncWaiter& waiter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  assert(waiter.node_.granted);
+  waiter.node_.granted = false;
+  return Slot(this);  // in_flight_ already counts it: release() handed it over
+}
+
+bool Bulkhead::abandon(AsyncWaiter& waiter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (waiter.node_.granted) return false;
+  if (waiter.node_.queued) unlink_locked(waiter.node_);
+  return true;
+}
+
+void Bulkhead::push_locked(Waiter& w) {
+  w.prev = tail_;
+  w.next = nullptr;
+  if (tail_ != nullptr) {
+    tail_->next = &w;
+  } else {
+    head_ = &w;
+  }
+  tail_ = &w;
+  w.queued = true;
+  ++waiting_;
+}
+
+void Bulkhead::unlink_locked(Waiter& w) {
+  if (w.prev != nullptr) {
+    w.prev->next = w.next;
+  } else {
+    head_ = w.next;
+  }
+  if (w.next != nullptr) {
+    w.next->prev = w.prev;
+  } else {
+    tail_ = w.prev;
+  }
+  w.prev = nullptr;
+  w.next = nullptr;
+  w.queued = false;
+  --waiting_;
+}
+
+Status Bulkhead::refusal(bool deadline_first, Duration waited) const {
+  const std::string in_flight =
+      std::to_string(max_concurrent_) + (max_concurrent_ == 1 ? " call" : " calls") + " in flight";
+  if (deadline_first) {
+    return Status(Code::kTimeout, "deadline passed waiting for a bulkhead slot: " + in_flight +
+                                      ", none freed within " + format_duration(waited));
+  }
+  return Status(Code::kBulkheadFull,
+                "bulkhead full: " + in_flight + ", none freed within " + format_duration(wait_));
+}
+
+}  // namespace humus::bulkhead

@@ -1,0 +1,123 @@
+// The bulkhead (SPEC §11): at most max_concurrent calls to one dependency in flight; a call that cannot get a
+// slot within `wait` is turned away with HUMUS_E_BULKHEAD_FULL. It knows nothing of the breaker or the
+// budget: a call it turns away never reached the dependency.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "common/cancel.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace humus::bulkhead {
+
+class Bulkhead;
+
+// A permit for one call in flight: move-only, given back on destruction (or release()). It points at its
+// Bulkhead, which must outlive it.
+class Slot {
+ public:
+  Slot() = default;  // holds nothing
+  Slot(Slot&& other) noexcept : owner_(other.owner_) { other.owner_ = nullptr; }
+  Slot& operator=(Slot&& other) noexcept;
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  ~Slot() { release(); }
+
+  // Gives the slot back now (to the oldest waiter, if any). Idempotent.
+  void release() noexcept;
+  [[nodiscard]] bool held() const { return owner_ != nullptr; }
+
+ private:
+  friend class Bulkhead;
+  explicit Slot(Bulkhead* owner) : owner_(owner) {}
+  Bulkhead* owner_ = nullptr;
+};
+
+// Thread-safe. Waits run on the injected Clock (so on the virtual clock in tests). Fair: a freed slot is
+// handed straight to the oldest waiter, so newcomers cannot overtake a queue. The fast path (a slot free,
+// nobody queued) is one mutex lock and unlock, as is giving a slot back.
+class Bulkhead {
+ private:
+  // One per queued caller (on its stack, or inside an AsyncWaiter). Linked in FIFO order.
+  struct Waiter {
+    Signal wake;             // notified when a slot is handed over, and by a cancel through the token's waker
+    bool granted = false;    // guarded by mu_
+    bool queued = false;     // guarded by mu_
+    Waiter* prev = nullptr;  // guarded by mu_
+    Waiter* next = nullptr;  // guarded by mu_
+    void (*on_grant)(void*) = nullptr;  // an asynchronous waiter is granted through this, not `wake`
+    void* arg = nullptr;
+  };
+
+ public:
+  // max_concurrent ≥ 1 and wait ≥ 0 are the settings' checks (SPEC §3); a negative wait acts as 0.
+  Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock);
+  ~Bulkhead();  // no Slot or waiter may outlive it
+  Bulkhead(const Bulkhead&) = delete;
+  Bulkhead& operator=(const Bulkhead&) = delete;
+
+  // A slot, waiting at most `wait` for one:
+  //  - HUMUS_E_BULKHEAD_FULL when none is freed within `wait` (at once when wait is 0): "bulkhead full: 50
+  //    calls in flight, none freed within 500ms";
+  //  - HUMUS_E_TIMEOUT when `call_deadline` comes before `wait` is over and no slot was freed by then (the
+  //    call's deadline, not the bulkhead, ended the wait); a free slot is granted whatever the deadline;
+  //  - HUMUS_E_CANCELLED when `cancel` is cancelled before or during the wait (a slot handed over at the
+  //    same moment is passed on to the next waiter). A slot handed over as the wait times out is granted.
+  // While it waits, acquire() sets `cancel`'s waker (to wake its own Signal) and clears it before returning,
+  // so the call must have no other waker registered then.
+  Result<Slot> acquire(Instant call_deadline, CancelToken* cancel = nullptr);
+  Result<Slot> acquire() { return acquire(Instant::max(), nullptr); }
+
+  // For a caller that must not block (an event loop): queued by acquire_or_queue() when no slot is free;
+  // `on_grant(arg)` then runs when a slot is handed over — on the releasing thread, with the bulkhead's lock
+  // held, so it must only hand off (post to the loop) — after which take() returns the slot.
+  class AsyncWaiter {
+   public:
+    AsyncWaiter(void (*on_grant)(void* arg), void* arg) {
+      node_.on_grant = on_grant;
+      node_.arg = arg;
+    }
+
+   private:
+    friend class Bulkhead;
+    Waiter node_;
+  };
+  // A free slot at once, or nothing with `waiter` queued behind every earlier waiter.
+  std::optional<Slot> acquire_or_queue(AsyncWaiter& waiter);
+  // The slot handed to `waiter` (after its on_grant ran).
+  Slot take(AsyncWaiter& waiter);
+  // Stops waiting (its wait ran out or it was cancelled): true when it was still queued and is no longer;
+  // false when a slot was handed over first — take() it (and release it if it is no longer wanted).
+  bool abandon(AsyncWaiter& waiter);
+
+  // The refusal when no slot came: kTimeout when the call's deadline ended the wait, else kBulkheadFull.
+  Status refusal(bool deadline_first, Duration waited) const;
+
+  [[nodiscard]] uint32_t in_flight() const;  // slots held (including ones handed over but not yet picked up)
+  [[nodiscard]] size_t waiting() const;      // callers queued for a slot
+  uint32_t max_concurrent() const { return max_concurrent_; }
+  Duration wait() const { return wait_; }
+
+ private:
+  friend class Slot;
+
+  void release();
+  void release_locked();
+  void push_locked(Waiter& w);
+  void unlink_locked(Waiter& w);
+
+  const uint32_t max_concurrent_;
+  const Duration wait_;
+  Clock& clock_;
+  mutable std::mutex mu_;
+  uint32_t in_flight_ = 0;  // guarded by mu_
+  size_t waiting_ = 0;      // guarded by mu_
+  Waiter* head_ = nullptr;  // guarded by mu_: the oldest waiter
+  Waiter* tail_ = nullptr;  // guarded by mu_
+};
+
+}  // namespace humus::bulkhead
