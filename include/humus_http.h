@@ -229,6 +229,180 @@ typedef struct humus_breaker_policy {
 HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings *s, const humus_breaker_policy *policy,
                                                          humus_error **err);
 
+/* ==== Runtime ==================================================================================== */
+
+/* Process-wide machinery shared by clients (SPEC §1): the clock, name overrides, the mock transport. */
+typedef struct humus_runtime humus_runtime;
+
+/* Options (JSON; NULL or empty for the defaults): {"resolve": {"host:port": "address:port"}, "faults": bool,
+ * "clock": "real" | "virtual", "seed": n}. "resolve" sends a name's connections to a local address while
+ * TLS still verifies the name (SPEC §10.6). A virtual clock advances on its own whenever every call in flight
+ * waits only on timers (SPEC §16.1); it needs the mock transport; "seed" fixes its random draws.
+ * HUMUS_E_CONFIG naming every bad key. Any thread. */
+HUMUS_API humus_status humus_runtime_new(const char *options_json, size_t len, humus_runtime **out,
+                                         humus_error **err);
+/* Frees a runtime; NULL is accepted. Every client built from it must have been freed first. */
+HUMUS_API void humus_runtime_free(humus_runtime *rt);
+/* Moves a virtual clock forward by `ms` (>= 0), waking the waits that come due. HUMUS_E_MISUSE on a real
+ * clock. Any thread. */
+HUMUS_API humus_status humus_runtime_advance_ms(humus_runtime *rt, int64_t ms, humus_error **err);
+/* Milliseconds the runtime's clock has advanced since the runtime was made (virtual or real). Any thread. */
+HUMUS_API int64_t humus_runtime_elapsed_ms(humus_runtime *rt);
+
+/* ==== Client ===================================================================================== */
+
+/* One client per dependency (SPEC §1): its connections, breaker, retry budget and bulkhead. Thread-safe:
+ * every function on a client may be called from any thread at once, except humus_client_free. */
+typedef struct humus_client humus_client;
+
+/* Builds a client; `s` is copied (callbacks shared). Rules across fields fail with HUMUS_E_PROGRAM naming the
+ * fields (SPEC §3.2); an unreadable TLS file with HUMUS_E_CONFIG naming its key; a virtual clock without a
+ * mock transport with HUMUS_E_MISUSE. Any thread. */
+HUMUS_API humus_status humus_client_new(humus_runtime *rt, const humus_settings *s, humus_client **out,
+                                        humus_error **err);
+/* Frees a client; NULL is accepted. Asynchronous calls still in flight are cancelled and this returns after
+ * each has delivered its outcome. Called from inside a callback (on the event-loop thread), the free is
+ * completed on that thread once those calls are done. No blocking call may be in flight. */
+HUMUS_API void humus_client_free(humus_client *c);
+/* The breaker's state now (HUMUS_CIRCUIT_*), after any lazy open → half-open advance. Any thread. */
+HUMUS_API humus_status humus_client_breaker_state(humus_client *c, int32_t *state);
+
+/* ==== Request ==================================================================================== */
+
+/* One call's request. Not thread-safe: build it on one thread; humus_client_do only reads it, so one request
+ * may then be sent by several threads at once. */
+typedef struct humus_request humus_request;
+
+/* `method` is an RFC 9110 token, case-sensitive ("GET"); `url` absolute http/https. HUMUS_E_INVALID_ARGUMENT
+ * naming "method" or "url". The origin is checked when the call is made (HUMUS_E_CROSS_ORIGIN). */
+HUMUS_API humus_status humus_request_new(const char *method, const char *url, humus_request **out,
+                                         humus_error **err);
+/* Adds a header (repeat for several values). An invalid name or a value with CR, LF or NUL is refused with
+ * HUMUS_E_INVALID_ARGUMENT naming the header (SPEC §10.5). */
+HUMUS_API humus_status humus_request_set_header(humus_request *r, const char *name, const char *value,
+                                                humus_error **err);
+/* Sets the body; the bytes are copied, so every attempt can replay them. */
+HUMUS_API humus_status humus_request_set_body(humus_request *r, const void *data, size_t len);
+/* Sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). */
+HUMUS_API humus_status humus_request_set_idempotency_key(humus_request *r, const char *key, humus_error **err);
+
+enum { HUMUS_RETRY_MODE_DEFAULT = 0, HUMUS_RETRY_MODE_FORBID = 1, HUMUS_RETRY_MODE_FORCE = 2 };
+/* Per-call retry override (SPEC §4): FORBID makes one attempt; FORCE vouches for a request the rules would
+ * not retry (budget, deadline and breaker still apply). HUMUS_E_INVALID_ARGUMENT for another value. */
+HUMUS_API humus_status humus_request_set_retry(humus_request *r, int32_t mode);
+/* The caller's bound on the whole call, in ms (> 0); the call ends at the earlier of it and `timeout`. */
+HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms);
+/* Frees a request; NULL is accepted. */
+HUMUS_API void humus_request_free(humus_request *r);
+
+/* ==== Cancel tokens ============================================================================== */
+
+/* Ends calls early: the caller gave up. Thread-safe: trigger from any thread, at any time. */
+typedef struct humus_cancel humus_cancel;
+/* Calls made with `r` from now on are cancelled by `c` (NULL removes it); `c` must outlive those calls. */
+HUMUS_API humus_status humus_request_set_cancel(humus_request *r, humus_cancel *c);
+HUMUS_API humus_status humus_cancel_new(humus_cancel **out);
+/* Cancels every call made with this token, now and later. */
+HUMUS_API void humus_cancel_trigger(humus_cancel *c);
+/* Frees a token; NULL is accepted. No call may be using it. */
+HUMUS_API void humus_cancel_free(humus_cancel *c);
+
+/* ==== Calls and responses ======================================================================== */
+
+typedef struct humus_response humus_response;
+
+/* Makes one call on the calling thread: every attempt, wait and redirect (SPEC §6), cancelled through the
+ * request's token if it has one (humus_request_set_cancel).
+ * HUMUS_OK with a response whatever its status (404, 500, the last 503: the caller decides, SPEC §6.6);
+ * otherwise the call got no response: HUMUS_E_REJECTED (breaker open; humus_error_retry_after_ms),
+ * HUMUS_E_BULKHEAD_FULL, HUMUS_E_TIMEOUT, HUMUS_E_CANCELLED, HUMUS_E_CONNECT, HUMUS_E_RESOLVE,
+ * HUMUS_E_CONNECTION_LOST, HUMUS_E_PROTOCOL, HUMUS_E_STREAM_REFUSED, HUMUS_E_TLS, HUMUS_E_TLS_CLIENT_CERT,
+ * HUMUS_E_CROSS_ORIGIN, HUMUS_E_INVALID_ARGUMENT, HUMUS_E_CALLBACK, HUMUS_E_PROGRAM. The error carries the
+ * attempts made. Any thread. */
+HUMUS_API humus_status humus_client_do(humus_client *c, const humus_request *r, humus_response **out,
+                                       humus_error **err);
+
+/* Accessors: any thread, on a response no thread frees. Strings live as long as the response. */
+HUMUS_API int32_t humus_response_status(const humus_response *resp);
+HUMUS_API int32_t humus_response_attempts(const humus_response *resp);
+/* The first value of a header (case-insensitive), or NULL if absent. */
+HUMUS_API const char *humus_response_header(const humus_response *resp, const char *name);
+HUMUS_API size_t humus_response_header_count(const humus_response *resp);
+/* Header `i` in the order received; HUMUS_E_INVALID_ARGUMENT when out of range. */
+HUMUS_API humus_status humus_response_header_at(const humus_response *resp, size_t i, const char **name,
+                                                const char **value);
+/* The whole body (bytes, not NUL-terminated; *data may be NULL when len is 0). */
+HUMUS_API humus_status humus_response_body(humus_response *resp, const void **data, size_t *len,
+                                           humus_error **err);
+/* "1.1" or "2". */
+HUMUS_API const char *humus_response_http_version(const humus_response *resp);
+/* The URL of the last request, after redirects within the origin. */
+HUMUS_API const char *humus_response_url(const humus_response *resp);
+/* Frees a response; NULL is accepted. */
+HUMUS_API void humus_response_free(humus_response *resp);
+
+/* ==== Asynchronous calls ======================================================================== */
+
+/* A call in flight on the runtime's event loop (SPEC §17.1). */
+typedef struct humus_call humus_call;
+
+/* The outcome of an asynchronous call, delivered once on the runtime's event-loop thread: HUMUS_OK with
+ * `resp`, or another status with `err` (as humus_client_do would return them). Both are the callback's to
+ * free. It must not block: a humus_client_do made from it is refused with HUMUS_E_MISUSE. */
+typedef void (*humus_call_done)(void *user_data, humus_status status, humus_response *resp, humus_error *err);
+
+/* Starts the call and returns at once; the request is copied (free it whenever). Every rule of a blocking
+ * call applies — bulkhead (its wait is a timer, no thread waits), breaker, retries, waits, deadline — and
+ * concurrent calls share the client's connections (HTTP/2 multiplexes them on one). `call` (may be NULL)
+ * receives a handle for humus_call_cancel, to free with humus_call_free. The request's cancel token is not
+ * used: cancel through the handle. HUMUS_E_INVALID_ARGUMENT when c, r or on_done is NULL. Any thread. */
+HUMUS_API humus_status humus_client_submit(humus_client *c, const humus_request *r, humus_call_done on_done,
+                                           void *user_data, humus_call **call, humus_error **err);
+/* Cancels the call: it ends as soon as the event loop gets to it (HUMUS_E_CANCELLED, or the response
+ * buffered before a retry). Nothing once it has ended. Any thread, including inside callbacks. */
+HUMUS_API void humus_call_cancel(humus_call *call);
+/* Releases the handle; the call itself goes on. NULL is accepted. */
+HUMUS_API void humus_call_free(humus_call *call);
+
+/* ==== Testing: mock transport ==================================================================== */
+
+/* A request as the mock transport's callback sees it; borrowed for the callback's duration. */
+typedef struct humus_mock_request humus_mock_request;
+HUMUS_API const char *humus_mock_request_method(const humus_mock_request *r);
+HUMUS_API const char *humus_mock_request_url(const humus_mock_request *r);
+/* The first value of a request header (case-insensitive), or NULL. */
+HUMUS_API const char *humus_mock_request_header(const humus_mock_request *r, const char *name);
+HUMUS_API void humus_mock_request_body(const humus_mock_request *r, const void **data, size_t *len);
+
+/* What the mock answers; starts as 200 with no headers and an empty body. */
+typedef struct humus_mock_reply humus_mock_reply;
+HUMUS_API void humus_mock_reply_set_status(humus_mock_reply *reply, int32_t status);
+HUMUS_API void humus_mock_reply_add_header(humus_mock_reply *reply, const char *name, const char *value);
+HUMUS_API void humus_mock_reply_set_body(humus_mock_reply *reply, const void *data, size_t len);
+/* The attempt fails with this transport error (HUMUS_E_CONNECT, HUMUS_E_CONNECTION_LOST, ...). */
+HUMUS_API void humus_mock_reply_set_error(humus_mock_reply *reply, humus_status error, const char *message);
+/* Waits this long (on the runtime's clock) before answering; bounded by the attempt's timeout. */
+HUMUS_API void humus_mock_reply_set_delay_ms(humus_mock_reply *reply, int64_t ms);
+/* Never answers: the attempt times out. */
+HUMUS_API void humus_mock_reply_set_hang(humus_mock_reply *reply);
+
+#define HUMUS_MOCK_TRANSPORT_VERSION 1
+/* Answers every attempt of the clients built afterwards from the runtime (SPEC §16.2). `respond` runs on the
+ * thread that drives the attempt, possibly several at once; a status other than HUMUS_OK fails the attempt
+ * with HUMUS_E_CALLBACK. */
+typedef struct humus_mock_transport {
+  uint32_t version; /* HUMUS_MOCK_TRANSPORT_VERSION */
+  humus_status (*respond)(void *user_data, const humus_mock_request *request, humus_mock_reply *reply);
+  void *user_data;
+  void (*destroy)(void *user_data); /* optional; called once when no client or runtime uses it */
+} humus_mock_transport;
+#define HUMUS_MOCK_TRANSPORT_INIT {HUMUS_MOCK_TRANSPORT_VERSION, NULL, NULL, NULL}
+
+/* Installs (or with NULL removes) the mock transport for clients built afterwards. HUMUS_E_PROGRAM when
+ * `respond` is NULL. Any thread. */
+HUMUS_API humus_status humus_runtime_set_mock_transport(humus_runtime *rt, const humus_mock_transport *mock,
+                                                        humus_error **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,54 @@
+// The asynchronous driver of a call (SPEC §17.1): the same state machine as the blocking one (call.h), run
+// on the runtime's event loop — attempts through the transport's asynchronous side, waits as loop timers,
+// the bulkhead wait as a queued waiter — so no thread waits for it.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "bulkhead/bulkhead.h"
+#include "client/call.h"
+#include "client/request.h"
+#include "common/cancel.h"
+#include "transport/event_loop.h"
+#include "transport/transport.h"
+
+namespace humus::client {
+
+class Client;
+
+using CallDone = std::function<void(CallResult)>;
+
+class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
+ public:
+  AsyncCall(Client& client, Request request, CallDone done);
+
+  // Any thread: the call ends as soon as the loop gets to it (kCancelled, or the buffered response of a
+  // cut-short wait). After it ended: nothing.
+  void cancel();
+
+ private:
+  friend class Client;
+  enum class Phase { kNew, kQueued, kSending, kWaiting, kDone };
+
+  // Loop thread only, from here on.
+  void begin();
+  void on_slot();
+  void advance(Step step);
+  void finish(CallResult result);
+  void on_cancel();
+  static void granted(void* self);  // the bulkhead handed over a slot (any thread, bulkhead lock held)
+
+  Client& client_;
+  const Request request_;
+  CancelToken token_;
+  Call call_;  // refers to request_ and token_, declared before it
+  CallDone done_;
+  transport::EventLoop& loop_;
+  bulkhead::Bulkhead::AsyncWaiter waiter_;
+  Phase phase_ = Phase::kNew;
+  std::unique_ptr<transport::AsyncAttempt> attempt_;
+  transport::EventLoop::TimerId timer_ = 0;
+};
+
+}  // namespace humus::client

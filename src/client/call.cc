@@ -1,0 +1,197 @@
+#include "client/call.h"
+
+#include <algorithm>
+
+#include "client/client.h"
+#include "client/redirect.h"
+#include "retry/decision.h"
+
+namespace humus::client {
+namespace {
+
+// SPEC §7: a response body up to this size is buffered before a retry; a larger one is not retried.
+constexpr size_t kRetryBufferLimit = 64 * 1024;
+
+breaker::Outcome outcome_of(classify::BreakerVerdict v) {
+  switch (v) {
+    case classify::BreakerVerdict::kSuccess: return breaker::Outcome::kSuccess;
+    case classify::BreakerVerdict::kFailure: return breaker::Outcome::kFailure;
+    case classify::BreakerVerdict::kIgnored: return breaker::Outcome::kIgnored;
+  }
+  return breaker::Outcome::kFailure;
+}
+
+}  // namespace
+
+Call::Call(Client& client, const Request& request, CancelToken* cancel)
+    : client_(client), request_(request), cancel_(cancel) {}
+
+Step Call::done(CallResult result) {
+  result.attempts = attempts_;
+  if (result.response) result.response->attempts = attempts_;
+  Step s;
+  s.kind = Step::Kind::kDone;
+  s.result = std::move(result);
+  return s;
+}
+
+Step Call::fail(Status status, Duration retry_after) {
+  CallResult r;
+  r.error = std::move(status);
+  r.retry_after = retry_after;
+  return done(std::move(r));
+}
+
+Step Call::give_up(Status why) {
+  if (last_ && last_->ok()) return done(std::move(*last_));
+  return fail(std::move(why));
+}
+
+std::optional<Step> Call::start() {
+  const settings::Settings& s = client_.settings_;
+  const Duration timeout = request_.timeout ? std::min(*request_.timeout, s.timeout) : s.timeout;
+  if (timeout <= Duration::zero()) {
+    return fail(Status(Code::kInvalidArgument, "timeout: a call's deadline must be in the future", {"timeout"}));
+  }
+  deadline_ = client_.clock_.now() + timeout;
+
+  Result<transport::Url> url = transport::parse_url(request_.url);
+  if (!url.ok()) return fail(Status(Code::kInvalidArgument, "url: " + url.status().message(), {"url"}));
+  if (url->has_userinfo) return fail(Status(Code::kInvalidArgument, "url: user-info is not allowed", {"url"}));
+  if (const transport::Origin target = transport::origin_of(*url); !(target == client_.origin_)) {
+    return fail(Status(Code::kCrossOrigin,
+                       "request to " + target.to_string() + " on a client for " + client_.origin_.to_string(), {"url"}));
+  }
+  for (const auto& [name, value] : request_.headers.fields()) {
+    if (Status st = settings::check_header(name, value); !st.ok()) {
+      return fail(Status(Code::kInvalidArgument, st.message(), {name}));
+    }
+  }
+
+  // What travels (SPEC §12): configured headers first, the call's own win.
+  wire_.method = request_.method;
+  wire_.url = request_.url;
+  wire_.body = request_.body;
+  for (const auto& [name, value] : s.headers.fields()) {
+    if (!request_.headers.contains(name)) wire_.headers.add(name, value);
+  }
+  for (const auto& [name, value] : request_.headers.fields()) wire_.headers.add(name, value);
+  may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, /*body_replayable=*/true, request_.retry);
+  wire_.allow_resend = may_send_twice_;
+  unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid;
+  return std::nullopt;
+}
+
+Step Call::admit() {
+  if (!started_budget_) {
+    started_budget_ = true;
+    client_.budget_->on_request();
+  }
+  if (cancelled()) return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  const Instant now = client_.clock_.now();
+  if (now >= deadline_) return give_up(Status(Code::kTimeout, "the call's deadline passed"));
+
+  const breaker::Admission admission = client_.breaker_.admit();
+  if (!admission.admitted) {
+    // Rejected attempts send nothing, are not retried, are not classified (SPEC §9.1).
+    return fail(Status(Code::kRejected, "circuit open for " + client_.origin_.to_string() + ": nothing was sent"),
+                admission.retry_after);
+  }
+  permit_ = admission.permit;
+  ++attempt_;
+  ++attempts_;
+  Step s;
+  s.kind = Step::Kind::kSend;
+  s.limits = {std::min(now + client_.settings_.attempt_timeout, deadline_), deadline_};
+  return s;
+}
+
+Step Call::on_sent(transport::WireResult sent) {
+  breaker::Breaker& breaker = client_.breaker_;
+  const Instant after = client_.clock_.now();
+
+  // Decided by the client itself, never asked of the classifier (SPEC §5.1).
+  if (sent.error != Code::kOk) {
+    if (cancelled()) {
+      (void)breaker.record(permit_, breaker::Outcome::kIgnored);
+      return fail(Status(Code::kCancelled, "the call was cancelled"));
+    }
+    if (after >= deadline_) {
+      (void)breaker.record(permit_, breaker::Outcome::kFailure);
+      return fail(Status(Code::kTimeout, "the call's deadline passed: " + sent.message));
+    }
+  }
+
+  classify::Attempt seen;
+  seen.method = wire_.method;
+  seen.number = attempt_;
+  seen.now = client_.clock_.wall_now();
+  if (sent.error == Code::kOk) {
+    seen.status = sent.response.status;
+    seen.headers = &sent.response.headers;
+  } else {
+    seen.error = sent.error;
+    seen.error_message = sent.message;
+  }
+  Result<classify::Classification> verdict = client_.classifier_->classify(seen);
+  if (!verdict.ok()) {
+    (void)breaker.record(permit_, breaker::Outcome::kFailure);
+    return fail(verdict.status());
+  }
+  const classify::Classification& c = *verdict;
+  if (Status st = breaker.record(permit_, outcome_of(c.breaker)); !st.ok()) return fail(st);
+  if (c.breaker == classify::BreakerVerdict::kSuccess) client_.budget_->on_success();
+
+  retry::DecisionInput in;
+  in.classification = c;
+  // A stream the server refused or dropped unprocessed (HTTP/2 REFUSED_STREAM, GOAWAY) never reached the
+  // application: sending it again is safe for any method (SPEC §19).
+  in.may_send_twice = may_send_twice_ || (sent.error == Code::kStreamRefused && unprocessed_may_resend_);
+  in.body_too_large = sent.error == Code::kOk && sent.response.body.size() > kRetryBufferLimit;
+  in.attempt = attempt_;
+  in.max_attempts = client_.settings_.max_attempts;
+  in.now = after;
+  in.deadline = deadline_;
+  in.max_retry_after = client_.max_retry_after_;
+  const retry::DecisionResult decision =
+      retry::decide(in, client_.backoff_, *client_.budget_, client_.runtime_.random());
+
+  CallResult outcome;
+  if (sent.error == Code::kOk) {
+    Response& resp = outcome.response.emplace();
+    resp.status = sent.response.status;
+    resp.headers = std::move(sent.response.headers);
+    resp.body = std::move(sent.response.body);
+    resp.http_version = std::move(sent.response.http_version);
+    resp.url = wire_.url;
+  } else {
+    outcome.error = Status(sent.error, std::move(sent.message));
+  }
+
+  if (decision.decision == retry::Decision::kAgain) {
+    last_ = std::move(outcome);
+    Step s;
+    s.kind = Step::Kind::kWait;
+    s.until = after + decision.wait;
+    return s;
+  }
+  if (outcome.ok() && redirects_ < kMaxRedirects) {
+    if (std::optional<transport::WireRequest> next = follow_redirect(wire_, *outcome.response, client_.origin_)) {
+      ++redirects_;
+      wire_ = std::move(*next);
+      may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, true, request_.retry);
+      wire_.allow_resend = may_send_twice_;
+      attempt_ = 0;
+      last_.reset();
+      return admit();
+    }
+  }
+  return done(std::move(outcome));
+}
+
+Step Call::on_waited(bool cut_short) {
+  if (cut_short) return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  return admit();
+}
+
+}  // namespace humus::client

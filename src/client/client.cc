@@ -1,0 +1,167 @@
+#include "client/client.h"
+
+#include <algorithm>
+
+#include "client/call.h"
+
+namespace humus::client {
+namespace {
+
+transport::TransportConfig transport_config(const settings::Settings& s, const transport::Origin& origin) {
+  transport::TransportConfig c;
+  c.host = origin.host;
+  c.https = origin.scheme == "https";
+  c.connect_timeout = s.connect_timeout;
+  c.max_idle_connections = s.max_idle_connections;
+  c.idle_timeout = s.idle_timeout;
+  switch (s.http_version) {
+    case settings::HttpVersion::kAuto: c.http_version = transport::TransportConfig::HttpVersion::kAuto; break;
+    case settings::HttpVersion::kHttp1_1: c.http_version = transport::TransportConfig::HttpVersion::k1_1; break;
+    case settings::HttpVersion::kHttp2: c.http_version = transport::TransportConfig::HttpVersion::k2; break;
+  }
+  if (s.tls) {
+    c.ca_file = s.tls->ca_file;
+    c.ca_pem = s.tls->ca_pem;
+    c.cert_file = s.tls->cert_file;
+    c.cert_pem = s.tls->cert_pem;
+    c.key_file = s.tls->key_file;
+    c.key_pem = s.tls->key_pem;
+    c.tls13_only = s.tls->min_version == settings::TlsVersion::kTls1_3;
+  }
+  return c;
+}
+
+retry::BudgetOptions budget_options(const settings::RetryBudgetSettings& b) {
+  retry::BudgetOptions o;
+  o.policy = b.policy == settings::BudgetPolicy::kRatio ? retry::BudgetPolicy::kRatio : retry::BudgetPolicy::kTokenBucket;
+  o.tokens = b.tokens;
+  o.ratio = b.ratio;
+  o.min_per_second = b.min_per_second;
+  o.window = b.window;
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::create(Runtime& runtime, settings::Settings s) {
+  if (Status st = settings::validate(s, /*from_config=*/false); !st.ok()) return st;
+  Result<transport::Url> url = transport::parse_url(s.base_url);
+  if (!url.ok()) return url.status();
+  const transport::Origin origin = transport::origin_of(*url);
+
+  std::shared_ptr<const classify::Classifier> classifier = s.classifier;
+  if (!classifier) classifier = classify::preset(s.classify_preset);
+  if (!classifier) {
+    return Status(Code::kProgram, "classify: unknown preset \"" + s.classify_preset + "\"", {"classify"});
+  }
+  Result<std::unique_ptr<retry::Budget>> budget = retry::make_budget(budget_options(s.retry_budget), runtime.clock());
+  if (!budget.ok()) return Status(Code::kProgram, budget.status().message(), budget.status().fields());
+  Result<std::unique_ptr<transport::Transport>> transport = runtime.make_transport(transport_config(s, origin));
+  if (!transport.ok()) return transport.status();
+  return std::unique_ptr<Client>(new Client(runtime, std::move(s), origin, std::move(classifier),
+                                            std::move(budget).value(), std::move(transport).value()));
+}
+
+Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
+               std::shared_ptr<const classify::Classifier> classifier, std::unique_ptr<retry::Budget> budget,
+               std::unique_ptr<transport::Transport> transport)
+    : runtime_(runtime),
+      clock_(runtime.clock()),
+      settings_(std::move(s)),
+      origin_(std::move(origin)),
+      classifier_(std::move(classifier)),
+      backoff_(settings_.backoff_base, settings_.backoff_max),
+      max_retry_after_(settings::effective_max_retry_after(settings_)),
+      breaker_(breaker::Breaker::Options{settings_.breaker.window, settings_.breaker.open_for,
+                                         settings_.breaker.probes, settings_.breaker.probe_timeout},
+               settings_.breaker_policy ? settings_.breaker_policy : breaker::make_default_policy(settings_.policy_params),
+               runtime.clock()),
+      budget_(std::move(budget)),
+      bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock()),
+      transport_(std::move(transport)) {}
+
+Client::~Client() {
+  if (!runtime_.on_loop_thread()) cancel_calls_and_wait();
+}
+
+std::shared_ptr<AsyncCall> Client::submit(Request request, CallDone done) {
+  auto call = std::make_shared<AsyncCall>(*this, std::move(request), std::move(done));
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    calls_.emplace(call.get(), call);
+  }
+  runtime_.loop().post([call] { call->begin(); });
+  return call;
+}
+
+void Client::forget(AsyncCall* call) {
+  std::shared_ptr<AsyncCall> last;  // released outside the lock: it may be the call's last reference
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    auto it = calls_.find(call);
+    if (it == calls_.end()) return;
+    last = std::move(it->second);
+    calls_.erase(it);
+    if (calls_.empty()) calls_done_.notify_all();
+  }
+}
+
+size_t Client::calls_in_flight() const {
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  return calls_.size();
+}
+
+bool Client::cancel_calls() {
+  std::vector<std::shared_ptr<AsyncCall>> live;
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    for (auto& [ptr, call] : calls_) live.push_back(call);
+  }
+  for (auto& call : live) call->cancel();
+  return live.empty();
+}
+
+void Client::cancel_calls_and_wait() {
+  cancel_calls();
+  std::unique_lock<std::mutex> lock(calls_mu_);
+  calls_done_.wait(lock, [&] { return calls_.empty(); });
+}
+
+CallResult Client::execute(const Request& request, CancelToken* cancel) {
+  if (runtime_.on_loop_thread()) {
+    CallResult refused;
+    refused.error = Status(Code::kMisuse, "a blocking call from the runtime's event-loop thread (inside a callback) "
+                                          "would wait on itself; submit it instead");
+    return refused;
+  }
+  // On the virtual clock this call is busy between its waits: time must not jump while it works.
+  std::optional<testing::VirtualClock::Hold> busy;
+  if (testing::VirtualClock* vc = runtime_.virtual_clock()) busy.emplace(*vc);
+
+  Call call(*this, request, cancel);
+  if (std::optional<Step> refused = call.start()) return std::move(refused->result);
+  Result<bulkhead::Slot> slot = bulkhead_.acquire(call.deadline(), cancel);
+  if (!slot.ok()) {
+    CallResult r;
+    r.error = slot.status();
+    return r;
+  }
+  call.hold(std::move(slot).value());
+
+  Signal local;
+  Signal& wake = cancel != nullptr ? cancel->signal() : local;
+  for (Step step = call.admit();;) {
+    switch (step.kind) {
+      case Step::Kind::kSend:
+        step = call.on_sent(transport_->perform(call.wire(), step.limits, cancel));
+        break;
+      case Step::Kind::kWait:
+        step = call.on_waited(clock_.sleep_until(step.until, wake));
+        break;
+      case Step::Kind::kDone:
+        return std::move(step.result);
+    }
+  }
+}
+
+}  // namespace humus::client

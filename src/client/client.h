@@ -1,0 +1,85 @@
+// A client: one per dependency (SPEC §1), shared by every caller, thread-safe. It composes the policies —
+// bulkhead, breaker, retry rules and budget, classifier — around a transport, in the order of SPEC §6 and
+// §9: bulkhead → for each attempt: breaker admission → send → classify → breaker result → retry decision →
+// wait.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "breaker/breaker.h"
+#include "client/async_call.h"
+#include "bulkhead/bulkhead.h"
+#include "classify/classification.h"
+#include "client/request.h"
+#include "client/runtime.h"
+#include "common/cancel.h"
+#include "retry/backoff.h"
+#include "retry/budget.h"
+#include "settings/settings.h"
+#include "transport/transport.h"
+#include "transport/url.h"
+
+namespace humus::client {
+
+class Client {
+ public:
+  // Checks the rules across fields (kProgram, SPEC §3.2), builds the policies and the transport.
+  static Result<std::unique_ptr<Client>> create(Runtime& runtime, settings::Settings settings);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Runs one call to the end on the calling thread: every attempt, wait and redirect. Exactly one outcome:
+  // a response (whatever its status) or the error that left the call without one. Thread-safe. Refused
+  // (kMisuse) on the runtime's event-loop thread, where it would wait on itself.
+  CallResult execute(const Request& request, CancelToken* cancel = nullptr);
+
+  // Starts the call on the runtime's event loop and returns at once; `done` runs on the loop thread exactly
+  // once with the outcome. The handle cancels it. Thread-safe.
+  std::shared_ptr<AsyncCall> submit(Request request, CallDone done);
+  // Asynchronous calls not yet done.
+  size_t calls_in_flight() const;
+  // Cancels the asynchronous calls in flight and waits until each has called its `done`. Not on the loop
+  // thread (it would wait on itself); there, see cancel_calls().
+  void cancel_calls_and_wait();
+  // Cancels the calls in flight without waiting; true when none is left.
+  bool cancel_calls();
+
+  Runtime& runtime() { return runtime_; }
+  breaker::Breaker& breaker() { return breaker_; }
+  const transport::Origin& origin() const { return origin_; }
+  const settings::Settings& settings() const { return settings_; }
+  retry::Budget& budget() { return *budget_; }
+  bulkhead::Bulkhead& bulkhead() { return bulkhead_; }
+
+ private:
+  Client(Runtime& runtime, settings::Settings settings, transport::Origin origin,
+         std::shared_ptr<const classify::Classifier> classifier, std::unique_ptr<retry::Budget> budget,
+         std::unique_ptr<transport::Transport> transport);
+
+  friend class Call;       // the call's state machine composes the policies below
+  friend class AsyncCall;  // and so does its asynchronous driver
+  void forget(AsyncCall* call);
+
+  Runtime& runtime_;
+  Clock& clock_;
+  const settings::Settings settings_;
+  const transport::Origin origin_;
+  const std::shared_ptr<const classify::Classifier> classifier_;
+  const retry::Backoff backoff_;
+  const Duration max_retry_after_;
+  breaker::Breaker breaker_;
+  const std::unique_ptr<retry::Budget> budget_;
+  bulkhead::Bulkhead bulkhead_;
+  const std::unique_ptr<transport::Transport> transport_;
+
+  mutable std::mutex calls_mu_;
+  std::condition_variable calls_done_;
+  std::unordered_map<AsyncCall*, std::shared_ptr<AsyncCall>> calls_;  // guarded by calls_mu_
+};
+
+}  // namespace humus::client

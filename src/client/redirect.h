@@ -1,0 +1,26 @@
+// Redirects (SPEC §2): followed within the origin, each a request with attempts of its own; a redirect to
+// another origin is handed back to the caller as the 3xx it is.
+#pragma once
+
+#include <optional>
+
+#include "client/request.h"
+#include "transport/url.h"
+#include "transport/wire.h"
+
+namespace humus::client {
+
+inline constexpr int kMaxRedirects = 10;
+
+// The request a 3xx response asks for, or nullopt when it is not followed: not a redirect status, no or a
+// malformed Location, or a Location on another origin (credentials never leave the origin). 303 turns any
+// method but HEAD into a GET without a body; 301 and 302 turn a POST into a GET, as browsers and Go do;
+// 307 and 308 repeat the request as it was.
+std::optional<transport::WireRequest> follow_redirect(const transport::WireRequest& request,
+                                                      const Response& response,
+                                                      const transport::Origin& origin);
+
+// Resolves a Location reference against the URL it came from (RFC 3986 §5).
+Result<std::string> resolve_reference(const std::string& base, const std::string& reference);
+
+}  // namespace humus::client

@@ -1,0 +1,42 @@
+// One call as the caller describes it, and what it got back.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/headers.h"
+#include "common/status.h"
+#include "retry/repeat.h"
+
+namespace humus::client {
+
+struct Request {
+  std::string method = "GET";
+  std::string url;  // absolute, within the client's origin
+  Headers headers;
+  std::shared_ptr<const std::string> body;  // the client's own copy: replayable for every attempt
+  retry::RetryOverride retry = retry::RetryOverride::kDefault;
+  std::optional<Duration> timeout;  // the caller's bound on the whole call; the earlier of it and `timeout`
+};
+
+struct Response {
+  int status = 0;
+  Headers headers;
+  std::string body;
+  std::string http_version;  // "1.1" or "2"
+  std::string url;           // of the last request (after redirects)
+  int attempts = 0;          // attempts the call made, every redirect's included
+};
+
+// How a call ends: a response the dependency sent, or an error when it got none (SPEC §6.6).
+struct CallResult {
+  std::optional<Response> response;
+  Status error;                  // set when response is empty
+  int attempts = 0;
+  Duration retry_after{};        // for kRejected: how much longer the breaker stays open
+  bool ok() const { return response.has_value(); }
+};
+
+}  // namespace humus::client

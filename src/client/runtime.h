@@ -1,0 +1,72 @@
+// The runtime (SPEC §1): what every client of a process shares — the clock (real or virtual), the name
+// overrides (§10.6), the mock transport when tests install one, and the random source.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/random.h"
+#include "common/status.h"
+#include "testing/mock_transport.h"
+#include "testing/virtual_clock.h"
+#include "transport/event_loop.h"
+#include "transport/transport.h"
+
+namespace humus::client {
+
+struct RuntimeOptions {
+  // "host:port" → "address:port": connections for the name go to the address; TLS still checks the name.
+  std::vector<std::pair<std::string, std::string>> resolve;
+  bool faults = false;          // failure injection (§14) enabled
+  bool virtual_clock = false;   // every wait on the virtual clock (needs the mock transport)
+  uint64_t seed = 0;            // with a virtual clock: the random source's seed (reproducible waits)
+};
+
+// Parses {"resolve": {"host:port": "address:port"}, "faults": bool, "clock": "real"|"virtual", "seed": n};
+// an empty document means the defaults. Every bad key is reported (kConfig).
+Result<RuntimeOptions> runtime_options_from_json(std::string_view json);
+
+// Thread-safe once built; set_mock_handler() affects clients built afterwards.
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options);
+
+  Clock& clock() { return *clock_; }
+  testing::VirtualClock* virtual_clock() { return virtual_clock_.get(); }
+  Random& random() { return *random_; }
+  const RuntimeOptions& options() const { return options_; }
+  // When the runtime was made, on its own clock.
+  Instant started_at() const { return started_at_; }
+
+  void set_mock_handler(testing::MockHandler handler);
+  bool has_mock() const;
+
+  // The event loop of asynchronous calls, started on first use. Thread-safe.
+  transport::EventLoop& loop();
+  // Whether the calling thread is the event loop's: a blocking call from there would wait on itself.
+  bool on_loop_thread() const;
+
+  // The transport for a new client: the mock when installed, else libcurl with the name overrides.
+  Result<std::unique_ptr<transport::Transport>> make_transport(transport::TransportConfig config);
+
+ private:
+  const RuntimeOptions options_;
+  std::unique_ptr<testing::VirtualClock> virtual_clock_;
+  Clock* clock_;
+  std::unique_ptr<Random> owned_random_;
+  Random* random_;
+  Instant started_at_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const testing::MockHandler> mock_;  // guarded by mu_
+  // Declared last: destroyed (stopped and joined) first, while the clock it may sleep on still exists.
+  std::unique_ptr<transport::EventLoop> loop_;        // created under mu_; never replaced
+  std::atomic<transport::EventLoop*> loop_ptr_{nullptr};
+};
+
+}  // namespace humus::client

@@ -1,0 +1,360 @@
+#include "transport/curl_transport.h"
+
+#include <curl/curl.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "transport/curl_easy.h"
+
+namespace humus::transport {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+// --- Blocking attempts: a lane is an easy handle with a multi handle of its own, driven on the caller's
+// thread. --------------------------------------------------------------------------------------------------
+
+class Lane {
+ public:
+  Lane(const TransportConfig& config, const Slist& connect_to) : easy_(config, connect_to), multi_(curl_multi_init()) {
+    if (multi_ == nullptr) throw std::bad_alloc();
+  }
+  ~Lane() { curl_multi_cleanup(multi_); }
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  Instant last_used;
+
+  WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) {
+    Instant now = std::chrono::steady_clock::now();
+    easy_.prepare(request, limits, now);
+    curl_multi_add_handle(multi_, easy_.handle());
+    if (cancel != nullptr) cancel->set_waker([multi = multi_] { curl_multi_wakeup(multi); });
+
+    Interrupt interrupt = Interrupt::kNone;
+    CURLcode result = CURLE_OK;
+    for (bool done = false; !done;) {
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      int queued = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+        if (msg->msg == CURLMSG_DONE) {
+          result = msg->data.result;
+          done = true;
+        }
+      }
+      if (done) break;
+      now = std::chrono::steady_clock::now();
+      if (cancel != nullptr && cancel->cancelled()) {
+        interrupt = Interrupt::kCancelled;
+      } else if (!easy_.headers_done() && now >= limits.attempt_deadline) {
+        interrupt = Interrupt::kAttemptTimeout;
+      } else if (now >= limits.call_deadline) {
+        interrupt = Interrupt::kCallTimeout;
+      }
+      if (interrupt != Interrupt::kNone) break;
+      long curl_wait = -1;
+      curl_multi_timeout(multi_, &curl_wait);
+      const Instant until =
+          easy_.headers_done() ? limits.call_deadline : std::min(limits.attempt_deadline, limits.call_deadline);
+      long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
+      if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
+      curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
+    }
+    if (cancel != nullptr) cancel->clear_waker();
+    curl_multi_remove_handle(multi_, easy_.handle());
+    return easy_.finish(result, interrupt);
+  }
+
+ private:
+  CurlEasy easy_;
+  CURLM* multi_;
+};
+
+// --- Asynchronous attempts: one multi handle per client, driven by the runtime's event loop through
+// libcurl's socket interface, so concurrent attempts share the client's connections (and HTTP/2 streams). --
+
+class AsyncMulti;
+
+class Transfer final : public AsyncAttempt {
+ public:
+  Transfer(AsyncMulti& multi, std::unique_ptr<CurlEasy> easy, AttemptDone done)
+      : multi_(multi), easy_(std::move(easy)), done_(std::move(done)) {}
+  ~Transfer() override;
+
+  void cancel() override { end(CURLE_OK, Interrupt::kCancelled); }
+
+  // Loop thread: libcurl finished it, or a deadline or cancel ends it.
+  void end(CURLcode code, Interrupt interrupt);
+  CurlEasy& easy() { return *easy_; }
+  EventLoop::TimerId deadline_timer = 0;
+
+ private:
+  AsyncMulti& multi_;
+  std::unique_ptr<CurlEasy> easy_;  // back to the multi's pool when the transfer ends
+  AttemptDone done_;
+  bool ended_ = false;
+};
+
+class AsyncMulti final : public EventLoop::SocketHandler {
+ public:
+  AsyncMulti(EventLoop& loop, const TransportConfig& config, const Slist& connect_to)
+      : loop_(loop), config_(config), connect_to_(connect_to), multi_(curl_multi_init()) {
+    if (multi_ == nullptr) throw std::bad_alloc();
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &AsyncMulti::on_curl_socket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &AsyncMulti::on_curl_timer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::max<uint32_t>(1, config.max_idle_connections)));
+  }
+  // Loop thread, with no transfer left.
+  ~AsyncMulti() override {
+    if (timer_ != 0) loop_.cancel_timer(timer_);
+    for (int fd : watched_) loop_.unwatch(fd);
+    curl_multi_cleanup(multi_);
+  }
+
+  EventLoop& loop() { return loop_; }
+
+  std::unique_ptr<AsyncAttempt> start(const WireRequest& request, const AttemptLimits& limits, AttemptDone done) {
+    std::unique_ptr<CurlEasy> easy;
+    if (!pool_.empty()) {
+      easy = std::move(pool_.back());
+      pool_.pop_back();
+    } else {
+      easy = std::make_unique<CurlEasy>(config_, connect_to_);
+    }
+    easy->prepare(request, limits, std::chrono::steady_clock::now());
+    auto transfer = std::make_unique<Transfer>(*this, std::move(easy), std::move(done));
+    Transfer* t = transfer.get();
+    curl_easy_setopt(t->easy().handle(), CURLOPT_PRIVATE, t);
+    // The attempt's deadline covers dial → headers; once they arrive only the call's deadline (libcurl's
+    // CURLOPT_TIMEOUT_MS) bounds the body.
+    const Instant attempt_end = std::min(limits.attempt_deadline, limits.call_deadline);
+    t->deadline_timer = loop_.add_timer(attempt_end, [this, t, call_end = limits.call_deadline] {
+      t->deadline_timer = 0;
+      if (!t->easy().headers_done()) {
+        t->end(CURLE_OK, Interrupt::kAttemptTimeout);
+      } else if (call_end > std::chrono::steady_clock::now()) {
+        t->deadline_timer = loop_.add_timer(call_end, [t] {
+          t->deadline_timer = 0;
+          t->end(CURLE_OK, Interrupt::kCallTimeout);
+        });
+      } else {
+        t->end(CURLE_OK, Interrupt::kCallTimeout);
+      }
+    });
+    live_.insert(t);
+    curl_multi_add_handle(multi_, t->easy().handle());
+    return transfer;
+  }
+
+  // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
+  void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
+    live_.erase(&t);
+    curl_multi_remove_handle(multi_, easy->handle());
+    if (pool_.size() < std::max<size_t>(config_.max_idle_connections, 1)) pool_.push_back(std::move(easy));
+  }
+
+  void on_socket(int fd, uint32_t events) override {
+    int mask = 0;
+    if (events & EPOLLIN) mask |= CURL_CSELECT_IN;
+    if (events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+    if (events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
+    int running = 0;
+    curl_multi_socket_action(multi_, fd, mask, &running);
+    collect();
+  }
+
+ private:
+  static int on_curl_socket(CURL* /*easy*/, curl_socket_t fd, int what, void* user, void* /*socketp*/) {
+    auto* self = static_cast<AsyncMulti*>(user);
+    if (what == CURL_POLL_REMOVE) {
+      self->loop_.unwatch(fd);
+      self->watched_.erase(fd);
+      return 0;
+    }
+    uint32_t events = 0;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) events |= EPOLLIN;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) events |= EPOLLOUT;
+    self->loop_.watch(fd, events, self);
+    self->watched_.insert(fd);
+    return 0;
+  }
+
+  static int on_curl_timer(CURLM* /*multi*/, long timeout_ms, void* user) {
+    auto* self = static_cast<AsyncMulti*>(user);
+    if (self->timer_ != 0) {
+      self->loop_.cancel_timer(self->timer_);
+      self->timer_ = 0;
+    }
+    if (timeout_ms < 0) return 0;
+    self->timer_ = self->loop_.add_timer(std::chrono::steady_clock::now() + milliseconds(timeout_ms), [self] {
+      self->timer_ = 0;
+      int running = 0;
+      curl_multi_socket_action(self->multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+      self->collect();
+    });
+    return 0;
+  }
+
+  void collect() {
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      const CURLcode code = msg->data.result;
+      if (t != nullptr && live_.count(t) != 0) t->end(code, Interrupt::kNone);
+    }
+  }
+
+  EventLoop& loop_;
+  const TransportConfig& config_;
+  const Slist& connect_to_;
+  CURLM* multi_;
+  EventLoop::TimerId timer_ = 0;
+  std::unordered_set<int> watched_;
+  std::unordered_set<Transfer*> live_;
+  std::vector<std::unique_ptr<CurlEasy>> pool_;
+};
+
+void Transfer::end(CURLcode code, Interrupt interrupt) {
+  if (ended_) return;
+  ended_ = true;
+  if (deadline_timer != 0) multi_.loop().cancel_timer(deadline_timer);
+  deadline_timer = 0;
+  WireResult result = easy_->finish(code, interrupt);
+  multi_.retire(*this, std::move(easy_));
+  // Posted, so whoever owns this transfer may destroy it in `done`.
+  multi_.loop().post([done = std::move(done_), result = std::move(result)]() mutable { done(std::move(result)); });
+}
+
+Transfer::~Transfer() {
+  if (!ended_) end(CURLE_OK, Interrupt::kCancelled);
+}
+
+std::string read_file(const std::string& path, bool& ok) {
+  std::ifstream in(path, std::ios::binary);
+  ok = static_cast<bool>(in);
+  return ok ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+}
+
+class CurlTransport final : public Transport {
+ public:
+  explicit CurlTransport(TransportConfig config)
+      : config_(std::move(config)), connect_to_(make_slist(config_.connect_to)) {}
+
+  // The async multi lives on the loop thread: it is destroyed there too.
+  ~CurlTransport() override {
+    if (async_ && async_loop_ != nullptr) {
+      if (async_loop_->on_loop_thread()) {
+        async_.reset();
+      } else {
+        std::mutex m;
+        std::condition_variable cv;
+        bool gone = false;
+        async_loop_->post([&] {
+          async_.reset();
+          std::lock_guard<std::mutex> lock(m);
+          gone = true;
+          cv.notify_one();
+        });
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return gone; });
+      }
+    }
+  }
+
+  WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
+    std::unique_ptr<Lane> lane = acquire();
+    WireResult result = lane->perform(request, limits, cancel);
+    release(std::move(lane));
+    return result;
+  }
+
+  std::unique_ptr<AsyncAttempt> start(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
+                                      AttemptDone done) override {
+    if (!async_) {
+      async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_);
+      async_loop_ = &loop;
+    }
+    return async_->start(request, limits, std::move(done));
+  }
+
+ private:
+  std::unique_ptr<Lane> acquire() {
+    std::vector<std::unique_ptr<Lane>> stale;  // closed outside the lock
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Instant now = std::chrono::steady_clock::now();
+      while (!idle_.empty()) {
+        std::unique_ptr<Lane> lane = std::move(idle_.back());
+        idle_.pop_back();
+        if (now - lane->last_used < config_.idle_timeout) return lane;
+        stale.push_back(std::move(lane));
+      }
+    }
+    return std::make_unique<Lane>(config_, connect_to_);
+  }
+
+  void release(std::unique_ptr<Lane> lane) {
+    lane->last_used = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.size() < config_.max_idle_connections) idle_.push_back(std::move(lane));
+  }
+
+  const TransportConfig config_;
+  const Slist connect_to_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Lane>> idle_;  // guarded by mu_; most recently used last
+  std::unique_ptr<AsyncMulti> async_;        // loop thread only
+  EventLoop* async_loop_ = nullptr;          // loop thread only
+};
+
+}  // namespace
+
+Status check_curl_features() {
+  ensure_curl_global();
+  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  if (info->version_num < 0x075000) {
+    return Status(Code::kInternal, std::string("libcurl 7.80 or newer is needed, found ") + info->version);
+  }
+  if (info->ssl_version == nullptr || std::string_view(info->ssl_version).find("OpenSSL") == std::string_view::npos) {
+    return Status(Code::kInternal, "libcurl must be built with OpenSSL (hostname checks are pinned through it)");
+  }
+  return Status();
+}
+
+Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& config) {
+  if (Status s = check_curl_features(); !s.ok()) return s;
+  TransportConfig c = config;
+  // Files are read now, so a missing file is an error when the client is built, not at its first call, and
+  // the key material sits in memory as a blob (nothing re-read per connection).
+  const std::pair<std::string*, std::string*> files[] = {
+      {&c.ca_file, &c.ca_pem}, {&c.cert_file, &c.cert_pem}, {&c.key_file, &c.key_pem}};
+  const char* keys[] = {"tls.ca_file", "tls.cert_file", "tls.key_file"};
+  for (size_t i = 0; i < 3; ++i) {
+    auto [file, pem] = files[i];
+    if (file->empty()) continue;
+    bool ok = false;
+    *pem = read_file(*file, ok);
+    if (!ok) return Status(Code::kConfig, std::string(keys[i]) + ": cannot read \"" + *file + "\"", {keys[i]});
+    file->clear();
+  }
+  if (!c.https && (!c.ca_pem.empty() || !c.cert_pem.empty())) {
+    return Status(Code::kProgram, "tls: set for an http base_url", {"tls", "base_url"});
+  }
+  return std::unique_ptr<Transport>(new CurlTransport(std::move(c)));
+}
+
+}  // namespace humus::transport

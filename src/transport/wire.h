@@ -1,0 +1,63 @@
+// What crosses the transport boundary: one attempt's request as it goes on the wire, and what came back.
+// The transport knows nothing of retries, breakers or budgets; it sends once and reports.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/headers.h"
+#include "common/status.h"
+
+namespace humus::transport {
+
+struct WireRequest {
+  std::string method;
+  std::string url;  // absolute, within the client's origin
+  Headers headers;
+  std::shared_ptr<const std::string> body;  // nullptr: no body; shared so every attempt replays one copy
+  // false: the request must reach the wire at most once (not safe to send twice, SPEC §19), so libcurl's
+  // silent resend on a dead reused connection is aborted.
+  bool allow_resend = true;
+};
+
+struct AttemptLimits {
+  Instant attempt_deadline;  // until the response headers (SPEC §8)
+  Instant call_deadline;     // until the body's last byte
+};
+
+struct WireResponse {
+  int status = 0;
+  Headers headers;
+  std::string body;
+  std::string http_version;  // "1.1" or "2"
+};
+
+struct WireResult {
+  Code error = Code::kOk;  // kOk: `response` holds what the dependency sent
+  std::string message;     // what failed, for the caller and the classifier
+  WireResponse response;
+  int wire_sends = 0;      // times the request reached the wire (libcurl may resend a safe one)
+  bool headers_received = false;
+};
+
+// How every attempt of one client reaches its dependency.
+struct TransportConfig {
+  std::string host;  // the origin's host, for hostname verification
+  bool https = false;
+  Duration connect_timeout = std::chrono::seconds(2);
+  uint32_t max_idle_connections = 100;
+  Duration idle_timeout = std::chrono::seconds(90);
+  enum class HttpVersion { kAuto, k1_1, k2 } http_version = HttpVersion::kAuto;
+  // TLS (https only): PEM text or file for each; empty means none. Verification is always on.
+  std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;
+  bool tls13_only = false;  // min version 1.3 instead of 1.2
+  // "host:port:address:port" entries (curl --connect-to form) from the runtime's name overrides
+  // (SPEC §10.6): the URL, SNI and certificate check keep the name, the socket goes to the address.
+  std::vector<std::string> connect_to;
+};
+
+}  // namespace humus::transport

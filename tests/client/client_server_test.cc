@@ -1,0 +1,415 @@
+// The real client against the project's real local server (tests/server/): loopback sockets, real TLS,
+// HTTP/1.1 and HTTP/2, scripted faults. Each test checks what the caller got and what the server received.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "client/client.h"
+#include "support/test_server.h"
+
+namespace humus::client {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kListeners[] = {"https", "https_h1", "mtls", "cn_only", "untrusted", "tls11"};
+
+class ClientServerTest : public humus::test::WithTestServer {
+ protected:
+  ClientServerTest() : runtime_(options()) {}
+
+  static RuntimeOptions options() {
+    RuntimeOptions o;
+    for (const char* listener : kListeners) {
+      if (server().ready().value(listener, json()).is_null()) continue;
+      o.resolve.emplace_back(server().host_port(listener), server().address(listener));
+    }
+    return o;
+  }
+
+  // A client for a listener; TLS listeners trust the test CA and nothing else.
+  std::unique_ptr<Client> make(const std::string& listener, settings::Settings s = {}) {
+    const bool tls = listener != "http";
+    s.base_url = tls ? "https://" + server().host_port(listener) : "http://" + server().address(listener);
+    if (tls && !s.tls) {
+      s.tls.emplace();
+      s.tls->ca_file = server().ca_file();
+    }
+    Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  static Request req(const std::string& listener, const std::string& path, std::string method = "GET") {
+    Request r;
+    r.method = std::move(method);
+    r.url = server().url(listener, path);
+    return r;
+  }
+
+  static size_t received(const std::string& path) { return server().requests(path).size(); }
+
+  Runtime runtime_;
+};
+
+// A loopback port with nothing listening on it.
+int closed_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST_F(ClientServerTest, PlainHttp11GetReachesTheServer) {
+  auto c = make("http");
+  Request r = req("http", "/hello?x=1");
+  r.headers.add("X-Trace", "abc");
+  CallResult out = c->execute(r);
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->status, 200);
+  EXPECT_EQ(out.response->http_version, "1.1");
+  const json echo = json::parse(out.response->body);
+  EXPECT_EQ(echo["method"], "GET");
+  const auto records = server().requests("/hello");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["protocol"], "1.1");
+  bool saw_trace = false;
+  for (const auto& h : records[0]["headers"]) saw_trace |= h[0] == "x-trace" && h[1] == "abc";
+  EXPECT_TRUE(saw_trace);
+}
+
+TEST_F(ClientServerTest, HttpsOffersHttp2AndFallsBackToHttp11ByAlpn) {
+  auto h2 = make("https");
+  CallResult a = h2->execute(req("https", "/alpn"));
+  ASSERT_TRUE(a.ok()) << a.error.message();
+  EXPECT_EQ(a.response->http_version, "2");
+  auto h1 = make("https_h1");
+  CallResult b = h1->execute(req("https_h1", "/alpn"));
+  ASSERT_TRUE(b.ok()) << b.error.message();
+  EXPECT_EQ(b.response->http_version, "1.1");
+  const auto records = server().requests("/alpn");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["protocol"], "2");
+  EXPECT_EQ(records[1]["protocol"], "1.1");
+}
+
+TEST_F(ClientServerTest, GetIsRetriedThroughA503OverHttp2) {
+  server().script("/flaky", json::array({{{"status", 503}}, {{"status", 200}, {"body", "ok"}}}));
+  auto c = make("https");
+  CallResult out = c->execute(req("https", "/flaky"));
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->status, 200);
+  EXPECT_EQ(out.response->body, "ok");
+  EXPECT_EQ(out.response->attempts, 2);
+  EXPECT_EQ(received("/flaky"), 2u);
+}
+
+TEST_F(ClientServerTest, RetryAfterIsWaitedInRealTime) {
+  server().script("/busy", json::array({{{"status", 429}, {"headers", {{"Retry-After", "1"}}}}, {{"status", 200}}}));
+  auto c = make("http");
+  const auto t0 = std::chrono::steady_clock::now();
+  CallResult out = c->execute(req("http", "/busy"));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out.response->status, 200);
+  EXPECT_GE(took, milliseconds(1000));
+  EXPECT_LT(took, milliseconds(1900));
+}
+
+TEST_F(ClientServerTest, PostIsNotRetried) {
+  server().script("/pay", json::array({{{"status", 503}}, {{"status", 200}}}));
+  auto c = make("https");
+  Request r = req("https", "/pay", "POST");
+  r.body = std::make_shared<const std::string>("{\"amount\":5}");
+  CallResult out = c->execute(r);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out.response->status, 503);
+  const auto records = server().requests("/pay");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["method"], "POST");
+  EXPECT_EQ(records[0]["body_size"], 12);
+}
+
+TEST_F(ClientServerTest, IdempotencyKeyMakesPostRetryableAndTheSameBodyIsReplayed) {
+  server().script("/pay", json::array({{{"status", 502}}, {{"status", 201}}}));
+  auto c = make("https");
+  Request r = req("https", "/pay", "POST");
+  r.headers.add("Idempotency-Key", "order-7");
+  r.body = std::make_shared<const std::string>(std::string(100000, 'p'));
+  CallResult out = c->execute(r);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out.response->status, 201);
+  const auto records = server().requests("/pay");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["body_sha256"], records[1]["body_sha256"]);
+  EXPECT_EQ(records[1]["body_size"], 100000);
+}
+
+TEST_F(ClientServerTest, AttemptTimeoutBoundsTheWaitForHeadersAndTheCallRetries) {
+  server().script("/slow-headers", json::array({{{"status", 200}, {"delay_ms", 3000}}}));
+  settings::Settings s;
+  s.timeout = milliseconds(1000);
+  s.attempt_timeout = milliseconds(300);
+  s.connect_timeout = milliseconds(300);
+  auto c = make("http", s);
+  const auto t0 = std::chrono::steady_clock::now();
+  CallResult out = c->execute(req("http", "/slow-headers"));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kTimeout);
+  EXPECT_GE(out.attempts, 2);
+  EXPECT_GE(received("/slow-headers"), 2u);
+  EXPECT_LT(took, milliseconds(1300));
+}
+
+TEST_F(ClientServerTest, ASlowBodyIsNotCutByTheAttemptTimeoutButByTheCallTimeout) {
+  server().script("/slow-body", json::array({{{"status", 200}, {"body", "late"}, {"body_delay_ms", 600}}}));
+  settings::Settings s;
+  s.timeout = milliseconds(2000);
+  s.attempt_timeout = milliseconds(300);
+  s.connect_timeout = milliseconds(300);
+  auto c = make("http", s);
+  CallResult ok = c->execute(req("http", "/slow-body"));
+  ASSERT_TRUE(ok.ok()) << ok.error.message();
+  EXPECT_EQ(ok.response->body, "late");
+
+  server().script("/slower-body", json::array({{{"status", 200}, {"body", "late"}, {"body_delay_ms", 3000}}}));
+  Request r = req("http", "/slower-body");
+  r.timeout = milliseconds(500);
+  const auto t0 = std::chrono::steady_clock::now();
+  CallResult cut = c->execute(r);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error.code(), Code::kTimeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(900));
+}
+
+TEST_F(ClientServerTest, RefusedConnectionIsRetriedThenReported) {
+  settings::Settings s;
+  s.base_url = "http://127.0.0.1:" + std::to_string(closed_port());
+  Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+  ASSERT_TRUE(c.ok());
+  Request r;
+  r.url = s.base_url + "/x";
+  CallResult out = (*c)->execute(r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kConnect);
+  EXPECT_EQ(out.attempts, 3);
+}
+
+TEST_F(ClientServerTest, UntrustedAndCnOnlyCertificatesAreRefusedAndNotRetried) {
+  for (const char* listener : {"untrusted", "cn_only"}) {
+    auto c = make(listener);
+    CallResult out = c->execute(req(listener, "/tls"));
+    ASSERT_FALSE(out.ok()) << listener;
+    EXPECT_EQ(out.error.code(), Code::kTls) << listener << ": " << out.error.message();
+    EXPECT_EQ(out.attempts, 1) << listener;
+  }
+  EXPECT_EQ(received("/tls"), 0u);
+}
+
+TEST_F(ClientServerTest, SystemRootsDoNotTrustTheTestCa) {
+  settings::Settings s;
+  s.base_url = "https://" + server().host_port("https");
+  Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+  ASSERT_TRUE(c.ok());
+  CallResult out = (*c)->execute(req("https", "/roots"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kTls);
+}
+
+TEST_F(ClientServerTest, CaGivenAsPemWorks) {
+  std::ifstream in(server().ca_file());
+  std::stringstream pem;
+  pem << in.rdbuf();
+  settings::Settings s;
+  s.tls.emplace();
+  s.tls->ca_pem = pem.str();
+  auto c = make("https", s);
+  CallResult out = c->execute(req("https", "/pem"));
+  ASSERT_TRUE(out.ok()) << out.error.message();
+}
+
+TEST_F(ClientServerTest, MutualTlsNeedsTheClientCertificate) {
+  auto without = make("mtls");
+  CallResult refused = without->execute(req("mtls", "/mtls"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error.code(), Code::kTlsClientCert) << refused.error.message();
+
+  settings::Settings s;
+  s.tls.emplace();
+  s.tls->ca_file = server().ca_file();
+  s.tls->cert_file = server().client_cert();
+  s.tls->key_file = server().client_key();
+  auto with = make("mtls", s);
+  CallResult ok = with->execute(req("mtls", "/mtls"));
+  ASSERT_TRUE(ok.ok()) << ok.error.message();
+  const auto records = server().requests("/mtls");
+  ASSERT_FALSE(records.empty());
+  EXPECT_FALSE(records.back()["client_cert"].is_null());
+}
+
+TEST_F(ClientServerTest, Tls11OnlyServerIsRefused) {
+  if (server().ready().value("tls11", json()).is_null()) GTEST_SKIP() << "no TLS 1.1 listener here";
+  auto c = make("tls11");
+  CallResult out = c->execute(req("tls11", "/old"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kTls) << out.error.message();
+}
+
+// SPEC §19: libcurl silently resends a request whose reused HTTP/1.1 connection died after it was written.
+TEST_F(ClientServerTest, PostNeverReachesTheWireTwiceOnADeadReusedConnection) {
+  settings::Settings s;
+  s.max_attempts = 3;
+  auto c = make("http", s);
+  // Warm one keep-alive connection, then have the server swallow the next request and close.
+  server().script("/warm", json::array({{{"status", 200}, {"kill_after_request", true}}}), false);
+  ASSERT_TRUE(c->execute(req("http", "/warm")).ok());
+  Request post = req("http", "/charge", "POST");
+  post.body = std::make_shared<const std::string>("charge=1");
+  CallResult out = c->execute(post);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kConnectionLost) << out.error.message();
+  EXPECT_EQ(out.attempts, 1);
+  const auto records = server().requests("/charge");
+  ASSERT_EQ(records.size(), 1u) << "the POST reached the server more than once";
+  EXPECT_TRUE(records[0]["killed"].get<bool>());
+}
+
+TEST_F(ClientServerTest, SafeRequestOnADeadReusedConnectionIsResentByLibcurl) {
+  auto c = make("http");
+  server().script("/warm", json::array({{{"status", 200}, {"kill_after_request", true}}}), false);
+  ASSERT_TRUE(c->execute(req("http", "/warm")).ok());
+  CallResult out = c->execute(req("http", "/safe"));
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->attempts, 1);
+  EXPECT_EQ(received("/safe"), 2u);  // the swallowed copy and the resent one
+}
+
+TEST_F(ClientServerTest, ResetBeforeHeadersIsRetriedForGet) {
+  server().script("/reset", json::array({{{"reset", "before_headers"}}, {{"status", 200}}}));
+  auto c = make("http");
+  CallResult out = c->execute(req("http", "/reset"));
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->attempts, 2);
+}
+
+TEST_F(ClientServerTest, Http2GoawayBeforeProcessingIsSafeToRetryEvenForPost) {
+  server().script("/goaway", json::array({{{"goaway_unprocessed", true}}, {{"status", 201}}}));
+  auto c = make("https");
+  Request post = req("https", "/goaway", "POST");
+  post.body = std::make_shared<const std::string>("x");
+  CallResult out = c->execute(post);
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->status, 201);
+}
+
+TEST_F(ClientServerTest, Http2RefusedStreamIsResentForAnyMethod) {
+  for (const char* method : {"GET", "POST"}) {
+    server().reset();
+    server().script("/refused", json::array({{{"refuse_stream", true}}, {{"status", 200}}}));
+    auto c = make("https");
+    Request r = req("https", "/refused", method);
+    CallResult out = c->execute(r);
+    ASSERT_TRUE(out.ok()) << method << ": " << out.error.message();
+    EXPECT_EQ(out.response->status, 200) << method;
+  }
+}
+
+TEST_F(ClientServerTest, DifferingDuplicateContentLengthIsRefused) {
+  server().script("/dup", json::array({{{"status", 200}, {"body", "abcdef"}, {"duplicate_content_length", true}}}));
+  auto c = make("http");
+  CallResult out = c->execute(req("http", "/dup"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kProtocol) << out.error.message();
+}
+
+TEST_F(ClientServerTest, GzipBodiesAreNotInflated) {
+  server().script("/bomb", json::array({{{"status", 200}, {"gzip_bomb", 50 * 1024 * 1024}}}));
+  auto c = make("http");
+  CallResult out = c->execute(req("http", "/bomb"));
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_LT(out.response->body.size(), 1024u * 1024u);  // the compressed bytes, as sent
+  ASSERT_NE(out.response->headers.find("Content-Encoding"), nullptr);
+}
+
+TEST_F(ClientServerTest, AmbientProxyVariablesAreIgnored) {
+  const std::string unreachable = "http://127.0.0.1:" + std::to_string(closed_port());
+  for (const char* var : {"http_proxy", "HTTPS_PROXY", "ALL_PROXY"}) setenv(var, unreachable.c_str(), 1);
+  auto c = make("http");
+  CallResult out = c->execute(req("http", "/direct"));
+  for (const char* var : {"http_proxy", "HTTPS_PROXY", "ALL_PROXY"}) unsetenv(var);
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(received("/direct"), 1u);
+}
+
+TEST_F(ClientServerTest, SameOriginRedirectIsFollowedCrossOriginIsHandedBack) {
+  server().script("/old", json::array({{{"status", 301}, {"headers", {{"Location", "/new"}}}}}));
+  server().script("/new", json::array({{{"status", 200}, {"body", "moved"}}}));
+  server().script("/away", json::array({{{"status", 302}, {"headers", {{"Location", "https://ledger:9/x"}}}}}));
+  auto c = make("https");
+  Request r = req("https", "/old");
+  r.headers.add("Authorization", "Bearer secret");
+  CallResult out = c->execute(r);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out.response->body, "moved");
+  EXPECT_EQ(out.response->url, server().url("https", "/new"));
+  CallResult away = c->execute(req("https", "/away"));
+  ASSERT_TRUE(away.ok());
+  EXPECT_EQ(away.response->status, 302);
+  EXPECT_EQ(*away.response->headers.find("Location"), "https://ledger:9/x");
+}
+
+TEST_F(ClientServerTest, LargeBodiesArriveWhole) {
+  server().script("/big", json::array({{{"status", 200}, {"body_size", 4 * 1024 * 1024}}}));
+  auto c = make("https");
+  CallResult out = c->execute(req("https", "/big"));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out.response->body.size(), 4u * 1024 * 1024);
+}
+
+TEST_F(ClientServerTest, CancelEndsAHangingCallAtOnce) {
+  server().script("/hang", json::array({{{"hang", true}}}));
+  auto c = make("https");
+  CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(150));
+    cancel.cancel();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  CallResult out = c->execute(req("https", "/hang"), &cancel);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  canceller.join();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kCancelled);
+  EXPECT_LT(took, milliseconds(1000));
+  EXPECT_EQ(c->breaker().counts().failures, 0u);  // a cancelled attempt says nothing about the dependency
+}
+
+TEST_F(ClientServerTest, BreakerOpensAgainstAFailingServerAndStopsTraffic) {
+  server().script("/down", json::array({{{"status", 500}}}));
+  auto c = make("http");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(c->execute(req("http", "/down")).response->status, 500);
+  CallResult rejected = c->execute(req("http", "/down"));
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.error.code(), Code::kRejected);
+  EXPECT_EQ(received("/down"), 5u);
+}
+
+}  // namespace
+}  // namespace humus::client
