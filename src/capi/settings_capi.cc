@@ -23,7 +23,8 @@ HUMUS_API humus_status humus_settings_from_json(const char* json, size_t len, hu
   });
 }
 
-HUMUS_API humus_status humus_settings_clone(const humus_settings* s, humus_settings** out, humus_error** err) {
+HUMUS_API humus_status humus_settings_clone(const humus_settings* s, humus_settings** out,
+                                            humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
     if (s == nullptr) return humus::capi::null_argument("humus_settings_clone", "s", err);
     if (out == nullptr) return humus::capi::null_argument("humus_settings_clone", "out", err);

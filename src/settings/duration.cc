@@ -7,7 +7,7 @@ namespace humus::settings {
 namespace {
 
 // GCC and Clang both have it; __extension__ keeps -Wpedantic quiet. Only the fraction's product needs it.
-__extension__ typedef __int128 Int128;
+__extension__ typedef __int128 Int128;  // NOLINT(modernize-use-using): __extension__ needs typedef
 
 struct Unit {
   std::string_view name;
@@ -96,8 +96,8 @@ Result<Duration> parse_duration(std::string_view text) {
     if (__builtin_mul_overflow(whole, unit->ns, &part)) return invalid(text, "too large");
     while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
     if (!fraction.empty()) {
-      // A fraction with k significant digits (last one non-zero) times a unit of at most 2^13·3^2·5^11 ns is a
-      // whole number of nanoseconds only if k <= 13, so longer ones are refused without arithmetic.
+      // A fraction with k significant digits (last one non-zero) times a unit of at most 2^13·3^2·5^11 ns is
+      // a whole number of nanoseconds only if k <= 13, so longer ones are refused without arithmetic.
       if (fraction.size() > 13) return invalid(text, "finer than 1ns");
       Int128 numerator = 0;
       Int128 scale = 1;
@@ -120,7 +120,8 @@ std::string format_duration(Duration d) {
   const int64_t count = d.count();
   if (count == 0) return "0s";
   // The magnitude as unsigned, so the most negative duration has one too.
-  const uint64_t magnitude = count < 0 ? uint64_t{0} - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
+  const uint64_t magnitude =
+      count < 0 ? uint64_t{0} - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
   std::string out = count < 0 ? "-" : "";
   static constexpr std::array<Unit, 6> kDescending{{
       {"h", 3'600'000'000'000},

@@ -10,8 +10,8 @@
 namespace humus::settings {
 
 // Parses one or more <decimal number><unit> parts, summed ("5s", "1.5s", "1m30s"), units ns, us (or µs), ms,
-// s, m, h. Refused: empty text, a sign, a number without a unit, spaces, a value that is not a whole number of
-// nanoseconds, and anything past the largest Duration. Never throws. The message quotes the text.
+// s, m, h. Refused: empty text, a sign, a number without a unit, spaces, a value that is not a whole number
+// of nanoseconds, and anything past the largest Duration. Never throws. The message quotes the text.
 Result<Duration> parse_duration(std::string_view text);
 
 // The shortest exact form: the count of the largest unit (h, m, s, ms, us, ns) that divides the duration,

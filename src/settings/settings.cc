@@ -4,12 +4,11 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <span>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "settings/duration.h"
 #include "transport/url.h"
@@ -50,25 +49,34 @@ std::string quote(std::string_view text) {
 std::string format_number(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  return Json(x).dump();  // the shortest form that reads back the same
+  // Whole numbers as integers ("0", not "0.0"); others in the shortest form that reads back the same.
+  if (x == std::floor(x) && std::fabs(x) < 1e15) return std::to_string(static_cast<int64_t>(x));
+  return Json(x).dump();
 }
 
 // What a value of the wrong type was, without repeating strings (they may be secrets).
 std::string describe(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return v.dump();
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case Json::value_t::number_float:
+      return v.dump();
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
-Status problem(std::string_view key, std::string rule) {
+Status problem(std::string_view key, const std::string& rule) {
   return Status(Code::kConfig, std::string(key) + ": " + rule, {std::string(key)});
 }
 
@@ -97,10 +105,12 @@ class Problems {
     add(status);
     return status.ok();
   }
-  bool about(std::string_view field) const { return std::find(fields_.begin(), fields_.end(), field) != fields_.end(); }
-  bool empty() const { return messages_.empty(); }
+  [[nodiscard]] bool about(std::string_view field) const {
+    return std::find(fields_.begin(), fields_.end(), field) != fields_.end();
+  }
+  [[nodiscard]] bool empty() const { return messages_.empty(); }
 
-  Status status(Code code) const {
+  [[nodiscard]] Status status(Code code) const {
     if (messages_.empty()) return Status();
     std::string message;
     for (const std::string& m : messages_) {
@@ -111,8 +121,9 @@ class Problems {
   }
 
  private:
+  // The document itself (a syntax error) has no key to name.
   void add_field(const std::string& field) {
-    if (!about(field)) fields_.push_back(field);
+    if (!field.empty() && !about(field)) fields_.push_back(field);
   }
 
   std::vector<std::string> messages_;
@@ -134,7 +145,8 @@ Status check_non_negative(std::string_view key, Duration d) {
 Status check_range(std::string_view key, int64_t n, int64_t lo, int64_t hi) {
   if (n >= lo && n <= hi) return Status();
   const std::string got = ", got " + std::to_string(n);
-  if (hi == kInt64Max || (hi == kUint32Max && n < lo)) return problem(key, "must be >= " + std::to_string(lo) + got);
+  if (hi == kInt64Max || (hi == kUint32Max && n < lo))
+    return problem(key, "must be >= " + std::to_string(lo) + got);
   if (hi == kUint32Max) return problem(key, "must be <= " + std::to_string(hi) + got);
   return problem(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + got);
 }
@@ -203,9 +215,12 @@ const char* policy_name(BudgetPolicy p) { return p == BudgetPolicy::kRatio ? "ra
 
 const char* http_version_name(HttpVersion v) {
   switch (v) {
-    case HttpVersion::kHttp1_1: return "1.1";
-    case HttpVersion::kHttp2: return "2";
-    default: return "auto";
+    case HttpVersion::kHttp1_1:
+      return "1.1";
+    case HttpVersion::kHttp2:
+      return "2";
+    default:
+      return "auto";
   }
 }
 
@@ -269,7 +284,8 @@ void add_unknown_key(std::string_view parent, std::string_view key, std::span<co
 }
 
 // Runs the loader of every key of the object `v`; unknown keys are problems. False if `v` is no object.
-bool load_object(const Json& v, const std::string& path, std::span<const Key> keys, Settings& s, Problems& p) {
+bool load_object(const Json& v, const std::string& path, std::span<const Key> keys, Settings& s,
+                 Problems& p) {
   if (!v.is_object()) {
     p.add(path, path + ": must be an object, got " + describe(v));
     return false;
@@ -336,7 +352,8 @@ void read_bool(const Json& v, const std::string& path, Problems& p, bool& out) {
   }
 }
 
-void duration_into(const Json& v, const std::string& path, Status (*check)(Duration), Problems& p, Duration& out) {
+void duration_into(const Json& v, const std::string& path, Status (*check)(Duration), Problems& p,
+                   Duration& out) {
   if (std::optional<Duration> d = read_duration(v, path, p); d && p.check(check(*d))) out = *d;
 }
 
@@ -353,11 +370,13 @@ void number_into(const Json& v, const std::string& path, Status (*check)(double)
 TlsSettings& tls_of(Settings& s) { return s.tls ? *s.tls : s.tls.emplace(); }
 
 void tls_path_into(const Json& v, const std::string& path, Problems& p, std::string& out) {
-  if (const std::string* str = read_string(v, path, p); str && p.check(check_tls_path(path, *str))) out = *str;
+  if (const std::string* str = read_string(v, path, p); str && p.check(check_tls_path(path, *str)))
+    out = *str;
 }
 
 void tls_pem_into(const Json& v, const std::string& path, bool is_key, Problems& p, std::string& out) {
-  if (const std::string* str = read_string(v, path, p); str && p.check(check_tls_pem(path, *str, is_key))) out = *str;
+  if (const std::string* str = read_string(v, path, p); str && p.check(check_tls_pem(path, *str, is_key)))
+    out = *str;
 }
 
 constexpr Key kRetryBudgetKeys[] = {
@@ -367,37 +386,25 @@ constexpr Key kRetryBudgetKeys[] = {
          s.retry_budget.policy = *parse_policy(*str);
        }
      }},
-    {"tokens",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       number_into(v, k, check_retry_budget_tokens, p, s.retry_budget.tokens);
-     }},
-    {"ratio",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       number_into(v, k, check_retry_budget_ratio, p, s.retry_budget.ratio);
-     }},
+    {"tokens", [](const Json& v, const std::string& k, Settings& s,
+                  Problems& p) { number_into(v, k, check_retry_budget_tokens, p, s.retry_budget.tokens); }},
+    {"ratio", [](const Json& v, const std::string& k, Settings& s,
+                 Problems& p) { number_into(v, k, check_retry_budget_ratio, p, s.retry_budget.ratio); }},
     {"min_per_second",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        integer_into(v, k, check_retry_budget_min_per_second, p, s.retry_budget.min_per_second);
      }},
-    {"window",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_retry_budget_window, p, s.retry_budget.window);
-     }},
+    {"window", [](const Json& v, const std::string& k, Settings& s,
+                  Problems& p) { duration_into(v, k, check_retry_budget_window, p, s.retry_budget.window); }},
 };
 
 constexpr Key kBreakerKeys[] = {
-    {"window",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       integer_into(v, k, check_breaker_window, p, s.breaker.window);
-     }},
-    {"open_for",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_breaker_open_for, p, s.breaker.open_for);
-     }},
-    {"probes",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       integer_into(v, k, check_breaker_probes, p, s.breaker.probes);
-     }},
+    {"window", [](const Json& v, const std::string& k, Settings& s,
+                  Problems& p) { integer_into(v, k, check_breaker_window, p, s.breaker.window); }},
+    {"open_for", [](const Json& v, const std::string& k, Settings& s,
+                    Problems& p) { duration_into(v, k, check_breaker_open_for, p, s.breaker.open_for); }},
+    {"probes", [](const Json& v, const std::string& k, Settings& s,
+                  Problems& p) { integer_into(v, k, check_breaker_probes, p, s.breaker.probes); }},
     {"probe_timeout",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        duration_into(v, k, check_breaker_probe_timeout, p, s.breaker.probe_timeout);
@@ -431,33 +438,23 @@ constexpr Key kBulkheadKeys[] = {
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        integer_into(v, k, check_bulkhead_max_concurrent, p, s.bulkhead.max_concurrent);
      }},
-    {"wait",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_bulkhead_wait, p, s.bulkhead.wait);
-     }},
+    {"wait", [](const Json& v, const std::string& k, Settings& s,
+                Problems& p) { duration_into(v, k, check_bulkhead_wait, p, s.bulkhead.wait); }},
 };
 
 constexpr Key kTlsKeys[] = {
-    {"ca_file",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { tls_path_into(v, k, p, tls_of(s).ca_file); }},
-    {"ca_pem",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       tls_pem_into(v, k, false, p, tls_of(s).ca_pem);
-     }},
-    {"cert_file",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       tls_path_into(v, k, p, tls_of(s).cert_file);
-     }},
-    {"cert_pem",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       tls_pem_into(v, k, false, p, tls_of(s).cert_pem);
-     }},
-    {"key_file",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { tls_path_into(v, k, p, tls_of(s).key_file); }},
-    {"key_pem",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       tls_pem_into(v, k, true, p, tls_of(s).key_pem);
-     }},
+    {"ca_file", [](const Json& v, const std::string& k, Settings& s,
+                   Problems& p) { tls_path_into(v, k, p, tls_of(s).ca_file); }},
+    {"ca_pem", [](const Json& v, const std::string& k, Settings& s,
+                  Problems& p) { tls_pem_into(v, k, false, p, tls_of(s).ca_pem); }},
+    {"cert_file", [](const Json& v, const std::string& k, Settings& s,
+                     Problems& p) { tls_path_into(v, k, p, tls_of(s).cert_file); }},
+    {"cert_pem", [](const Json& v, const std::string& k, Settings& s,
+                    Problems& p) { tls_pem_into(v, k, false, p, tls_of(s).cert_pem); }},
+    {"key_file", [](const Json& v, const std::string& k, Settings& s,
+                    Problems& p) { tls_path_into(v, k, p, tls_of(s).key_file); }},
+    {"key_pem", [](const Json& v, const std::string& k, Settings& s,
+                   Problems& p) { tls_pem_into(v, k, true, p, tls_of(s).key_pem); }},
     {"min_version",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        if (const std::string* str = read_string(v, k, p); str && p.check(check_tls_min_version(*str))) {
@@ -481,10 +478,11 @@ void load_retry_budget(const Json& v, const std::string& k, Settings& s, Problem
     const bool known = std::any_of(std::begin(kRetryBudgetKeys), std::end(kRetryBudgetKeys),
                                    [&](const Key& key) { return key.name == item.key(); });
     if (known && !budget_key_applies(policy, item.key())) {
-      p.add(problem(join_path(k, item.key()),
-                    std::string("not used by policy \"") + policy_name(policy) + "\" (it takes " +
-                        (policy == BudgetPolicy::kTokenBucket ? "tokens, ratio" : "ratio, min_per_second, window") +
-                        ")"));
+      p.add(problem(
+          join_path(k, item.key()),
+          std::string("not used by policy \"") + policy_name(policy) + "\" (it takes " +
+              (policy == BudgetPolicy::kTokenBucket ? "tokens, ratio" : "ratio, min_per_second, window") +
+              ")"));
     }
   }
   if (policy == BudgetPolicy::kRatio && !v.contains("ratio")) s.retry_budget.ratio = kRatioPolicyDefaultRatio;
@@ -523,12 +521,11 @@ void load_headers(const Json& v, const std::string& k, Settings& s, Problems& p)
 constexpr Key kTopKeys[] = {
     {"base_url",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       if (const std::string* str = read_string(v, k, p); str && p.check(check_base_url(*str))) s.base_url = *str;
+       if (const std::string* str = read_string(v, k, p); str && p.check(check_base_url(*str)))
+         s.base_url = *str;
      }},
-    {"timeout",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_timeout, p, s.timeout);
-     }},
+    {"timeout", [](const Json& v, const std::string& k, Settings& s,
+                   Problems& p) { duration_into(v, k, check_timeout, p, s.timeout); }},
     {"attempt_timeout",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        duration_into(v, k, check_attempt_timeout, p, s.attempt_timeout);
@@ -537,30 +534,32 @@ constexpr Key kTopKeys[] = {
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        duration_into(v, k, check_connect_timeout, p, s.connect_timeout);
      }},
-    {"max_attempts",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       integer_into(v, k, check_max_attempts, p, s.max_attempts);
-     }},
-    {"backoff_base",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_backoff_base, p, s.backoff_base);
-     }},
-    {"backoff_max",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_backoff_max, p, s.backoff_max);
-     }},
+    {"max_attempts", [](const Json& v, const std::string& k, Settings& s,
+                        Problems& p) { integer_into(v, k, check_max_attempts, p, s.max_attempts); }},
+    {"backoff_base", [](const Json& v, const std::string& k, Settings& s,
+                        Problems& p) { duration_into(v, k, check_backoff_base, p, s.backoff_base); }},
+    {"backoff_max", [](const Json& v, const std::string& k, Settings& s,
+                       Problems& p) { duration_into(v, k, check_backoff_max, p, s.backoff_max); }},
     {"retry_budget", load_retry_budget, kRetryBudgetKeys},
     {"breaker",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { load_object(v, k, kBreakerKeys, s, p); },
+     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
+       load_object(v, k, kBreakerKeys, s, p);
+     },
      kBreakerKeys},
     {"trip",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { load_object(v, k, kTripKeys, s, p); },
+     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
+       load_object(v, k, kTripKeys, s, p);
+     },
      kTripKeys},
     {"probe",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { load_object(v, k, kProbeKeys, s, p); },
+     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
+       load_object(v, k, kProbeKeys, s, p);
+     },
      kProbeKeys},
     {"bulkhead",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { load_object(v, k, kBulkheadKeys, s, p); },
+     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
+       load_object(v, k, kBulkheadKeys, s, p);
+     },
      kBulkheadKeys},
     {"max_retry_after",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
@@ -576,10 +575,8 @@ constexpr Key kTopKeys[] = {
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        integer_into(v, k, check_max_idle_connections, p, s.max_idle_connections);
      }},
-    {"idle_timeout",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) {
-       duration_into(v, k, check_idle_timeout, p, s.idle_timeout);
-     }},
+    {"idle_timeout", [](const Json& v, const std::string& k, Settings& s,
+                        Problems& p) { duration_into(v, k, check_idle_timeout, p, s.idle_timeout); }},
     {"tls", load_tls, kTlsKeys},
     {"http_version",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
@@ -588,10 +585,10 @@ constexpr Key kTopKeys[] = {
        }
      }},
     {"headers", load_headers},
-    {"forward_authorization",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { read_bool(v, k, p, s.forward_authorization); }},
-    {"forward_scenario",
-     [](const Json& v, const std::string& k, Settings& s, Problems& p) { read_bool(v, k, p, s.forward_scenario); }},
+    {"forward_authorization", [](const Json& v, const std::string& k, Settings& s,
+                                 Problems& p) { read_bool(v, k, p, s.forward_authorization); }},
+    {"forward_scenario", [](const Json& v, const std::string& k, Settings& s,
+                            Problems& p) { read_bool(v, k, p, s.forward_scenario); }},
     {"classify",
      [](const Json& v, const std::string& k, Settings& s, Problems& p) {
        if (const std::string* str = read_string(v, k, p); str && p.check(check_classify(*str))) {
@@ -706,8 +703,12 @@ bool parse_document(std::string_view text, const std::string& root, Json& out, P
   Problems duplicates;
   const Json::parser_callback_t on_event = [&](int, Json::parse_event_t event, Json& parsed) {
     switch (event) {
-      case Json::parse_event_t::object_start: frames.push_back({true, {}, {}}); break;
-      case Json::parse_event_t::array_start: frames.push_back({false, {}, {}}); break;
+      case Json::parse_event_t::object_start:
+        frames.push_back({true, {}, {}});
+        break;
+      case Json::parse_event_t::array_start:
+        frames.push_back({false, {}, {}});
+        break;
       case Json::parse_event_t::object_end:
       case Json::parse_event_t::array_end:
         if (!frames.empty()) frames.pop_back();
@@ -726,7 +727,8 @@ bool parse_document(std::string_view text, const std::string& root, Json& out, P
           }
         }
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   };
@@ -743,7 +745,8 @@ bool parse_document(std::string_view text, const std::string& root, Json& out, P
 
 // ---- Rules across fields (SPEC §3.2) ---------------------------------------------------------------------
 
-// A rule is skipped when one of its fields failed its own check: its value then says nothing. Only the field checks count: two rules sharing a field (attempt_timeout) are both reported.
+// A rule is skipped when one of its fields failed its own check: its value then says nothing. Only the field
+// checks count: two rules sharing a field (attempt_timeout) are both reported.
 void check_cross_fields(const Settings& s, Problems& p) {
   const Problems checked = p;
   const auto fine = [&](std::initializer_list<std::string_view> fields) {
@@ -763,8 +766,8 @@ void check_cross_fields(const Settings& s, Problems& p) {
   }
   if (fine({"attempt_timeout", "connect_timeout"}) && s.connect_timeout > s.attempt_timeout) {
     p.add(Status(Code::kConfig,
-                 "connect_timeout: must be <= attempt_timeout (" + format_duration(s.attempt_timeout) + "), got " +
-                     format_duration(s.connect_timeout),
+                 "connect_timeout: must be <= attempt_timeout (" + format_duration(s.attempt_timeout) +
+                     "), got " + format_duration(s.connect_timeout),
                  {"connect_timeout", "attempt_timeout"}));
   }
   if (!fine({"base_url"}) || s.base_url.empty()) return;
@@ -774,7 +777,8 @@ void check_cross_fields(const Settings& s, Problems& p) {
   // system roots "when none is given": an https base_url without a tls object is therefore valid (system
   // roots), and the only TLS rule across fields left to enforce is the converse: tls on a plain-text URL.
   if (s.tls && fine({"tls"})) {
-    p.add(Status(Code::kConfig, "tls: given for an http base_url, which never uses it (use https, or drop tls)",
+    p.add(Status(Code::kConfig,
+                 "tls: given for an http base_url, which never uses it (use https, or drop tls)",
                  {"tls", "base_url"}));
   }
   // SPEC §10.2: http is HTTP/1.1 only (no h2c), so asking for HTTP/2 there could not be honoured.
@@ -818,7 +822,8 @@ void check_every_field(const Settings& s, Problems& p) {
 
 // A count written as a JSON integer when it is one (10, not 10.0).
 Json number_json(double x) {
-  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9007199254740992.0) return Json(static_cast<int64_t>(x));
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9007199254740992.0)
+    return Json(static_cast<int64_t>(x));
   return Json(x);
 }
 
@@ -831,15 +836,16 @@ bool operator==(const Settings& a, const Settings& b) {
   const auto& pb = b.policy_params;
   return a.base_url == b.base_url && a.timeout == b.timeout && a.attempt_timeout == b.attempt_timeout &&
          a.connect_timeout == b.connect_timeout && a.max_attempts == b.max_attempts &&
-         a.backoff_base == b.backoff_base && a.backoff_max == b.backoff_max && a.retry_budget == b.retry_budget &&
-         a.breaker == b.breaker && pa.consecutive_failures == pb.consecutive_failures &&
-         pa.failure_rate == pb.failure_rate && pa.min_results == pb.min_results &&
-         pa.successes_to_close == pb.successes_to_close && a.bulkhead == b.bulkhead &&
-         a.max_retry_after == b.max_retry_after && a.max_idle_connections == b.max_idle_connections &&
-         a.idle_timeout == b.idle_timeout && a.tls == b.tls && a.http_version == b.http_version &&
-         a.headers.fields() == b.headers.fields() && a.forward_authorization == b.forward_authorization &&
-         a.forward_scenario == b.forward_scenario && a.classify_preset == b.classify_preset &&
-         a.classifier == b.classifier && a.breaker_policy == b.breaker_policy;
+         a.backoff_base == b.backoff_base && a.backoff_max == b.backoff_max &&
+         a.retry_budget == b.retry_budget && a.breaker == b.breaker &&
+         pa.consecutive_failures == pb.consecutive_failures && pa.failure_rate == pb.failure_rate &&
+         pa.min_results == pb.min_results && pa.successes_to_close == pb.successes_to_close &&
+         a.bulkhead == b.bulkhead && a.max_retry_after == b.max_retry_after &&
+         a.max_idle_connections == b.max_idle_connections && a.idle_timeout == b.idle_timeout &&
+         a.tls == b.tls && a.http_version == b.http_version && a.headers.fields() == b.headers.fields() &&
+         a.forward_authorization == b.forward_authorization && a.forward_scenario == b.forward_scenario &&
+         a.classify_preset == b.classify_preset && a.classifier == b.classifier &&
+         a.breaker_policy == b.breaker_policy;
 }
 
 Duration effective_max_retry_after(const Settings& s) { return s.max_retry_after.value_or(s.backoff_max); }
@@ -849,7 +855,8 @@ Status check_base_url(std::string_view url) {
   // The URL itself is never repeated: it may carry a password.
   if (url.empty()) return problem(kKey, "required (an absolute http or https URL)");
   const Result<transport::Url> parsed = transport::parse_url(url);
-  if (!parsed.ok()) return problem(kKey, "must be an absolute http or https URL (" + parsed.status().message() + ")");
+  if (!parsed.ok())
+    return problem(kKey, "must be an absolute http or https URL (" + parsed.status().message() + ")");
   if (parsed->scheme != "http" && parsed->scheme != "https") {
     return problem(kKey, "scheme must be http or https, got " + quote(parsed->scheme));
   }
@@ -888,14 +895,18 @@ Status check_breaker_open_for(Duration d) { return check_positive("breaker.open_
 Status check_breaker_probes(int64_t n) { return check_range("breaker.probes", n, 1, kUint32Max); }
 Status check_breaker_probe_timeout(Duration d) { return check_positive("breaker.probe_timeout", d); }
 
-Status check_trip_consecutive_failures(int64_t n) { return check_range("trip.consecutive_failures", n, 1, kInt64Max); }
+Status check_trip_consecutive_failures(int64_t n) {
+  return check_range("trip.consecutive_failures", n, 1, kInt64Max);
+}
 Status check_trip_failure_rate(double rate) { return check_share("trip.failure_rate", rate); }
 Status check_trip_min_results(int64_t n) { return check_range("trip.min_results", n, 1, kUint32Max); }
 Status check_probe_successes_to_close(int64_t n) {
   return check_range("probe.successes_to_close", n, 1, kInt64Max);
 }
 
-Status check_bulkhead_max_concurrent(int64_t n) { return check_range("bulkhead.max_concurrent", n, 1, kUint32Max); }
+Status check_bulkhead_max_concurrent(int64_t n) {
+  return check_range("bulkhead.max_concurrent", n, 1, kUint32Max);
+}
 Status check_bulkhead_wait(Duration d) { return check_non_negative("bulkhead.wait", d); }
 Status check_max_retry_after(Duration d) { return check_non_negative("max_retry_after", d); }
 Status check_max_idle_connections(int64_t n) { return check_range("max_idle_connections", n, 0, kUint32Max); }
@@ -949,7 +960,8 @@ Status check_headers(const Headers& headers) {
     if (!p.check(check_header(fields[i].first, fields[i].second))) continue;
     for (size_t j = 0; j < i; ++j) {
       if (equals_ignore_case(fields[j].first, fields[i].first)) {
-        p.add(problem(join_path("headers", fields[i].first), "given twice (header names are case-insensitive)"));
+        p.add(problem(join_path("headers", fields[i].first),
+                      "given twice (header names are case-insensitive)"));
         break;
       }
     }
@@ -967,7 +979,8 @@ Status check_field(std::string_view dotted_key, std::string_view value_json) {
   const std::string key(dotted_key);
   const size_t dot = dotted_key.find('.');
   const std::string_view head = dotted_key.substr(0, dot);
-  const std::string_view rest = dot == std::string_view::npos ? std::string_view() : dotted_key.substr(dot + 1);
+  const std::string_view rest =
+      dot == std::string_view::npos ? std::string_view() : dotted_key.substr(dot + 1);
 
   const Key* top = nullptr;
   for (const Key& k : kTopKeys) {
@@ -1074,7 +1087,7 @@ std::string to_json(const Settings& s) {
   if (s.tls) {
     Json tls = Json::object();
     const std::pair<const char*, const std::string*> sources[] = {
-        {"ca_file", &s.tls->ca_file},     {"ca_pem", &s.tls->ca_pem},   {"cert_file", &s.tls->cert_file},
+        {"ca_file", &s.tls->ca_file},   {"ca_pem", &s.tls->ca_pem},     {"cert_file", &s.tls->cert_file},
         {"cert_pem", &s.tls->cert_pem}, {"key_file", &s.tls->key_file}, {"key_pem", &s.tls->key_pem},
     };
     for (const auto& [name, value] : sources) {

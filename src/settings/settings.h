@@ -16,7 +16,7 @@
 
 namespace humus::settings {
 
-enum class BudgetPolicy { kTokenBucket, kRatio };  // JSON "token_bucket", "ratio" (SPEC §6.4)
+enum class BudgetPolicy { kTokenBucket, kRatio };    // JSON "token_bucket", "ratio" (SPEC §6.4)
 enum class HttpVersion { kAuto, kHttp1_1, kHttp2 };  // JSON "auto", "1.1", "2"
 enum class TlsVersion { kTls1_2, kTls1_3 };          // JSON "1.2", "1.3"; nothing older exists here
 
@@ -28,7 +28,7 @@ struct RetryBudgetSettings {
   double tokens = 10;           // token_bucket: capacity, retries stop at <= half (gRPC's maxTokens)
   double ratio = 0.1;           // token_bucket: credit per success; ratio: share of recent requests
   uint32_t min_per_second = 1;  // ratio: retries always allowed per second
-  Duration window = std::chrono::seconds(10);        // ratio: how far back requests count
+  Duration window = std::chrono::seconds(10);  // ratio: how far back requests count
 
   bool operator==(const RetryBudgetSettings&) const = default;
 };
@@ -92,32 +92,32 @@ Duration effective_max_retry_after(const Settings& s);
 
 // ---- One check per field (SPEC §3.1). Each returns ok or Code::kConfig naming its JSON key in fields() and
 // in the message with the rule and the value: "timeout: must be > 0 and <= 1h, got 0s".
-Status check_base_url(std::string_view url);  // absolute http/https, host present, no user-info
-Status check_timeout(Duration d);                    // > 0 and <= 1h
-Status check_attempt_timeout(Duration d);            // > 0 (<= timeout: a cross-field rule)
-Status check_connect_timeout(Duration d);            // > 0 (<= attempt_timeout: a cross-field rule)
-Status check_max_attempts(int64_t n);                // 1..10
-Status check_backoff_base(Duration d);               // > 0
-Status check_backoff_max(Duration d);                // > 0 (>= backoff_base: a cross-field rule)
+Status check_base_url(std::string_view url);                // absolute http/https, host present, no user-info
+Status check_timeout(Duration d);                           // > 0 and <= 1h
+Status check_attempt_timeout(Duration d);                   // > 0 (<= timeout: a cross-field rule)
+Status check_connect_timeout(Duration d);                   // > 0 (<= attempt_timeout: a cross-field rule)
+Status check_max_attempts(int64_t n);                       // 1..10
+Status check_backoff_base(Duration d);                      // > 0
+Status check_backoff_max(Duration d);                       // > 0 (>= backoff_base: a cross-field rule)
 Status check_retry_budget_policy(std::string_view policy);  // "token_bucket" | "ratio"
-Status check_retry_budget_tokens(double tokens);     // > 0, finite
-Status check_retry_budget_ratio(double ratio);       // (0, 1]
-Status check_retry_budget_min_per_second(int64_t n);  // 0..2^32-1
-Status check_retry_budget_window(Duration d);        // > 0
-Status check_breaker_window(int64_t n);              // 1..10000
-Status check_breaker_open_for(Duration d);           // > 0
-Status check_breaker_probes(int64_t n);              // 1..2^32-1
-Status check_breaker_probe_timeout(Duration d);      // > 0
-Status check_trip_consecutive_failures(int64_t n);   // >= 1
-Status check_trip_failure_rate(double rate);         // (0, 1]
-Status check_trip_min_results(int64_t n);            // 1..2^32-1
-Status check_probe_successes_to_close(int64_t n);    // >= 1
-Status check_bulkhead_max_concurrent(int64_t n);     // 1..2^32-1
-Status check_bulkhead_wait(Duration d);              // >= 0
-Status check_max_retry_after(Duration d);            // >= 0
-Status check_max_idle_connections(int64_t n);        // 0..2^32-1
-Status check_idle_timeout(Duration d);               // > 0
-Status check_tls_min_version(std::string_view version);  // "1.2" | "1.3"; older ones refused by name
+Status check_retry_budget_tokens(double tokens);            // > 0, finite
+Status check_retry_budget_ratio(double ratio);              // (0, 1]
+Status check_retry_budget_min_per_second(int64_t n);        // 0..2^32-1
+Status check_retry_budget_window(Duration d);               // > 0
+Status check_breaker_window(int64_t n);                     // 1..10000
+Status check_breaker_open_for(Duration d);                  // > 0
+Status check_breaker_probes(int64_t n);                     // 1..2^32-1
+Status check_breaker_probe_timeout(Duration d);             // > 0
+Status check_trip_consecutive_failures(int64_t n);          // >= 1
+Status check_trip_failure_rate(double rate);                // (0, 1]
+Status check_trip_min_results(int64_t n);                   // 1..2^32-1
+Status check_probe_successes_to_close(int64_t n);           // >= 1
+Status check_bulkhead_max_concurrent(int64_t n);            // 1..2^32-1
+Status check_bulkhead_wait(Duration d);                     // >= 0
+Status check_max_retry_after(Duration d);                   // >= 0
+Status check_max_idle_connections(int64_t n);               // 0..2^32-1
+Status check_idle_timeout(Duration d);                      // > 0
+Status check_tls_min_version(std::string_view version);     // "1.2" | "1.3"; older ones refused by name
 // The tls object as a whole: file and PEM of one thing both given, a certificate without its key (or the
 // reverse), a PEM that is not PEM, a NUL in a path. Reports every problem at once.
 Status check_tls(const TlsSettings& tls);
@@ -125,7 +125,7 @@ Status check_http_version(std::string_view version);  // "auto" | "1.1" | "2"
 // An RFC 9110 token as name; no CR, LF or NUL in the value (header injection, SPEC §10.5). The message names
 // the header, never its value (it may be a credential).
 Status check_header(std::string_view name, std::string_view value);
-Status check_headers(const Headers& headers);  // each header, and no name twice (case-insensitively)
+Status check_headers(const Headers& headers);    // each header, and no name twice (case-insensitively)
 Status check_classify(std::string_view preset);  // "humus" | "jfast" | "strict"
 
 // A JSON value for one key path ("timeout", "breaker.window", "tls", "headers.X-Api-Key"), as

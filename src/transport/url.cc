@@ -15,7 +15,7 @@ class CurlUrl {
   CurlUrl(const CurlUrl&) = delete;
   CurlUrl& operator=(const CurlUrl&) = delete;
 
-  CURLU* get() const { return handle_; }
+  [[nodiscard]] CURLU* get() const { return handle_; }
 
  private:
   CURLU* handle_;
@@ -30,7 +30,7 @@ class CurlString {
   CurlString& operator=(const CurlString&) = delete;
 
   char** out() { return &data_; }
-  std::string str() const { return data_ == nullptr ? std::string() : std::string(data_); }
+  [[nodiscard]] std::string str() const { return data_ == nullptr ? std::string() : std::string(data_); }
 
  private:
   char* data_ = nullptr;
@@ -50,7 +50,9 @@ void lowercase(std::string& s) {
   }
 }
 
-Status bad_url(std::string_view why) { return Status(Code::kInvalidArgument, "invalid URL: " + std::string(why)); }
+Status bad_url(std::string_view why) {
+  return Status(Code::kInvalidArgument, "invalid URL: " + std::string(why));
+}
 
 bool is_scheme_char(char c, bool first) {
   const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');

@@ -33,7 +33,7 @@ struct Origin {
 
   bool operator==(const Origin&) const = default;
   // "https://payments:8443", "http://[::1]:8080": always with the port, as error messages name origins.
-  std::string to_string() const;
+  [[nodiscard]] std::string to_string() const;
 };
 
 Origin origin_of(const Url& url);

@@ -1,9 +1,10 @@
+#include "capi/settings_capi.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
-#include "capi/settings_capi.h"
 #include "humus_http.h"
 
 namespace {
@@ -73,7 +74,8 @@ TEST(CapiSettings, ErrorWithoutErrPointerStillSetsLastError) {
   humus_settings* s = nullptr;
   ASSERT_EQ(from_json("[1]", &s, nullptr), HUMUS_E_CONFIG);
   ASSERT_NE(humus_last_error(), nullptr);
-  EXPECT_NE(std::string(humus_error_message(humus_last_error())).find("must be a JSON object"), std::string::npos);
+  EXPECT_NE(std::string(humus_error_message(humus_last_error())).find("must be a JSON object"),
+            std::string::npos);
 }
 
 TEST(CapiSettings, CrossFieldRulesAreConfigErrors) {

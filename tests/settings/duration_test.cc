@@ -52,8 +52,27 @@ TEST(ParseDuration, CompoundPartsAreSummed) {
 }
 
 TEST(ParseDuration, Refused) {
-  for (const char* bad : {"", "5", "-5s", "+5s", "s", ".s", "5 s", " 5s", "5s ", "5sec", "5S", "1d", "1.5.5s",
-                          "5s5", "ms", "0.5ns", "1.00000000001ns", "abc", "1e3s", "\xC2\xB5s", "5\x00s"}) {
+  for (const char* bad : {"",
+                          "5",
+                          "-5s",
+                          "+5s",
+                          "s",
+                          ".s",
+                          "5 s",
+                          " 5s",
+                          "5s ",
+                          "5sec",
+                          "5S",
+                          "1d",
+                          "1.5.5s",
+                          "5s5",
+                          "ms",
+                          "0.5ns",
+                          "1.00000000001ns",
+                          "abc",
+                          "1e3s",
+                          "\xC2\xB5s",
+                          "5\x00s"}) {
     EXPECT_FALSE(parse_duration(bad).ok()) << bad;
   }
   EXPECT_FALSE(parse_duration(std::string_view("5\0s", 3)).ok());
@@ -98,8 +117,18 @@ TEST(FormatDuration, LargestExactUnit) {
 }
 
 TEST(FormatDuration, RoundTripsExactly) {
-  const int64_t samples[] = {1, 7, 999, 1000, 1001, 1'000'000, 1'500'000'000, 60'000'000'000, 90'000'000'000,
-                             3'600'000'000'000, 3'600'000'000'001, 86'400'000'000'000,
+  const int64_t samples[] = {1,
+                             7,
+                             999,
+                             1000,
+                             1001,
+                             1'000'000,
+                             1'500'000'000,
+                             60'000'000'000,
+                             90'000'000'000,
+                             3'600'000'000'000,
+                             3'600'000'000'001,
+                             86'400'000'000'000,
                              std::numeric_limits<int64_t>::max()};
   for (int64_t ns : samples) {
     const std::string text = format_duration(nanoseconds(ns));
