@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the system packages humus_http builds and tests with, skipping those already present.
+# Debian/Ubuntu (apt-get); runs as root or through sudo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake ninja-build g++ pkg-config binutils openssl python3 python3-pip
+  libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
+  libgtest-dev libbenchmark-dev
+)
+
+# The test server every language's integration tests talk to (tests/server/) is Python with h2 and h11.
+# PIP_BREAK_SYSTEM_PACKAGES lets Debian's own python3 take them too (PEP 668); a pyenv or venv python ignores it.
+python_packages() {
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    -r tests/server/requirements.txt
+}
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} system packages present"
+else
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+python_packages
