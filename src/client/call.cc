@@ -55,12 +55,14 @@ std::optional<Step> Call::start() {
   }
   deadline_ = client_.clock_.now() + timeout;
 
-  Result<transport::Url> url = transport::parse_url(request_.url);
-  if (!url.ok()) return fail(Status(Code::kInvalidArgument, "url: " + url.status().message(), {"url"}));
-  if (url->has_userinfo) return fail(Status(Code::kInvalidArgument, "url: user-info is not allowed", {"url"}));
-  if (const transport::Origin target = transport::origin_of(*url); !(target == client_.origin_)) {
-    return fail(Status(Code::kCrossOrigin,
-                       "request to " + target.to_string() + " on a client for " + client_.origin_.to_string(), {"url"}));
+  if (!client_.spelled_as_origin(request_.url)) {
+    Result<transport::Url> url = transport::parse_url(request_.url);
+    if (!url.ok()) return fail(Status(Code::kInvalidArgument, "url: " + url.status().message(), {"url"}));
+    if (url->has_userinfo) return fail(Status(Code::kInvalidArgument, "url: user-info is not allowed", {"url"}));
+    if (const transport::Origin target = transport::origin_of(*url); !(target == client_.origin_)) {
+      return fail(Status(Code::kCrossOrigin, "request to " + target.to_string() + " on a client for " +
+                                                 client_.origin_.to_string(), {"url"}));
+    }
   }
   for (const auto& [name, value] : request_.headers.fields()) {
     if (Status st = settings::check_header(name, value); !st.ok()) {

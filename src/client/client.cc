@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include <functional>
+
 #include <algorithm>
 
 #include "client/call.h"
@@ -69,6 +71,10 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       clock_(runtime.clock()),
       settings_(std::move(s)),
       origin_(std::move(origin)),
+      origin_with_port_(origin_.to_string()),
+      origin_without_port_((origin_.scheme == "https" && origin_.port == 443) || (origin_.scheme == "http" && origin_.port == 80)
+                               ? origin_with_port_.substr(0, origin_with_port_.rfind(':'))
+                               : std::string()),
       classifier_(std::move(classifier)),
       backoff_(settings_.backoff_base, settings_.backoff_max),
       max_retry_after_(settings::effective_max_retry_after(settings_)),
@@ -79,6 +85,20 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       budget_(std::move(budget)),
       bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock()),
       transport_(std::move(transport)) {}
+
+bool Client::spelled_as_origin(std::string_view url) const {
+  for (const std::string& prefix : {std::cref(origin_with_port_), std::cref(origin_without_port_)}) {
+    if (prefix.empty() || !url.starts_with(prefix)) continue;
+    const std::string_view rest = url.substr(prefix.size());
+    if (!rest.empty() && rest[0] != '/' && rest[0] != '?' && rest[0] != '#') continue;
+    // No space, control character or backslash: those the full parse would refuse.
+    for (const char c : rest) {
+      if (static_cast<unsigned char>(c) <= ' ' || c == '\\' || c == 0x7f) return false;
+    }
+    return true;
+  }
+  return false;
+}
 
 Client::~Client() {
   if (!runtime_.on_loop_thread()) cancel_calls_and_wait();

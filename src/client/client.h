@@ -49,6 +49,11 @@ class Client {
   // Cancels the calls in flight without waiting; true when none is left.
   bool cancel_calls();
 
+  // True when `url` starts with this client's origin spelled canonically ("https://payments:8443" or, for a
+  // default port, "https://payments") followed by a path, query or nothing: then it is the origin for sure
+  // and the URL need not be parsed on every call. Any other spelling goes through the full parse.
+  bool spelled_as_origin(std::string_view url) const;
+
   Runtime& runtime() { return runtime_; }
   breaker::Breaker& breaker() { return breaker_; }
   const transport::Origin& origin() const { return origin_; }
@@ -69,6 +74,8 @@ class Client {
   Clock& clock_;
   const settings::Settings settings_;
   const transport::Origin origin_;
+  const std::string origin_with_port_;     // "https://payments:443"
+  const std::string origin_without_port_;  // "https://payments" when the port is the scheme's default, else ""
   const std::shared_ptr<const classify::Classifier> classifier_;
   const retry::Backoff backoff_;
   const Duration max_retry_after_;

@@ -23,6 +23,7 @@ class Headers {
   bool contains(std::string_view name) const { return find(name) != nullptr; }
 
   const std::vector<Field>& fields() const { return fields_; }
+  void reserve(size_t n) { fields_.reserve(n); }
   bool empty() const { return fields_.empty(); }
   size_t size() const { return fields_.size(); }
 

@@ -1024,6 +1024,15 @@ Status validate(const Settings& s, bool from_config) {
   return p.status(from_config ? Code::kConfig : Code::kProgram);
 }
 
+// A default the document left out never contradicts a value it set: {"timeout": "2s"} alone means an
+// attempt may take up to 2 s, not a configuration error about the 5 s default attempt_timeout. Only
+// defaults are capped; two values the document sets are checked against each other as they are.
+void cap_unset_defaults(const Json& doc, Settings& s) {
+  if (!doc.contains("attempt_timeout")) s.attempt_timeout = std::min(s.attempt_timeout, s.timeout);
+  if (!doc.contains("connect_timeout")) s.connect_timeout = std::min(s.connect_timeout, s.attempt_timeout);
+  if (!doc.contains("backoff_base")) s.backoff_base = std::min(s.backoff_base, s.backoff_max);
+}
+
 Result<Settings> from_json(std::string_view json) {
   Problems p;
   Json doc;
@@ -1032,6 +1041,7 @@ Result<Settings> from_json(std::string_view json) {
   Settings s;
   load_object(doc, "", kTopKeys, s, p);
   if (!doc.contains("base_url")) p.add(check_base_url(""));
+  cap_unset_defaults(doc, s);
   check_cross_fields(s, p);
   if (!p.empty()) return p.status(Code::kConfig);
   return s;

@@ -4,7 +4,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <charconv>
 #include <new>
 #include <string_view>
 
@@ -53,7 +53,11 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     st.response.headers = Headers();
     st.content_length.clear();
     const size_t sp = line.find(' ');
-    st.response.status = sp == std::string_view::npos ? 0 : std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
+    int status = 0;
+    if (sp != std::string_view::npos && line.size() >= sp + 4) {
+      std::from_chars(line.data() + sp + 1, line.data() + sp + 4, status);
+    }
+    st.response.status = status;
     return n;
   }
   if (line.empty()) {
@@ -136,6 +140,7 @@ Slist make_slist(const std::vector<std::string>& lines) {
 
 void AttemptState::reset(bool resend_allowed) {
   response = WireResponse{};
+  response.headers.reserve(12);  // one allocation for a typical response's header list
   headers_done = false;
   wire_sends = 0;
   allow_resend = resend_allowed;
@@ -172,7 +177,6 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(e, CURLOPT_MAXAGE_CONN,
                    static_cast<long>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(c.idle_timeout).count())));
-  curl_easy_setopt(e, CURLOPT_USERAGENT, "humus_http/" HUMUS_VERSION_STRING);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, error_);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, &state_);
@@ -222,37 +226,55 @@ long to_ms_at_least_1(Duration d) {
 
 void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instant now) {
   CURL* e = easy_;
-  curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
-  curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, nullptr);
+  // Options persist on the handle between attempts; each is set again only when it changes, because libcurl
+  // does real work per setopt (the request line and header block are rebuilt from them).
+  if (r.url != last_url_) {
+    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    last_url_ = r.url;
+  }
   const bool has_body = r.body != nullptr;
-  const bool sends_body_by_default = r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
-  if (r.method == "HEAD") {
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else if (has_body || sends_body_by_default) {
-    // POST framing gives Content-Length (0 for an empty body); the method name is then replaced.
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, has_body ? r.body->data() : "");
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(has_body ? r.body->size() : 0));
-    if (r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-  } else {
-    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    if (r.method != "GET") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  if (has_body || r.method != last_method_ || last_had_body_) {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, nullptr);
+    const bool sends_body_by_default = r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
+    if (r.method == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (has_body || sends_body_by_default) {
+      // POST framing gives Content-Length (0 for an empty body); the method name is then replaced.
+      curl_easy_setopt(e, CURLOPT_POST, 1L);
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, has_body ? r.body->data() : "");
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(has_body ? r.body->size() : 0));
+      if (r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+    } else {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+      if (r.method != "GET") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+    }
+    last_method_ = r.method;
+    last_had_body_ = has_body;
   }
 
-  std::vector<std::string> lines;
-  lines.reserve(r.headers.size() + 1);
-  // No "Expect: 100-continue" round trip: the client's own timeouts bound a slow dependency.
-  lines.emplace_back("Expect:");
-  for (const auto& [name, value] : r.headers.fields()) {
-    // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
-    lines.push_back(value.empty() ? name + ";" : name + ": " + value);
+  if (!headers_ || r.headers.fields() != last_headers_.fields()) {
+    std::vector<std::string> lines;
+    lines.reserve(r.headers.size() + 2);
+    // No "Expect: 100-continue" round trip: the client's own timeouts bound a slow dependency.
+    lines.emplace_back("Expect:");
+    // Sent as a plain header rather than CURLOPT_USERAGENT, which libcurl re-formats on every request.
+    if (!r.headers.contains("User-Agent")) lines.emplace_back("User-Agent: humus_http/" HUMUS_VERSION_STRING);
+    for (const auto& [name, value] : r.headers.fields()) {
+      // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
+      lines.push_back(value.empty() ? name + ";" : name + ": " + value);
+    }
+    headers_ = make_slist(lines);
+    last_headers_ = r.headers;
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers_.get());
   }
-  headers_ = make_slist(lines);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers_.get());
 
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms_at_least_1(limits.call_deadline - now));
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                   to_ms_at_least_1(std::min(connect_timeout_, limits.attempt_deadline - now)));
+  // The call's deadline is the driver's to enforce (it also covers the body); libcurl only needs to know how
+  // long a connect may take.
+  const long connect_ms = to_ms_at_least_1(std::min(connect_timeout_, limits.attempt_deadline - now));
+  if (connect_ms != last_connect_ms_) {
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    last_connect_ms_ = connect_ms;
+  }
   state_.reset(r.allow_resend);
   error_[0] = '\0';
 }

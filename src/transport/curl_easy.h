@@ -61,9 +61,15 @@ class CurlEasy {
 
   CURL* easy_;
   AttemptState state_;
-  Slist headers_;
   char error_[CURL_ERROR_SIZE] = {};
   Duration connect_timeout_{};
+  // What the handle was last set to (see prepare()).
+  Slist headers_;
+  Headers last_headers_;
+  std::string last_url_;
+  std::string last_method_;
+  bool last_had_body_ = false;
+  long last_connect_ms_ = -1;
 };
 
 }  // namespace humus::transport

@@ -312,6 +312,33 @@ TEST_F(ClientMockTest, SameOriginWithDefaultPortAndOtherCaseIsOneOrigin) {
   EXPECT_TRUE(c->execute(r).ok());
 }
 
+TEST_F(ClientMockTest, OnlyACanonicalSpellingSkipsTheFullOriginCheck) {
+  auto c = make({status(200)});
+  EXPECT_TRUE(c->spelled_as_origin("http://payments:8080/x"));
+  EXPECT_TRUE(c->spelled_as_origin("http://payments:8080?q=1"));
+  EXPECT_TRUE(c->spelled_as_origin("http://payments:8080"));
+  EXPECT_FALSE(c->spelled_as_origin("http://payments:80800/x"));
+  EXPECT_FALSE(c->spelled_as_origin("http://payments:8080@evil:8080/x"));
+  EXPECT_FALSE(c->spelled_as_origin("http://payments:8080.evil/x"));
+  EXPECT_FALSE(c->spelled_as_origin("http://payments:8080/a b"));
+  EXPECT_FALSE(c->spelled_as_origin("http://PAYMENTS:8080/x"));  // the same origin, checked the long way
+  Request r = req();
+  r.url = "http://payments:8080@evil:8080/x";
+  CallResult out = c->execute(r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kInvalidArgument);  // user-info
+  EXPECT_EQ(script_->count(), 0u);
+
+  settings::Settings s;
+  s.base_url = "https://payments";
+  s.tls.emplace();
+  s.tls->ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto tls = make({status(200)}, s);
+  ASSERT_NE(tls, nullptr);
+  EXPECT_TRUE(tls->spelled_as_origin("https://payments/x"));
+  EXPECT_TRUE(tls->spelled_as_origin("https://payments:443/x"));
+}
+
 TEST_F(ClientMockTest, HeaderInjectionIsRefusedBeforeSending) {
   auto c = make({status(200)});
   Request r = req();

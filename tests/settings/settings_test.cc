@@ -586,7 +586,8 @@ TEST(SettingsCrossFields, FromJsonTheyAreConfigErrorsWithTheOthers) {
 }
 
 TEST(SettingsCrossFields, ConnectTimeoutAgainstAttemptTimeout) {
-  const Status s = load_error(R"({"base_url": "https://p", "attempt_timeout": "1s"})");  // connect 2s > 1s
+  const Status s =
+      load_error(R"({"base_url": "https://p", "attempt_timeout": "1s", "connect_timeout": "2s"})");  // 2s > 1s
   EXPECT_EQ(s.fields(), (std::vector<std::string>{"connect_timeout", "attempt_timeout"}));
 }
 
@@ -785,6 +786,31 @@ TEST(SettingsRobustness, DeepNestingAndHugeValues) {
   EXPECT_EQ(
       from_json(R"({"base_url": "https://p", "breaker": {"window": -9223372036854775809}})").status().code(),
       Code::kConfig);
+}
+
+}  // namespace
+}  // namespace humus::settings
+
+namespace humus::settings {
+namespace {
+
+TEST(SettingsFromJsonDefaults, DefaultsLeftOutAreCappedByTheValuesGiven) {
+  Result<Settings> s = from_json(R"({"base_url": "http://payments", "timeout": "2s"})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->attempt_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(s->connect_timeout, std::chrono::seconds(2));
+  s = from_json(R"({"base_url": "http://payments", "timeout": "1s", "attempt_timeout": "500ms"})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->connect_timeout, std::chrono::milliseconds(500));
+  s = from_json(R"({"base_url": "http://payments", "backoff_max": "50ms"})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->backoff_base, std::chrono::milliseconds(50));
+}
+
+TEST(SettingsFromJsonDefaults, ValuesGivenAreStillCheckedAgainstEachOther) {
+  Result<Settings> s = from_json(R"({"base_url": "http://payments", "timeout": "2s", "attempt_timeout": "3s"})");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kConfig);
 }
 
 }  // namespace
