@@ -5,20 +5,10 @@
 #include <chrono>
 #include <string>
 
+#include "common/duration.h"
+
 namespace humus::bulkhead {
 namespace {
-
-// "500ms"; finer units only when the wait is not whole milliseconds (a deadline cut it).
-std::string format_duration(Duration d) {
-  using std::chrono::duration_cast;
-  if (d % std::chrono::milliseconds(1) == Duration::zero()) {
-    return std::to_string(duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
-  }
-  if (d % std::chrono::microseconds(1) == Duration::zero()) {
-    return std::to_string(duration_cast<std::chrono::microseconds>(d).count()) + "us";
-  }
-  return std::to_string(d.count()) + "ns";
-}
 
 // Forwards a cancel to a waiter's Signal for as long as it lives.
 class WakerScope {

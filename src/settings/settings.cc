@@ -10,7 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "settings/duration.h"
+#include "common/duration.h"
+#include "common/text.h"
 #include "transport/url.h"
 
 namespace humus::settings {
@@ -25,26 +26,6 @@ constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int kMaxDepth = 64;
 
 // ---- Messages --------------------------------------------------------------------------------------------
-
-// Config text may hold anything: quoted, control bytes escaped, long values cut.
-std::string quote(std::string_view text) {
-  constexpr size_t kMax = 64;
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  out += '"';
-  return out;
-}
 
 std::string format_number(double x) {
   if (std::isnan(x)) return "nan";
@@ -598,7 +579,7 @@ constexpr Key kTopKeys[] = {
 };
 
 std::string unknown_key_message(std::string_view parent, std::string_view key, std::span<const Key> keys) {
-  std::string message = "unknown key " + quote(join_path(parent, key));
+  std::string message = "unknown key " + quote_for_message(join_path(parent, key));
   // The nearest key of this object, if it is near enough to be a slip of the keyboard.
   const Key* nearest = nullptr;
   size_t best = std::numeric_limits<size_t>::max();
@@ -613,7 +594,7 @@ std::string unknown_key_message(std::string_view parent, std::string_view key, s
   }
   std::string candidates;
   if (nearest != nullptr && best <= std::max<size_t>(2, key.size() / 3)) {
-    candidates = quote(join_path(parent, nearest->name));
+    candidates = quote_for_message(join_path(parent, nearest->name));
   }
   // A key of another object put at the wrong level ("window" at the top): every object that has it.
   if (parent.empty()) {
@@ -621,7 +602,7 @@ std::string unknown_key_message(std::string_view parent, std::string_view key, s
       for (const Key& child : top.children) {
         if (child.name != key) continue;
         if (!candidates.empty()) candidates += " or ";
-        candidates += quote(join_path(top.name, child.name));
+        candidates += quote_for_message(join_path(top.name, child.name));
       }
     }
   }
@@ -723,7 +704,7 @@ bool parse_document(std::string_view text, const std::string& root, Json& out, P
               if (frames[i].object) path = join_path(path, frames[i].key);
             }
             path = join_path(path, frame.key);
-            duplicates.add(path, "duplicate key " + quote(path) + " (only one may be given)");
+            duplicates.add(path, "duplicate key " + quote_for_message(path) + " (only one may be given)");
           }
         }
         break;
@@ -858,7 +839,7 @@ Status check_base_url(std::string_view url) {
   if (!parsed.ok())
     return problem(kKey, "must be an absolute http or https URL (" + parsed.status().message() + ")");
   if (parsed->scheme != "http" && parsed->scheme != "https") {
-    return problem(kKey, "scheme must be http or https, got " + quote(parsed->scheme));
+    return problem(kKey, "scheme must be http or https, got " + quote_for_message(parsed->scheme));
   }
   if (parsed->has_userinfo) {
     return problem(kKey, "user-info is not allowed (a password would sit in settings and every error)");
@@ -878,7 +859,7 @@ Status check_backoff_max(Duration d) { return check_positive("backoff_max", d); 
 
 Status check_retry_budget_policy(std::string_view policy) {
   if (parse_policy(policy)) return Status();
-  return problem("retry_budget.policy", "must be \"token_bucket\" or \"ratio\", got " + quote(policy));
+  return problem("retry_budget.policy", "must be \"token_bucket\" or \"ratio\", got " + quote_for_message(policy));
 }
 Status check_retry_budget_tokens(double tokens) {
   if (tokens > 0 && std::isfinite(tokens)) return Status();
@@ -915,9 +896,9 @@ Status check_idle_timeout(Duration d) { return check_positive("idle_timeout", d)
 Status check_tls_min_version(std::string_view version) {
   if (parse_tls_version(version)) return Status();
   if (version == "1.0" || version == "1.1" || version == "1") {
-    return problem("tls.min_version", "versions below 1.2 are refused, got " + quote(version));
+    return problem("tls.min_version", "versions below 1.2 are refused, got " + quote_for_message(version));
   }
-  return problem("tls.min_version", "must be \"1.2\" or \"1.3\", got " + quote(version));
+  return problem("tls.min_version", "must be \"1.2\" or \"1.3\", got " + quote_for_message(version));
 }
 
 Status check_tls(const TlsSettings& tls) {
@@ -938,14 +919,14 @@ Status check_tls(const TlsSettings& tls) {
 
 Status check_http_version(std::string_view version) {
   if (parse_http_version(version)) return Status();
-  return problem("http_version", "must be \"auto\", \"1.1\" or \"2\", got " + quote(version));
+  return problem("http_version", "must be \"auto\", \"1.1\" or \"2\", got " + quote_for_message(version));
 }
 
 Status check_header(std::string_view name, std::string_view value) {
   const std::string key = join_path("headers", name);
   if (name.empty()) return problem(key, "a header name must not be empty");
   if (!std::all_of(name.begin(), name.end(), is_tchar)) {
-    return problem(key, "header name " + quote(name) + " is not an RFC 9110 token");
+    return problem(key, "header name " + quote_for_message(name) + " is not an RFC 9110 token");
   }
   if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
     return problem(key, "header value contains CR, LF or NUL (header injection)");
@@ -971,7 +952,7 @@ Status check_headers(const Headers& headers) {
 
 Status check_classify(std::string_view preset) {
   if (preset == "humus" || preset == "jfast" || preset == "strict") return Status();
-  return problem("classify", "must be \"humus\", \"jfast\" or \"strict\", got " + quote(preset));
+  return problem("classify", "must be \"humus\", \"jfast\" or \"strict\", got " + quote_for_message(preset));
 }
 
 Status check_field(std::string_view dotted_key, std::string_view value_json) {
@@ -1009,7 +990,7 @@ Status check_field(std::string_view dotted_key, std::string_view value_json) {
     if (child != nullptr) {
       child->load(value, key, scratch, p);
     } else if (top->children.empty()) {
-      p.add(key, "unknown key " + quote(key) + " (" + std::string(head) + " is not an object)");
+      p.add(key, "unknown key " + quote_for_message(key) + " (" + std::string(head) + " is not an object)");
     } else {
       add_unknown_key(head, rest, top->children, p);
     }

@@ -61,7 +61,7 @@ TEST(Bulkhead, LimitIsEnforcedAndWaitZeroTurnsAwayAtOnce) {
   Result<Slot> three = b.acquire();
   ASSERT_FALSE(three.ok());
   EXPECT_EQ(three.status().code(), Code::kBulkheadFull);
-  EXPECT_EQ(three.status().message(), "bulkhead full: 2 calls in flight, none freed within 0ms");
+  EXPECT_EQ(three.status().message(), "bulkhead full: 2 calls in flight, none freed within 0s");
   EXPECT_EQ(clock.now(), before);
   EXPECT_EQ(b.in_flight(), 2u);
   EXPECT_EQ(b.waiting(), 0u);

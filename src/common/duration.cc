@@ -1,9 +1,11 @@
-#include "settings/duration.h"
+#include "common/duration.h"
 
 #include <array>
 #include <cstdint>
 
-namespace humus::settings {
+#include "common/text.h"
+
+namespace humus {
 namespace {
 
 // GCC and Clang both have it; __extension__ keeps -Wpedantic quiet. Only the fraction's product needs it.
@@ -26,28 +28,8 @@ constexpr std::array<Unit, 8> kUnits{{
     {"h", 3'600'000'000'000},
 }};
 
-// A short, printable rendering of the input for messages (config text may hold anything).
-std::string quote(std::string_view text) {
-  constexpr size_t kMax = 40;
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  out += '"';
-  return out;
-}
-
 Status invalid(std::string_view text, std::string_view why) {
-  return Status(Code::kInvalidArgument, "invalid duration " + quote(text) + ": " + std::string(why));
+  return Status(Code::kInvalidArgument, "invalid duration " + quote_for_message(text, 40) + ": " + std::string(why));
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -88,7 +70,7 @@ Result<Duration> parse_duration(std::string_view text) {
       if (u.name == unit_name) unit = &u;
     }
     if (unit == nullptr) {
-      return invalid(text, "unknown unit " + quote(unit_name) + " (ns, us, ms, s, m, h)");
+      return invalid(text, "unknown unit " + quote_for_message(unit_name, 40) + " (ns, us, ms, s, m, h)");
     }
     if (overflow) return invalid(text, "too large");
 
@@ -142,4 +124,4 @@ std::string format_duration(Duration d) {
   return out;
 }
 
-}  // namespace humus::settings
+}  // namespace humus

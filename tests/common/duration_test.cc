@@ -1,4 +1,4 @@
-#include "settings/duration.h"
+#include "common/duration.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-namespace humus::settings {
+namespace humus {
 namespace {
 
 using std::chrono::hours;
@@ -140,4 +140,4 @@ TEST(FormatDuration, RoundTripsExactly) {
 }
 
 }  // namespace
-}  // namespace humus::settings
+}  // namespace humus

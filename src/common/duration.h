@@ -7,7 +7,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 
-namespace humus::settings {
+namespace humus {
 
 // Parses one or more <decimal number><unit> parts, summed ("5s", "1.5s", "1m30s"), units ns, us (or µs), ms,
 // s, m, h. Refused: empty text, a sign, a number without a unit, spaces, a value that is not a whole number
@@ -19,4 +19,4 @@ Result<Duration> parse_duration(std::string_view text);
 // non-negative result back to the same value.
 std::string format_duration(Duration d);
 
-}  // namespace humus::settings
+}  // namespace humus
