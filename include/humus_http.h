@@ -267,6 +267,13 @@ HUMUS_API void humus_client_free(humus_client *c);
 /* The breaker's state now (HUMUS_CIRCUIT_*), after any lazy open → half-open advance. Any thread. */
 HUMUS_API humus_status humus_client_breaker_state(humus_client *c, int32_t *state);
 
+/* The breaker's counts now (SPEC §9.3), after any lazy advance; `counts->version` is set by the library.
+ * Any thread. */
+HUMUS_API humus_status humus_client_breaker_counts(humus_client *c, humus_breaker_counts *counts);
+/* The retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed in the window
+ * for the ratio policy. Any thread. */
+HUMUS_API humus_status humus_client_budget_tokens(humus_client *c, double *tokens);
+
 /* ==== Request ==================================================================================== */
 
 /* One call's request. Not thread-safe: build it on one thread; humus_client_do only reads it, so one request

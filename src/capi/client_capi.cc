@@ -107,6 +107,31 @@ HUMUS_API humus_status humus_client_breaker_state(humus_client* c, int32_t* stat
   });
 }
 
+HUMUS_API humus_status humus_client_breaker_counts(humus_client* c, humus_breaker_counts* counts) {
+  return guard(nullptr, [&]() -> humus_status {
+    if (c == nullptr) return null_argument("humus_client_breaker_counts", "c", nullptr);
+    if (counts == nullptr) return null_argument("humus_client_breaker_counts", "counts", nullptr);
+    const humus::breaker::Counts k = c->client->breaker().counts();
+    counts->version = HUMUS_BREAKER_COUNTS_VERSION;
+    counts->state = static_cast<int32_t>(k.state);
+    counts->successes = k.successes;
+    counts->failures = k.failures;
+    counts->consecutive_successes = k.consecutive_successes;
+    counts->consecutive_failures = k.consecutive_failures;
+    counts->timed_out_probes = k.timed_out_probes;
+    counts->window_results = k.window_results;
+    counts->window_failures = k.window_failures;
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_client_budget_tokens(humus_client* c, double* tokens) {
+  if (c == nullptr) return null_argument("humus_client_budget_tokens", "c", nullptr);
+  if (tokens == nullptr) return null_argument("humus_client_budget_tokens", "tokens", nullptr);
+  *tokens = c->client->budget().tokens();
+  return HUMUS_OK;
+}
+
 HUMUS_API humus_status humus_request_new(const char* method, const char* url, humus_request** out,
                                          humus_error** err) {
   return guard(err, [&]() -> humus_status {

@@ -137,6 +137,13 @@ TEST_F(CapiClientTest, OpenBreakerRejectsWithRetryAfter) {
   int32_t state = -1;
   ASSERT_EQ(humus_client_breaker_state(client_, &state), HUMUS_OK);
   EXPECT_EQ(state, HUMUS_CIRCUIT_OPEN);
+  humus_breaker_counts counts{};
+  ASSERT_EQ(humus_client_breaker_counts(client_, &counts), HUMUS_OK);
+  EXPECT_EQ(counts.version, static_cast<uint32_t>(HUMUS_BREAKER_COUNTS_VERSION));
+  EXPECT_EQ(counts.state, HUMUS_CIRCUIT_OPEN);
+  double tokens = 0;
+  ASSERT_EQ(humus_client_budget_tokens(client_, &tokens), HUMUS_OK);
+  EXPECT_DOUBLE_EQ(tokens, 5.0);  // five attempts classified retry (503), one token each, none refilled
   humus_response* resp = nullptr;
   humus_error* err = nullptr;
   EXPECT_EQ(humus_client_do(client_, req, &resp, &err), HUMUS_E_REJECTED);
