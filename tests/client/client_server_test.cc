@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -356,6 +357,35 @@ TEST_F(ClientServerTest, AmbientProxyVariablesAreIgnored) {
   for (const char* var : {"http_proxy", "HTTPS_PROXY", "ALL_PROXY"}) unsetenv(var);
   ASSERT_TRUE(out.ok()) << out.error.message();
   EXPECT_EQ(received("/direct"), 1u);
+}
+
+TEST_F(ClientServerTest, NoCookieEngineAndNoNetrc) {
+  // A cookie the server sets is never sent back; a ~/.netrc entry for the host is never read (SPEC §10.4).
+  char home[] = "/tmp/humus-netrc-XXXXXX";
+  ASSERT_NE(mkdtemp(home), nullptr);
+  const std::string netrc = std::string(home) + "/.netrc";
+  {
+    std::ofstream out(netrc);
+    out << "machine 127.0.0.1 login user password secret\n";
+  }
+  const char* old_home = std::getenv("HOME");
+  const std::string saved = old_home != nullptr ? old_home : "";
+  setenv("HOME", home, 1);
+  server().script("/cookie", json::array({{{"status", 200}, {"headers", {{"Set-Cookie", "session=abc; Path=/"}}}}}));
+  auto c = make("http");
+  ASSERT_TRUE(c->execute(req("http", "/cookie")).ok());
+  ASSERT_TRUE(c->execute(req("http", "/cookie")).ok());
+  if (old_home != nullptr) setenv("HOME", saved.c_str(), 1);
+  std::remove(netrc.c_str());
+  rmdir(home);
+  const auto records = server().requests("/cookie");
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& rec : records) {
+    for (const auto& h : rec["headers"]) {
+      EXPECT_NE(h[0], "cookie");
+      EXPECT_NE(h[0], "authorization");
+    }
+  }
 }
 
 TEST_F(ClientServerTest, SameOriginRedirectIsFollowedCrossOriginIsHandedBack) {
