@@ -761,7 +761,7 @@ int main(int argc, char** argv) {
   std::printf("\nMedians over %d rounds (ratios: median of per-round ratios to the raw libcurl row of the same "
               "protocol)\n",
               opt.rounds);
-  std::printf("%-16s %10s %9s %9s %9s %8s %8s %9s %9s %7s\n", "scenario", "req/s", "p50 us", "p99 us", "CPU us/req",
+  std::printf("%-24s %10s %9s %9s %9s %8s %8s %9s %9s %7s\n", "scenario", "req/s", "p50 us", "p99 us", "CPU us/req",
               "user", "sys", "x raw r/s", "dCPU us", "errors");
   for (const Row& r : rows) {
     const Row* base = baseline_of(rows, r);
@@ -774,7 +774,7 @@ int main(int argc, char** argv) {
     }
     int64_t errors = 0;
     for (const Sample& s : r.samples) errors += s.errors;
-    std::printf("%-16s %10s %9s %9s %9s %8s %8s %9s %9s %7lld\n", row_name(r).c_str(),
+    std::printf("%-24s %10s %9s %9s %9s %8s %8s %9s %9s %7lld\n", row_name(r).c_str(),
                 fmt("%.0f", median_of(r, [](const Sample& s) { return s.rps; })).c_str(),
                 fmt("%.1f", median_of(r, [](const Sample& s) { return s.p50_us; })).c_str(),
                 fmt("%.1f", median_of(r, [](const Sample& s) { return s.p99_us; })).c_str(),
@@ -787,13 +787,13 @@ int main(int argc, char** argv) {
 
   // ---- Per-round ratios ----
   std::printf("\nPer round: throughput ratio to raw (x) and extra CPU us per request (d)\n");
-  std::printf("%-16s", "scenario");
+  std::printf("%-24s", "scenario");
   for (int i = 0; i < opt.rounds; ++i) std::printf("   round %-2d     ", i + 1);
   std::printf("\n");
   for (const Row& r : rows) {
     const Row* base = baseline_of(rows, r);
     if (base == nullptr || base == &r || r.proto == "mock") continue;
-    std::printf("%-16s", row_name(r).c_str());
+    std::printf("%-24s", row_name(r).c_str());
     for (size_t i = 0; i < r.samples.size() && i < base->samples.size(); ++i) {
       std::printf("  x%.3f d%+6.2f", r.samples[i].rps / base->samples[i].rps,
                   r.samples[i].cpu_us_per_req - base->samples[i].cpu_us_per_req);
