@@ -30,15 +30,18 @@ TokenBucketBudget::TokenBucketBudget(double tokens, double ratio)
       ratio_units_(to_units(ratio, 1, max_units_)),
       units_(max_units_) {}
 
-bool TokenBucketBudget::try_retry() {
+void TokenBucketBudget::on_retryable() {
   int64_t current = units_.load(std::memory_order_relaxed);
   int64_t next = 0;
   do {
     // An empty bucket stays empty: skip the write, so an outage's refusals do not contend on the line.
-    if (current == 0) return false;
+    if (current == 0) return;
     next = current > kBudgetUnitsPerToken ? current - kBudgetUnitsPerToken : 0;
   } while (!units_.compare_exchange_weak(current, next, std::memory_order_relaxed));
-  return 2 * next > max_units_;  // more than half remains, compared exactly
+}
+
+bool TokenBucketBudget::allow_retry() const {
+  return 2 * units_.load(std::memory_order_relaxed) > max_units_;  // more than half remains, compared exactly
 }
 
 void TokenBucketBudget::on_success() {
@@ -101,14 +104,18 @@ void RatioBudget::on_request() {
   ++current_locked(epoch).requests;
 }
 
-bool RatioBudget::try_retry() {
+bool RatioBudget::allow_retry() const {
   const int64_t epoch = epoch_now();
   std::lock_guard<std::mutex> lock(mu_);
   // Counting this retry, the window's retries must stay within the allowance: Finagle's "balance covers
   // one withdrawal", so the share is a cap never crossed, not a threshold crossed by a fraction.
-  if (headroom_units(totals_locked(epoch)) < kBudgetUnitsPerToken) return false;
+  return headroom_units(totals_locked(epoch)) >= kBudgetUnitsPerToken;
+}
+
+void RatioBudget::on_retry() {
+  const int64_t epoch = epoch_now();
+  std::lock_guard<std::mutex> lock(mu_);
   ++current_locked(epoch).retries;
-  return true;
 }
 
 double RatioBudget::tokens() const {

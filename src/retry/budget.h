@@ -24,9 +24,21 @@ class Budget {
   virtual void on_request() = 0;
   // An attempt the breaker classified `success`.
   virtual void on_success() = 0;
-  // An attempt classified `retry`: charges the budget, whether or not a retry follows (the budget counts
-  // what the dependency did), and answers whether a retry is allowed.
-  virtual bool try_retry() = 0;
+  // An attempt classified `retry`, whether or not a retry follows (what the dependency did): the token
+  // bucket charges one token for it.
+  virtual void on_retryable() = 0;
+  // Whether a retry may be made now; charges nothing.
+  [[nodiscard]] virtual bool allow_retry() const = 0;
+  // A retry is being made: the ratio budget withdraws it (only retries actually made count, as Finagle's).
+  virtual void on_retry() = 0;
+  // All three for one attempt classified `retry`: on_retryable, then on_retry when allow_retry says so.
+  // Answers whether the retry may be made.
+  bool try_retry() {
+    on_retryable();
+    if (!allow_retry()) return false;
+    on_retry();
+    return true;
+  }
   // The balance, for telemetry and conformance vectors: tokens for the token bucket, retries still
   // allowed right now for the ratio budget.
   virtual double tokens() const = 0;
@@ -37,8 +49,8 @@ class Budget {
 // fits one atomic word.
 inline constexpr int64_t kBudgetUnitsPerToken = 1'000'000;
 
-// gRPC retry throttling: starts full at `tokens`; try_retry takes one token (never below zero) and then
-// allows the retry only while MORE than half of `tokens` remains; on_success adds `ratio`, capped at full.
+// gRPC retry throttling: starts full at `tokens`; on_retryable takes one token (never below zero); a retry
+// is allowed only while MORE than half of `tokens` remains; on_success adds `ratio`, capped at full.
 // on_request does nothing. `tokens` is clamped to [1e-6, 1e12] and `ratio` to [1e-6, tokens], each rounded
 // to the nearest millionth; make_budget refuses values the settings refuse. Lock-free.
 class TokenBucketBudget final : public Budget {
@@ -47,7 +59,9 @@ class TokenBucketBudget final : public Budget {
 
   void on_request() override {}
   void on_success() override;
-  bool try_retry() override;
+  void on_retryable() override;
+  bool allow_retry() const override;
+  void on_retry() override {}
   double tokens() const override;
 
  private:
@@ -75,7 +89,9 @@ class RatioBudget final : public Budget {
 
   void on_request() override;
   void on_success() override {}
-  bool try_retry() override;
+  void on_retryable() override {}
+  bool allow_retry() const override;
+  void on_retry() override;
   double tokens() const override;
 
  private:

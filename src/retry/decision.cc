@@ -24,15 +24,16 @@ const char* decision_name(Decision decision) {
 
 DecisionResult decide(const DecisionInput& input, const Backoff& backoff, Budget& budget, Random& random) {
   if (input.classification.retry != classify::RetryVerdict::kAgain) return {Decision::kDone, {}};
-  const bool allowed = budget.try_retry();
+  budget.on_retryable();
   if (!input.may_send_twice || input.body_too_large) return {Decision::kDone, {}};
   if (input.attempt >= input.max_attempts) return {Decision::kExhausted, {}};
-  if (!allowed) return {Decision::kThrottled, {}};
+  if (!budget.allow_retry()) return {Decision::kThrottled, {}};
   const Duration retry_after = std::max(input.classification.retry_after, Duration::zero());
   if (retry_after > input.max_retry_after) return {Decision::kDone, {}};
   const Duration wait = std::max(backoff.draw(input.attempt, random), retry_after);
   // Compared as durations, so a far deadline cannot overflow now + wait.
   if (input.deadline <= input.now || wait >= input.deadline - input.now) return {Decision::kExpired, {}};
+  budget.on_retry();
   return {Decision::kAgain, wait};
 }
 

@@ -44,17 +44,19 @@ struct DecisionResult {
 
 // Decides, in this order (the first that applies wins):
 //  1. classification.retry is done                    → kDone; the budget is not touched.
-//  Otherwise the attempt was classified retry, and budget.try_retry() is called, always, before anything
-//  else: the budget counts what the dependency did, so an unsafe request or a last attempt still charges.
+//  Otherwise the attempt was classified retry, and budget.on_retryable() is called, always, before anything
+//  else: the budget counts what the dependency did, so an unsafe request or a last attempt still charges
+//  the token bucket.
 //  2. !may_send_twice or body_too_large               → kDone.
 //  3. attempt >= max_attempts                         → kExhausted.
-//  4. the budget refused                              → kThrottled.
+//  4. !budget.allow_retry()                           → kThrottled.
 //  5. retry_after > max_retry_after                   → kDone (the response is returned as it came, §6.3).
 //  6. wait = max(backoff.draw(attempt), retry_after)  — the only step that draws a random number, so a
 //     seed pins the waits of conformance vectors.
 //  7. now + wait >= deadline                          → kExpired (§6.5). "Ends exactly at the deadline" is
 //     too late: the next attempt would start with no time left and could do nothing but time out.
-//  8. otherwise                                       → kAgain with `wait`.
+//  8. otherwise                                       → kAgain with `wait`, and budget.on_retry() (the ratio
+//     budget withdraws only the retries actually made).
 // A negative retry_after (the classifier layer refuses it, §5.4) is taken as none.
 // decide() neither deposits nor refills: the client calls budget.on_request() before each request's first
 // attempt and budget.on_success() when an attempt's breaker verdict is success (which, for a response, is

@@ -23,10 +23,9 @@ class UnlimitedBudget final : public Budget {
  public:
   void on_request() override {}
   void on_success() override {}
-  bool try_retry() override {
-    ++charges;
-    return true;
-  }
+  void on_retryable() override { ++charges; }
+  bool allow_retry() const override { return true; }
+  void on_retry() override {}
   double tokens() const override { return 0; }
   int charges = 0;
 };
@@ -90,6 +89,19 @@ TEST_F(DecideTest, DoneIsDoneAndChargesNothing) {
   const Classification bug{RetryVerdict::kDone, BreakerVerdict::kFailure, Duration::zero()};
   EXPECT_EQ(decide(input(bug), backoff_, budget_, random_).decision, Decision::kDone);
   EXPECT_EQ(budget_.tokens(), 10);
+}
+
+TEST_F(DecideTest, RatioBudgetCountsOnlyTheRetriesMade) {
+  RatioBudget ratio(clock_, 0.2, 1, seconds(10));
+  for (int i = 0; i < 10; ++i) ratio.on_request();
+  const double before = ratio.tokens();  // 0.2 x 10 + 1 x 10 = 12
+  DecisionInput unsafe = input(retry_failure());
+  unsafe.may_send_twice = false;
+  EXPECT_EQ(decide(unsafe, backoff_, ratio, random_).decision, Decision::kDone);
+  EXPECT_EQ(decide(input(retry_failure(), 3), backoff_, ratio, random_).decision, Decision::kExhausted);
+  EXPECT_DOUBLE_EQ(ratio.tokens(), before);  // neither made a retry: nothing withdrawn
+  EXPECT_EQ(decide(input(retry_failure()), backoff_, ratio, random_).decision, Decision::kAgain);
+  EXPECT_DOUBLE_EQ(ratio.tokens(), before - 1);
 }
 
 TEST_F(DecideTest, AgainWaitsTheBackoffDraw) {
@@ -294,10 +306,13 @@ TEST(RetryLoop, RatioBudgetOutageWithTheFloorAddsTheShareAndTheFloor) {
   VirtualClock clock;
   RatioBudget budget(clock, 0.2, 1, seconds(10));
   const int calls = 1000;
+  const Instant start = clock.now();
   const LoopTotals t = run_calls(calls, budget, clock, milliseconds(100), [](int) { return true; });
-  // Over about 100 s: at most 0.2 of the requests plus 1 per second (the floor of each window).
-  const double seconds_run = 100 + 10;  // the waits stretch the run a little; one extra window of slack
+  // At most 0.2 of the requests plus 1 per second of the run (the floor of each window), with one window
+  // of slack: the first window's floor is there from the start.
+  const double seconds_run = std::chrono::duration<double>(clock.now() - start).count() + 10;
   EXPECT_LE(t.retries, static_cast<int>(0.2 * calls + 1 * seconds_run));
+  EXPECT_GE(t.retries, static_cast<int>(0.2 * calls));  // and the share is actually granted
   EXPECT_LT(t.attempts, calls * 2);  // far from the 3000 of an unbudgeted outage
 }
 
