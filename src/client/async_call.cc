@@ -72,6 +72,10 @@ void AsyncCall::advance(Step step) {
                                            });
       return;
     case Step::Kind::kWait:
+      if (token_.cancelled()) {  // cancelled while the attempt's outcome was already on its way
+        advance(call_.on_waited(true));
+        return;
+      }
       phase_ = Phase::kWaiting;
       timer_ = loop_.add_timer(step.until, [self = shared_from_this()] {
         self->timer_ = 0;
