@@ -40,7 +40,7 @@ void TokenBucketBudget::on_retryable() {
   } while (!units_.compare_exchange_weak(current, next, std::memory_order_relaxed));
 }
 
-bool TokenBucketBudget::allow_retry() const {
+bool TokenBucketBudget::try_withdraw() {
   return 2 * units_.load(std::memory_order_relaxed) > max_units_;  // more than half remains, compared exactly
 }
 
@@ -104,18 +104,21 @@ void RatioBudget::on_request() {
   ++current_locked(epoch).requests;
 }
 
-bool RatioBudget::allow_retry() const {
+bool RatioBudget::try_withdraw() {
   const int64_t epoch = epoch_now();
   std::lock_guard<std::mutex> lock(mu_);
   // Counting this retry, the window's retries must stay within the allowance: Finagle's "balance covers
   // one withdrawal", so the share is a cap never crossed, not a threshold crossed by a fraction.
-  return headroom_units(totals_locked(epoch)) >= kBudgetUnitsPerToken;
+  if (headroom_units(totals_locked(epoch)) < kBudgetUnitsPerToken) return false;
+  ++current_locked(epoch).retries;
+  return true;
 }
 
-void RatioBudget::on_retry() {
+void RatioBudget::refund() {
   const int64_t epoch = epoch_now();
   std::lock_guard<std::mutex> lock(mu_);
-  ++current_locked(epoch).retries;
+  Bucket& bucket = current_locked(epoch);
+  if (bucket.retries > 0) --bucket.retries;
 }
 
 double RatioBudget::tokens() const {

@@ -27,17 +27,16 @@ class Budget {
   // An attempt classified `retry`, whether or not a retry follows (what the dependency did): the token
   // bucket charges one token for it.
   virtual void on_retryable() = 0;
-  // Whether a retry may be made now; charges nothing.
-  [[nodiscard]] virtual bool allow_retry() const = 0;
-  // A retry is being made: the ratio budget withdraws it (only retries actually made count, as Finagle's).
-  virtual void on_retry() = 0;
-  // All three for one attempt classified `retry`: on_retryable, then on_retry when allow_retry says so.
-  // Answers whether the retry may be made.
+  // A retry is about to be made: answers whether the budget allows it. The ratio budget withdraws it in the
+  // same step (atomically: concurrent callers cannot overdraw); the token bucket only checks its threshold.
+  virtual bool try_withdraw() = 0;
+  // A retry try_withdraw() allowed is not made after all (its wait would pass the deadline, or the server
+  // asked for too long a wait): the ratio budget gives it back, so only retries actually made count.
+  virtual void refund() = 0;
+  // Both steps for one attempt classified `retry`. Answers whether the retry may be made.
   bool try_retry() {
     on_retryable();
-    if (!allow_retry()) return false;
-    on_retry();
-    return true;
+    return try_withdraw();
   }
   // The balance, for telemetry and conformance vectors: tokens for the token bucket, retries still
   // allowed right now for the ratio budget.
@@ -60,8 +59,8 @@ class TokenBucketBudget final : public Budget {
   void on_request() override {}
   void on_success() override;
   void on_retryable() override;
-  bool allow_retry() const override;
-  void on_retry() override {}
+  bool try_withdraw() override;
+  void refund() override {}
   double tokens() const override;
 
  private:
@@ -90,8 +89,8 @@ class RatioBudget final : public Budget {
   void on_request() override;
   void on_success() override {}
   void on_retryable() override {}
-  bool allow_retry() const override;
-  void on_retry() override;
+  bool try_withdraw() override;
+  void refund() override;
   double tokens() const override;
 
  private:

@@ -27,13 +27,18 @@ DecisionResult decide(const DecisionInput& input, const Backoff& backoff, Budget
   budget.on_retryable();
   if (!input.may_send_twice || input.body_too_large) return {Decision::kDone, {}};
   if (input.attempt >= input.max_attempts) return {Decision::kExhausted, {}};
-  if (!budget.allow_retry()) return {Decision::kThrottled, {}};
+  if (!budget.try_withdraw()) return {Decision::kThrottled, {}};
   const Duration retry_after = std::max(input.classification.retry_after, Duration::zero());
-  if (retry_after > input.max_retry_after) return {Decision::kDone, {}};
+  if (retry_after > input.max_retry_after) {
+    budget.refund();
+    return {Decision::kDone, {}};
+  }
   const Duration wait = std::max(backoff.draw(input.attempt, random), retry_after);
   // Compared as durations, so a far deadline cannot overflow now + wait.
-  if (input.deadline <= input.now || wait >= input.deadline - input.now) return {Decision::kExpired, {}};
-  budget.on_retry();
+  if (input.deadline <= input.now || wait >= input.deadline - input.now) {
+    budget.refund();
+    return {Decision::kExpired, {}};
+  }
   return {Decision::kAgain, wait};
 }
 

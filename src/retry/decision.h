@@ -49,14 +49,13 @@ struct DecisionResult {
 //  the token bucket.
 //  2. !may_send_twice or body_too_large               → kDone.
 //  3. attempt >= max_attempts                         → kExhausted.
-//  4. !budget.allow_retry()                           → kThrottled.
+//  4. !budget.try_withdraw()                          → kThrottled (a later step that makes no retry refunds).
 //  5. retry_after > max_retry_after                   → kDone (the response is returned as it came, §6.3).
 //  6. wait = max(backoff.draw(attempt), retry_after)  — the only step that draws a random number, so a
 //     seed pins the waits of conformance vectors.
 //  7. now + wait >= deadline                          → kExpired (§6.5). "Ends exactly at the deadline" is
 //     too late: the next attempt would start with no time left and could do nothing but time out.
-//  8. otherwise                                       → kAgain with `wait`, and budget.on_retry() (the ratio
-//     budget withdraws only the retries actually made).
+//  8. otherwise                                       → kAgain with `wait`.
 // A negative retry_after (the classifier layer refuses it, §5.4) is taken as none.
 // decide() neither deposits nor refills: the client calls budget.on_request() before each request's first
 // attempt and budget.on_success() when an attempt's breaker verdict is success (which, for a response, is

@@ -24,8 +24,8 @@ class UnlimitedBudget final : public Budget {
   void on_request() override {}
   void on_success() override {}
   void on_retryable() override { ++charges; }
-  bool allow_retry() const override { return true; }
-  void on_retry() override {}
+  bool try_withdraw() override { return true; }
+  void refund() override {}
   double tokens() const override { return 0; }
   int charges = 0;
 };
@@ -100,6 +100,8 @@ TEST_F(DecideTest, RatioBudgetCountsOnlyTheRetriesMade) {
   EXPECT_EQ(decide(unsafe, backoff_, ratio, random_).decision, Decision::kDone);
   EXPECT_EQ(decide(input(retry_failure(), 3), backoff_, ratio, random_).decision, Decision::kExhausted);
   EXPECT_DOUBLE_EQ(ratio.tokens(), before);  // neither made a retry: nothing withdrawn
+  EXPECT_EQ(decide(input(retry_failure(seconds(60))), backoff_, ratio, random_).decision, Decision::kDone);
+  EXPECT_DOUBLE_EQ(ratio.tokens(), before);  // withdrawn, then refunded: the server asked too long a wait
   EXPECT_EQ(decide(input(retry_failure()), backoff_, ratio, random_).decision, Decision::kAgain);
   EXPECT_DOUBLE_EQ(ratio.tokens(), before - 1);
 }
