@@ -371,6 +371,111 @@ HUMUS_API void humus_call_cancel(humus_call *call);
 /* Releases the handle; the call itself goes on. NULL is accepted. */
 HUMUS_API void humus_call_free(humus_call *call);
 
+/* ==== Callbacks: log sink ======================================================================== */
+
+/* One log record (SPEC §13.3). Only two kinds exist: a circuit breaker's state change
+ * (event "humus.circuit.state_change": one per change, SPEC §9.5) and an upstreams notice
+ * (event "humus.upstreams.base_url_override"). Errors are returned, never logged. Borrowed: every pointer
+ * lives for the duration of the sink's call. */
+typedef struct humus_log_record {
+  uint32_t version;             /* HUMUS_LOG_RECORD_VERSION */
+  const char *event;            /* "humus.circuit.state_change" or "humus.upstreams.base_url_override" */
+  const char *message;          /* one line for people, e.g. "circuit for https://payments:8443: closed -> open (...)" */
+  const char *server_address;   /* the origin's host */
+  int32_t server_port;          /* the origin's port, the scheme's default filled in */
+  int32_t previous_state;       /* HUMUS_CIRCUIT_* the breaker left; -1 when the record is no state change */
+  int32_t new_state;            /* HUMUS_CIRCUIT_* it entered; -1 when the record is no state change */
+  humus_breaker_counts counts;  /* at the change: the state left, including the result that caused it */
+  int64_t time_unix_ms;         /* when the change took effect, on the runtime's clock's calendar */
+  const char *upstream;         /* the upstream's name for upstreams records, else "" */
+} humus_log_record;
+#define HUMUS_LOG_RECORD_VERSION 1
+
+#define HUMUS_LOG_SINK_VERSION 1
+/* Receives log records. `record` runs on the thread whose call caused the change (a caller's thread or the
+ * event-loop thread), possibly on several threads at once for different clients: it must be thread-safe and
+ * fast, and must not free a client or the runtime. Records of one breaker never overlap and arrive in order. */
+typedef struct humus_log_sink {
+  uint32_t version; /* HUMUS_LOG_SINK_VERSION */
+  void (*record)(void *user_data, const humus_log_record *record);
+  void *user_data;
+  void (*destroy)(void *user_data); /* optional; called once when the runtime no longer uses the sink */
+} humus_log_sink;
+#define HUMUS_LOG_SINK_INIT {HUMUS_LOG_SINK_VERSION, NULL, NULL, NULL}
+
+/* Installs (or with NULL removes) the runtime's log sink; the table is copied and affects every client of the
+ * runtime at once. The previous sink's destroy runs once no record is being delivered to it. HUMUS_E_PROGRAM
+ * when `record` is NULL; HUMUS_E_INVALID_ARGUMENT for rt NULL or an unknown version (destroy is then not
+ * called). Any thread. */
+HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime *rt, const humus_log_sink *sink, humus_error **err);
+
+/* ==== Metrics ==================================================================================== */
+
+/* The instruments of SPEC §13.2, summed over the runtime's clients by origin (attributes server.address and
+ * server.port; nothing per call): http.client.request.duration (histogram, s, one sample per attempt sent),
+ * http.client.request.body.size (histogram, By, per attempt sent), humus.circuit.state (gauge, breakers per
+ * state, read at collection), humus.circuit.transitions (counter, by the state entered),
+ * humus.circuit.calls (counter, by outcome success/failure/ignored/rejected: each admitted attempt as the
+ * breaker counted it, each rejected one), humus.retry.decisions (counter, by decision done/again/throttled/
+ * exhausted/expired/stopped: one "again" per retry and one other per request — a redirect is a request).
+ * Counts of freed clients stay in the totals. Bucket bounds: durations 0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+ * 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10 (OpenTelemetry's advice); body sizes 0, 5, 10, 25, 50, 75, 100, 250, 500,
+ * 750, 1000, 2500, 5000, 7500, 10000 (the OpenTelemetry SDK's default). */
+
+/* Prometheus text exposition format 0.0.4: http_client_request_duration_seconds,
+ * http_client_request_body_size_bytes, humus_circuit_state{humus_circuit_state="open"},
+ * humus_circuit_transitions_total, humus_circuit_calls_total{humus_circuit_outcome=...},
+ * humus_retry_decisions_total{humus_retry_decision=...}, each with server_address and server_port labels.
+ * `*out` is NUL-terminated and the caller's to free with humus_string_free(); `*len` (may be NULL) excludes the
+ * NUL. HUMUS_E_INVALID_ARGUMENT for rt or out NULL. Any thread. */
+HUMUS_API humus_status humus_runtime_metrics_prometheus(humus_runtime *rt, char **out, size_t *len, humus_error **err);
+/* The same as JSON: {"metrics": [{"name", "unit", "type": "histogram"|"gauge"|"counter", "bounds" (histograms),
+ * "points": [{"attributes": {"server.address", "server.port", and "humus.circuit.state" | "humus.circuit.outcome"
+ * | "humus.retry.decision"}, "value" | "count", "sum", "bucket_counts" (per bucket, not cumulative)}]}]}.
+ * Ownership and statuses as humus_runtime_metrics_prometheus. Any thread. */
+HUMUS_API humus_status humus_runtime_metrics_json(humus_runtime *rt, char **out, size_t *len, humus_error **err);
+
+enum { HUMUS_METRIC_HISTOGRAM = 1, HUMUS_METRIC_GAUGE = 2, HUMUS_METRIC_COUNTER = 3 };
+/* One data point of a collection. Borrowed for the duration of the sink's call. */
+typedef struct humus_metric_point {
+  uint32_t version;               /* HUMUS_METRIC_POINT_VERSION */
+  const char *name;               /* OpenTelemetry name, e.g. "humus.circuit.calls" */
+  const char *unit;               /* "s", "By", "{breaker}", "{transition}", "{call}", "{decision}" */
+  int32_t kind;                   /* HUMUS_METRIC_* */
+  const char *server_address;
+  int32_t server_port;
+  const char *attribute_name;     /* the third attribute ("humus.circuit.state", ...), or NULL for histograms */
+  const char *attribute_value;    /* its value ("open"), or NULL */
+  uint64_t value;                 /* gauges and counters */
+  uint64_t count;                 /* histograms: samples */
+  double sum;                     /* histograms: sum of samples */
+  size_t bound_count;             /* histograms: number of bounds (15); 0 otherwise */
+  const double *bounds;           /* histograms: the bounds */
+  const uint64_t *bucket_counts;  /* histograms: bound_count + 1 counts, per bucket (not cumulative) */
+} humus_metric_point;
+#define HUMUS_METRIC_POINT_VERSION 1
+
+/* The metric sink: called once per data point of a collection, on the collecting thread. Return HUMUS_OK to
+ * go on; any other status stops the collection, which then fails with HUMUS_E_CALLBACK. */
+typedef humus_status (*humus_metric_sink)(void *user_data, const humus_metric_point *point);
+
+/* Collects the metrics now and hands each data point to `sink` (pull, like an OpenTelemetry observable
+ * callback or a Prometheus collector: there is no background thread, and the gauge is read at collection).
+ * `user_data` is only passed through. HUMUS_E_INVALID_ARGUMENT for rt or sink NULL; HUMUS_E_CALLBACK when the
+ * sink stopped it. Any thread. */
+HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime *rt, humus_metric_sink sink, void *user_data,
+                                                     humus_error **err);
+
+/* ==== Readiness ================================================================================== */
+
+/* A readiness report (SPEC §15.2) of every live client of the runtime, in the order they were made:
+ * {"status": "ok" | "degraded", "clients": [{"origin": "https://payments:8443", "state": "closed" | "open" |
+ * "half_open", "retry_after_ms": n, "counts": {"successes", "failures", "consecutive_successes",
+ * "consecutive_failures", "timed_out_probes", "window_results", "window_failures"}}]}. "degraded" when any
+ * breaker is not closed; never "unavailable" (a dependency down does not make this service unready). Reading
+ * advances a due open → half-open. Ownership and statuses as humus_runtime_metrics_prometheus. Any thread. */
+HUMUS_API humus_status humus_runtime_readiness_json(humus_runtime *rt, char **out, size_t *len, humus_error **err);
+
 /* ==== Testing: mock transport ==================================================================== */
 
 /* A request as the mock transport's callback sees it; borrowed for the callback's duration. */

@@ -21,6 +21,15 @@ breaker::Outcome outcome_of(classify::BreakerVerdict v) {
   return breaker::Outcome::kFailure;
 }
 
+telemetry::CallOutcome counted_as(classify::BreakerVerdict v) {
+  switch (v) {
+    case classify::BreakerVerdict::kSuccess: return telemetry::CallOutcome::kSuccess;
+    case classify::BreakerVerdict::kFailure: return telemetry::CallOutcome::kFailure;
+    case classify::BreakerVerdict::kIgnored: return telemetry::CallOutcome::kIgnored;
+  }
+  return telemetry::CallOutcome::kFailure;
+}
+
 }  // namespace
 
 Call::Call(Client& client, const Request& request, CancelToken* cancel)
@@ -89,17 +98,29 @@ Step Call::admit() {
     started_budget_ = true;
     client_.budget_->on_request();
   }
-  if (cancelled()) return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  telemetry::ClientMetrics& metrics = client_.metrics_;
+  if (cancelled()) {
+    metrics.decision(retry::Decision::kStopped);
+    return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  }
   const Instant now = client_.clock_.now();
-  if (now >= deadline_) return give_up(Status(Code::kTimeout, "the call's deadline passed"));
+  if (now >= deadline_) {
+    metrics.decision(retry::Decision::kExpired);
+    return give_up(Status(Code::kTimeout, "the call's deadline passed"));
+  }
 
   const breaker::Admission admission = client_.breaker_.admit();
   if (!admission.admitted) {
-    // Rejected attempts send nothing, are not retried, are not classified (SPEC §9.1).
+    // Rejected attempts send nothing, are not retried, are not classified (SPEC §9.1). A call that already
+    // holds a response from an earlier attempt returns it (SPEC §6.6: only a call that got none fails).
+    metrics.outcome(telemetry::CallOutcome::kRejected);
+    metrics.decision(retry::Decision::kStopped);
+    if (last_ && last_->ok()) return done(std::move(*last_));
     return fail(Status(Code::kRejected, "circuit open for " + client_.origin_.to_string() + ": nothing was sent"),
                 admission.retry_after);
   }
   permit_ = admission.permit;
+  attempt_started_ = now;
   ++attempt_;
   ++attempts_;
   Step s;
@@ -111,16 +132,22 @@ Step Call::admit() {
 Step Call::on_sent(transport::WireResult sent) {
   breaker::Breaker& breaker = client_.breaker_;
   const Instant after = client_.clock_.now();
+  telemetry::ClientMetrics& metrics = client_.metrics_;
+  metrics.attempt(after - attempt_started_, wire_.body ? wire_.body->size() : 0);
 
   // Decided by the client itself, never asked of the classifier (SPEC §5.1).
   if (sent.error != Code::kOk) {
     if (cancelled()) {
       (void)breaker.record(permit_, breaker::Outcome::kIgnored);
-      return fail(Status(Code::kCancelled, "the call was cancelled"));
+      metrics.outcome(telemetry::CallOutcome::kIgnored);
+      metrics.decision(retry::Decision::kStopped);
+      return give_up(Status(Code::kCancelled, "the call was cancelled"));
     }
     if (after >= deadline_) {
       (void)breaker.record(permit_, breaker::Outcome::kFailure);
-      return fail(Status(Code::kTimeout, "the call's deadline passed: " + sent.message));
+      metrics.outcome(telemetry::CallOutcome::kFailure);
+      metrics.decision(retry::Decision::kExpired);
+      return give_up(Status(Code::kTimeout, "the call's deadline passed: " + sent.message));
     }
   }
 
@@ -138,10 +165,17 @@ Step Call::on_sent(transport::WireResult sent) {
   Result<classify::Classification> verdict = client_.classifier_->classify(seen);
   if (!verdict.ok()) {
     (void)breaker.record(permit_, breaker::Outcome::kFailure);
+    metrics.outcome(telemetry::CallOutcome::kFailure);
+    metrics.decision(retry::Decision::kStopped);
     return fail(verdict.status());
   }
   const classify::Classification& c = *verdict;
-  if (Status st = breaker.record(permit_, outcome_of(c.breaker)); !st.ok()) return fail(st);
+  if (Status st = breaker.record(permit_, outcome_of(c.breaker)); !st.ok()) {
+    metrics.outcome(telemetry::CallOutcome::kFailure);  // a failing policy counts the result as a failure
+    metrics.decision(retry::Decision::kStopped);
+    return fail(st);
+  }
+  metrics.outcome(counted_as(c.breaker));
   if (c.breaker == classify::BreakerVerdict::kSuccess) client_.budget_->on_success();
 
   retry::DecisionInput in;
@@ -157,6 +191,7 @@ Step Call::on_sent(transport::WireResult sent) {
   in.max_retry_after = client_.max_retry_after_;
   const retry::DecisionResult decision =
       retry::decide(in, client_.backoff_, *client_.budget_, client_.runtime_.random());
+  metrics.decision(decision.decision);
 
   CallResult outcome;
   if (sent.error == Code::kOk) {
@@ -192,7 +227,10 @@ Step Call::on_sent(transport::WireResult sent) {
 }
 
 Step Call::on_waited(bool cut_short) {
-  if (cut_short) return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  if (cut_short) {
+    client_.metrics_.decision(retry::Decision::kStopped);
+    return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  }
   return admit();
 }
 

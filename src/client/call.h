@@ -61,6 +61,7 @@ class Call {
   int attempt_ = 0;      // of the current request (a redirect starts again at 1)
   int attempts_ = 0;     // of the whole call
   int redirects_ = 0;
+  Instant attempt_started_{};  // when admit() let the current attempt go (http.client.request.duration)
   breaker::Permit permit_;
   std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (SPEC §7)
   bulkhead::Slot slot_;

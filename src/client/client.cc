@@ -78,13 +78,34 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       classifier_(std::move(classifier)),
       backoff_(settings_.backoff_base, settings_.backoff_max),
       max_retry_after_(settings::effective_max_retry_after(settings_)),
+      metrics_(origin_.host, origin_.port),
       breaker_(breaker::Breaker::Options{settings_.breaker.window, settings_.breaker.open_for,
                                          settings_.breaker.probes, settings_.breaker.probe_timeout},
                settings_.breaker_policy ? settings_.breaker_policy : breaker::make_default_policy(settings_.policy_params),
                runtime.clock()),
       budget_(std::move(budget)),
       bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock()),
-      transport_(std::move(transport)) {}
+      transport_(std::move(transport)) {
+  breaker_.set_listener([this](const breaker::Transition& t) { on_transition(t); });
+  runtime_.telemetry().metrics().add(metrics_, breaker_, origin_with_port_);
+}
+
+void Client::on_transition(const breaker::Transition& t) {
+  metrics_.transition(t.to);
+  const std::string message = telemetry::transition_message(origin_with_port_, t);
+  telemetry::LogRecord record;
+  record.event = telemetry::kCircuitStateChange;
+  record.message = message;
+  record.server_address = origin_.host;
+  record.server_port = origin_.port;
+  record.state_change = true;
+  record.previous = t.from;
+  record.next = t.to;
+  record.counts = t.counts_at_change;
+  // The transition's instant on the monotonic clock, dated on the calendar of the same clock.
+  record.time = clock_.wall_now() - std::chrono::duration_cast<WallTime::duration>(clock_.now() - t.at);
+  runtime_.telemetry().log(record);
+}
 
 bool Client::spelled_as_origin(std::string_view url) const {
   for (const std::string& prefix : {std::cref(origin_with_port_), std::cref(origin_without_port_)}) {
@@ -102,6 +123,8 @@ bool Client::spelled_as_origin(std::string_view url) const {
 
 Client::~Client() {
   if (!runtime_.on_loop_thread()) cancel_calls_and_wait();
+  // No call is left to record: the counts move to the runtime's record of clients gone.
+  runtime_.telemetry().metrics().remove(metrics_);
 }
 
 std::shared_ptr<AsyncCall> Client::submit(Request request, CallDone done) {

@@ -20,6 +20,7 @@
 #include "retry/backoff.h"
 #include "retry/budget.h"
 #include "settings/settings.h"
+#include "telemetry/metrics.h"
 #include "transport/transport.h"
 #include "transport/url.h"
 
@@ -60,6 +61,7 @@ class Client {
   const settings::Settings& settings() const { return settings_; }
   retry::Budget& budget() { return *budget_; }
   bulkhead::Bulkhead& bulkhead() { return bulkhead_; }
+  const telemetry::ClientMetrics& metrics() const { return metrics_; }
 
  private:
   Client(Runtime& runtime, settings::Settings settings, transport::Origin origin,
@@ -69,6 +71,7 @@ class Client {
   friend class Call;       // the call's state machine composes the policies below
   friend class AsyncCall;  // and so does its asynchronous driver
   void forget(AsyncCall* call);
+  void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (SPEC §9.5)
 
   Runtime& runtime_;
   Clock& clock_;
@@ -79,6 +82,7 @@ class Client {
   const std::shared_ptr<const classify::Classifier> classifier_;
   const retry::Backoff backoff_;
   const Duration max_retry_after_;
+  telemetry::ClientMetrics metrics_;  // before breaker_: its listener records here
   breaker::Breaker breaker_;
   const std::unique_ptr<retry::Budget> budget_;
   bulkhead::Bulkhead bulkhead_;

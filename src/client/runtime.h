@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/random.h"
 #include "common/status.h"
+#include "telemetry/telemetry.h"
 #include "testing/mock_transport.h"
 #include "testing/virtual_clock.h"
 #include "transport/event_loop.h"
@@ -44,6 +45,9 @@ class Runtime {
   // When the runtime was made, on its own clock.
   Instant started_at() const { return started_at_; }
 
+  // Metrics registry and log sink (SPEC §13). Thread-safe.
+  telemetry::Telemetry& telemetry() { return telemetry_; }
+
   void set_mock_handler(testing::MockHandler handler);
   bool has_mock() const;
 
@@ -62,6 +66,7 @@ class Runtime {
   std::unique_ptr<Random> owned_random_;
   Random* random_;
   Instant started_at_;
+  telemetry::Telemetry telemetry_;
   mutable std::mutex mu_;
   std::shared_ptr<const testing::MockHandler> mock_;  // guarded by mu_
   // Declared last: destroyed (stopped and joined) first, while the clock it may sleep on still exists.

@@ -260,6 +260,30 @@ TEST_F(ClientMockTest, ConsecutiveFailuresOpenTheCircuitAndNothingMoreReachesThe
   EXPECT_EQ(script_->count(), 5u);
 }
 
+TEST_F(ClientMockTest, ARetryTheBreakerRejectsReturnsTheResponseInHand) {
+  settings::Settings s;
+  s.policy_params.consecutive_failures = 1;  // the first 503 opens the circuit
+  auto c = make({status(503, {}, "busy"), status(200)}, s);
+  CallResult r = c->execute(req());
+  ASSERT_TRUE(r.ok()) << r.error.message();  // SPEC §6.6: the call got a response; it returns it
+  EXPECT_EQ(r.response->status, 503);
+  EXPECT_EQ(r.response->body, "busy");
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(script_->count(), 1u);
+}
+
+TEST_F(ClientMockTest, AnAttemptCutByTheDeadlineReturnsTheEarlierResponse) {
+  settings::Settings s;
+  s.timeout = seconds(3);
+  s.attempt_timeout = seconds(3);
+  auto c = make({status(503, {}, "first"), hang()}, s);
+  CallResult r = c->execute(req());
+  ASSERT_TRUE(r.ok()) << r.error.message();
+  EXPECT_EQ(r.response->status, 503);
+  EXPECT_EQ(r.response->body, "first");
+  EXPECT_EQ(r.attempts, 2);
+}
+
 TEST_F(ClientMockTest, AnUpstreamThatAnswers4xxDoesNotOpenTheCircuit) {
   auto c = make({status(404)});
   for (int i = 0; i < 30; ++i) (void)c->execute(req());

@@ -390,12 +390,11 @@ void on_done(void* user, humus_status status, humus_response* resp, humus_error*
   o.end_ms = humus_runtime_elapsed_ms(p->rt);
   humus_response_free(resp);
   humus_error_free(err);
-  {
-    std::lock_guard<std::mutex> lock(*p->mu);
-    o.start_ms = p->out.start_ms;
-    p->out = std::move(o);
-    p->done = true;
-  }
+  // Notified with the lock held: the waiter may destroy the condition variable as soon as it sees `done`.
+  std::lock_guard<std::mutex> lock(*p->mu);
+  o.start_ms = p->out.start_ms;
+  p->out = std::move(o);
+  p->done = true;
   p->cv->notify_all();
 }
 

@@ -1,0 +1,145 @@
+// The metrics of SPEC §13.2: per-client instruments updated on the request path with relaxed atomics (no
+// lock, no allocation), and the runtime's registry that sums them by origin at collection. Attributes are the
+// origin's server.address and server.port only: nothing per call.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "breaker/breaker.h"
+#include "common/clock.h"
+#include "retry/decision.h"
+
+namespace humus::telemetry {
+
+// Explicit bucket boundaries. Durations: OpenTelemetry's advice for http.client.request.duration (seconds).
+// Body sizes: the OpenTelemetry SDK's default boundaries (bytes), as no advice exists for them.
+using Bounds = std::array<double, 15>;
+inline constexpr Bounds kDurationBounds = {0,   0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
+                                           0.5, 0.75,  1,    2.5,   5,    7.5,   10};
+inline constexpr Bounds kSizeBounds = {0,   5,   10,   25,   50,   75,   100,  250,
+                                       500, 750, 1000, 2500, 5000, 7500, 10000};
+inline constexpr size_t kBuckets = Bounds().size() + 1;  // the last one is (last bound, +Inf)
+
+// How an admitted attempt counted with the breaker, or that the breaker rejected it (humus.circuit.calls).
+enum class CallOutcome : int { kSuccess = 0, kFailure, kIgnored, kRejected };
+inline constexpr size_t kCallOutcomes = 4;
+inline constexpr size_t kDecisions = 6;  // retry::Decision kDone..kStopped
+inline constexpr size_t kStates = 3;     // breaker::State kClosed, kOpen, kHalfOpen
+
+const char* call_outcome_name(CallOutcome outcome);  // "success", "failure", "ignored", "rejected"
+
+// A histogram's values at one collection: per-bucket (not cumulative) counts against its Bounds.
+struct HistogramData {
+  std::array<uint64_t, kBuckets> buckets{};
+  double sum = 0;
+  uint64_t count() const;
+  void add(const HistogramData& other);
+};
+
+// A histogram written by many threads at once. Each field is updated with relaxed atomics: a reader may see a
+// sample in a bucket before its sum (the snapshot is approximate while writes race it, never torn).
+class Histogram {
+ public:
+  explicit Histogram(const Bounds& bounds) : bounds_(bounds) {}
+  void record(double value);
+  HistogramData read() const;
+
+ private:
+  const Bounds& bounds_;
+  std::array<std::atomic<uint64_t>, kBuckets> buckets_{};
+  std::atomic<double> sum_{0};
+};
+
+// Everything one origin's series hold at a collection.
+struct OriginSeries {
+  std::string address;                           // server.address: the origin's host
+  int port = 0;                                  // server.port
+  HistogramData duration;                        // http.client.request.duration, seconds
+  HistogramData body_size;                       // http.client.request.body.size, bytes
+  std::array<uint64_t, kStates> breakers{};      // humus.circuit.state: live breakers per state
+  std::array<uint64_t, kStates> transitions{};   // humus.circuit.transitions by the state entered
+  std::array<uint64_t, kCallOutcomes> calls{};   // humus.circuit.calls by outcome
+  std::array<uint64_t, kDecisions> decisions{};  // humus.retry.decisions by decision
+};
+
+// One collection: an entry per origin, sorted by address then port.
+struct Snapshot {
+  std::vector<OriginSeries> origins;
+};
+
+// One client's instruments. Every recording member is thread-safe, lock-free and allocation-free.
+class ClientMetrics {
+ public:
+  ClientMetrics(std::string address, int port) : address_(std::move(address)), port_(port) {}
+
+  // One attempt that reached the transport: how long it took and the request body it carried.
+  void attempt(Duration took, size_t body_bytes) {
+    duration_.record(std::chrono::duration<double>(took).count());
+    body_size_.record(static_cast<double>(body_bytes));
+  }
+  // Relaxed: each counter is independent; collection needs no ordering against other memory.
+  void outcome(CallOutcome o) { calls_[static_cast<size_t>(o)].fetch_add(1, std::memory_order_relaxed); }
+  void decision(retry::Decision d) {
+    decisions_[static_cast<size_t>(d)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void transition(breaker::State to) {
+    transitions_[static_cast<size_t>(to)].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  // Adds this client's counts to `into` (whose address and port the caller has set).
+  void read_into(OriginSeries& into) const;
+
+ private:
+  const std::string address_;
+  const int port_;
+  Histogram duration_{kDurationBounds};
+  Histogram body_size_{kSizeBounds};
+  std::array<std::atomic<uint64_t>, kCallOutcomes> calls_{};
+  std::array<std::atomic<uint64_t>, kDecisions> decisions_{};
+  std::array<std::atomic<uint64_t>, kStates> transitions_{};
+};
+
+// What readiness (SPEC §15.2) reports of one client's breaker.
+struct BreakerView {
+  std::string origin;  // "https://payments:8443"
+  breaker::State state = breaker::State::kClosed;
+  breaker::Counts counts;
+  Duration retry_after{};
+};
+
+// The runtime's list of live clients. Counters of a client that goes away are kept under its origin, so
+// counters never go backwards while the runtime lives. Thread-safe.
+//
+// The lock is recursive and held while breakers are read: reading a breaker's state may deliver its lazy
+// open → half-open transition, whose log record reaches the user's log sink on this thread, and that sink may
+// collect metrics again.
+class MetricsRegistry {
+ public:
+  void add(const ClientMetrics& metrics, breaker::Breaker& breaker, std::string origin);
+  // Forgets the client, keeping its counts; it must not record anything afterwards.
+  void remove(const ClientMetrics& metrics);
+
+  Snapshot collect();
+  // Every live client's breaker, in the order the clients were made.
+  std::vector<BreakerView> breakers();
+
+ private:
+  struct Entry {
+    const ClientMetrics* metrics;
+    breaker::Breaker* breaker;
+    std::string origin;
+  };
+  std::recursive_mutex mu_;
+  std::vector<Entry> live_;            // guarded by mu_
+  std::vector<OriginSeries> retired_;  // guarded by mu_: counts of clients gone, per origin
+};
+
+}  // namespace humus::telemetry
