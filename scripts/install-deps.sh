@@ -5,16 +5,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  cmake ninja-build g++ pkg-config binutils openssl python3 python3-pip
+  cmake ninja-build g++ pkg-config binutils openssl python3 python3-pip python3-dev
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
 )
 
-# The test server every language's integration tests talk to (tests/server/) is Python with h2 and h11.
+# The test server every language's integration tests talk to (tests/server/) is Python with h2 and h11; the
+# Python package's tests need pytest, pytest-asyncio and mypy.
 # PIP_BREAK_SYSTEM_PACKAGES lets Debian's own python3 take them too (PEP 668); a pyenv or venv python ignores it.
 python_packages() {
   PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    -r tests/server/requirements.txt
+    -r tests/server/requirements.txt -r python/requirements-test.txt
 }
 
 missing=()

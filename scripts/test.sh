@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite: the C++ core and C ABI tests in a debug build, under AddressSanitizer+UBSan, and
-# under ThreadSanitizer. Installs missing system packages first.
+# under ThreadSanitizer; then the Python package, built with pip, and its pytest suite. Installs missing
+# system packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -11,3 +12,8 @@ for preset in dev asan-ubsan tsan; do
   echo "=== ${preset}: test"
   ctest --preset "$preset"
 done
+
+echo "=== python: build the package and test it"
+PIP_BREAK_SYSTEM_PACKAGES=1 CMAKE_BUILD_PARALLEL_LEVEL=2 python3 -m pip install --quiet --disable-pip-version-check \
+  --root-user-action=ignore .
+python3 -m pytest -q python/tests

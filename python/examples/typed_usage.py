@@ -1,0 +1,84 @@
+"""Uses most of humus_http's public API with types spelled out; test_typing.py runs mypy --strict on it."""
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import humus_http
+from humus_http import Attempt, BreakerCounts, Classification, ProbeDecision
+
+
+def classify(attempt: Attempt) -> Classification:
+    if attempt.status == 404 and attempt.header("x-warming-up") is not None:
+        return Classification(retry=True, breaker="ignored", retry_after=0.2)
+    if attempt.error == "HUMUS_E_CONNECT" and attempt.number < 2:
+        return Classification(retry=True, breaker="failure")
+    return humus_http.default_classify(attempt)
+
+
+def trip(counts: BreakerCounts) -> bool:
+    return counts.consecutive_failures >= 3 or (counts.window_results >= 10 and
+                                                counts.window_failures * 2 >= counts.window_results)
+
+
+def probe(counts: BreakerCounts) -> ProbeDecision:
+    if counts.failures:
+        return ProbeDecision.REOPEN
+    return ProbeDecision.CLOSE if counts.successes >= 2 else ProbeDecision.CONTINUE
+
+
+def build(runtime: humus_http.Runtime) -> humus_http.Client:
+    return humus_http.Client(
+        "https://payments:8443", timeout=2.0, attempt_timeout=timedelta(milliseconds=800), connect_timeout="300ms",
+        max_attempts=4, backoff_base=0.05, backoff_max=1.0, max_retry_after=3.0,
+        retry_budget=humus_http.RetryBudget(policy="ratio", ratio=0.2, min_per_second=1, window=10),
+        breaker=humus_http.Breaker(window=50, open_for=5, probes=2, probe_timeout=5),
+        bulkhead=humus_http.Bulkhead(max_concurrent=20, wait=0.1),
+        tls=humus_http.TLS(ca_file="/etc/ssl/payments-ca.pem", min_version="1.3"), http_version="2",
+        headers={"User-Agent": "checkout/1.0"}, classify=classify,
+        breaker_policy=humus_http.BreakerPolicy(trip=trip, probe=probe), runtime=runtime)
+
+
+def use(client: humus_http.Client) -> dict[str, object]:
+    response: humus_http.Response = client.post("/v1/charges", json={"amount": 1000}, idempotency_key="o-1",
+                                                timeout=1.5)
+    response.raise_for_status()
+    values: list[str] = response.headers.get_list("set-cookie")
+    chunks: list[bytes] = list(response.iter_bytes(chunk_size=1024))
+    state: str = client.breaker_state
+    body: dict[str, object] = response.json()
+    body.update(values=values, chunks=len(chunks), state=state, version=response.http_version,
+                attempts=response.attempts, url=response.url, text=response.text)
+    return body
+
+
+async def use_async(runtime: humus_http.Runtime) -> int:
+    async with humus_http.AsyncClient.from_settings({"base_url": "https://payments:8443", "timeout": "2s"},
+                                                    classify=classify, runtime=runtime) as client:
+        try:
+            responses = await asyncio.gather(*(client.get("/v1/rates", params={"page": i}) for i in range(8)))
+        except humus_http.CircuitOpenError as error:
+            await asyncio.sleep(error.retry_after)
+            return 0
+        except humus_http.UpstreamTimeoutError:
+            return -1
+        except humus_http.UpstreamError as error:
+            print(error.status, error.message, error.origin, error.attempts, error.fields)
+            raise
+        return sum(r.status_code for r in responses)
+
+
+def main() -> None:
+    runtime = humus_http.Runtime(resolve={"payments:8443": "127.0.0.1:8443"})
+    try:
+        with build(runtime) as client:
+            print(use(client))
+    except humus_http.ConfigError as error:
+        print("bad settings:", ", ".join(error.fields))
+    except humus_http.HTTPStatusError as error:
+        print(error.status_code, error.response.text)
+    print(asyncio.run(use_async(runtime)))
+
+
+if __name__ == "__main__":
+    main()

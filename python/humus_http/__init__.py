@@ -1,0 +1,91 @@
+"""humus_http: a resilient outbound HTTP client — deadlines, retries within a budget, a circuit breaker and a
+bulkhead per dependency — over a C++ core and libcurl (HTTP/1.1 and HTTP/2 over TLS).
+
+    import humus_http
+
+    with humus_http.Client("https://payments.internal:8443", timeout=2.0) as client:
+        response = client.get("/v1/health").raise_for_status()
+
+``Client`` blocks (releasing the GIL while it waits); ``AsyncClient`` is its asyncio twin. Both take the
+settings of SPEC §3 as keyword arguments, or their JSON form through ``from_settings``.
+"""
+from __future__ import annotations
+
+from . import _native
+from ._async import AsyncClient
+from ._client import Client, QueryParams
+from ._errors import (
+    BulkheadFullError,
+    CancelledCallError,
+    CircuitOpenError,
+    ConfigError,
+    CrossOriginError,
+    HTTPStatusError,
+    InvalidRequestError,
+    ProtocolError,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamTLSError,
+)
+from ._response import Headers, HeaderTypes, Response
+from ._settings import (
+    TLS,
+    Attempt,
+    Breaker,
+    BreakerCounts,
+    BreakerPolicy,
+    Bulkhead,
+    Classification,
+    Classifier,
+    Duration,
+    Probe,
+    ProbeDecision,
+    RetryBudget,
+    Runtime,
+    Trip,
+    default_classify,
+    preset_classify,
+)
+
+__version__ = "0.1.0"
+#: The version of the C core linked into the extension.
+core_version: str = _native.VERSION
+
+__all__ = [
+    "TLS",
+    "AsyncClient",
+    "Attempt",
+    "Breaker",
+    "BreakerCounts",
+    "BreakerPolicy",
+    "Bulkhead",
+    "BulkheadFullError",
+    "CancelledCallError",
+    "CircuitOpenError",
+    "Classification",
+    "Classifier",
+    "Client",
+    "ConfigError",
+    "CrossOriginError",
+    "Duration",
+    "HTTPStatusError",
+    "HeaderTypes",
+    "Headers",
+    "InvalidRequestError",
+    "Probe",
+    "ProbeDecision",
+    "ProtocolError",
+    "QueryParams",
+    "Response",
+    "RetryBudget",
+    "Runtime",
+    "Trip",
+    "UpstreamConnectError",
+    "UpstreamError",
+    "UpstreamTLSError",
+    "UpstreamTimeoutError",
+    "core_version",
+    "default_classify",
+    "preset_classify",
+]

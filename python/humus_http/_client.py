@@ -1,0 +1,300 @@
+"""The blocking client, and what it shares with the asynchronous one: settings, URLs, request encoding."""
+from __future__ import annotations
+
+import atexit
+import json as jsonlib
+import math
+import threading
+import urllib.parse
+import weakref
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from . import _native
+from ._errors import from_native
+from ._response import HeaderTypes, Response, encode_body, request_headers
+from ._settings import (
+    TLS,
+    Breaker,
+    BreakerPolicy,
+    Bulkhead,
+    Classifier,
+    Duration,
+    Probe,
+    RetryBudget,
+    Runtime,
+    Trip,
+    check_settings_mapping,
+    classifier_adapter,
+    default_runtime,
+    settings_json,
+)
+
+__all__ = ["Client", "QueryParams"]
+
+#: What ``params=`` accepts: a mapping (a value may be a sequence for repeated keys), (key, value) pairs, or an
+#: already encoded query string.
+QueryParams = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
+
+_RETRY_MODES = {None: 0, False: 1, True: 2}  # HUMUS_RETRY_MODE_DEFAULT, _FORBID, _FORCE
+_ABSOLUTE = ("http://", "https://", "HTTP://", "HTTPS://")
+_NativeResponse = _native.Response
+
+# Clients still open at interpreter exit are closed before Python finalizes, while the event-loop thread can
+# still take the GIL to deliver what is in flight.
+_open_clients: weakref.WeakSet[_BaseClient] = weakref.WeakSet()
+_open_lock = threading.Lock()
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    with _open_lock:
+        clients = list(_open_clients)
+    for client in clients:
+        client._close_native()
+
+
+def _origin_of(base_url: str) -> str:
+    """scheme://host:port with the scheme's default port filled in (SPEC §2); the URL itself if unparsable."""
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        scheme = parts.scheme.lower()
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        host = parts.hostname or ""
+    except ValueError:
+        return base_url
+    if not scheme or not host or port is None:
+        return base_url
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+def _prefix_of(base_url: str) -> str:
+    """What relative URLs are joined onto: scheme://authority/path/ of base_url (query and fragment dropped)."""
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+    except ValueError:  # the core refuses such a base_url with a ConfigError naming it
+        return base_url.rstrip("/") + "/"
+    path = parts.path if parts.path.endswith("/") else parts.path + "/"
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _encode_query(params: QueryParams) -> str:
+    if isinstance(params, str):
+        return params.lstrip("?")
+    items = params.items() if isinstance(params, Mapping) else params
+    pairs: list[tuple[str, str]] = []
+    for key, value in items:
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if v is None:
+                v = ""
+            elif v is True or v is False:
+                v = "true" if v else "false"
+            pairs.append((str(key), str(v)))
+    return urllib.parse.urlencode(pairs)
+
+
+def _timeout_ms(timeout: float | None) -> int:
+    """0 for none; a value the core refuses (-1) for one <= 0 so that its message names the field."""
+    if timeout is None:
+        return 0
+    if not timeout > 0:
+        return -1
+    return max(1, math.ceil(timeout * 1000))
+
+
+class _BaseClient:
+    """What Client and AsyncClient share: building the native client and encoding requests."""
+
+    def __init__(self, base_url: str, *, timeout: Duration = 10.0, attempt_timeout: Duration = 5.0,
+                 connect_timeout: Duration | None = None, max_attempts: int = 3, backoff_base: Duration = 0.1,
+                 backoff_max: Duration = 2.0, max_retry_after: Duration | None = None,
+                 retry_budget: RetryBudget | None = None, breaker: Breaker | None = None, trip: Trip | None = None,
+                 probe: Probe | None = None, bulkhead: Bulkhead | None = None, max_idle_connections: int = 100,
+                 idle_timeout: Duration = 90.0, tls: TLS | None = None,
+                 http_version: Literal["auto", "1.1", "2"] = "auto", headers: Mapping[str, str] | None = None,
+                 classify: Literal["humus", "jfast", "strict"] | Classifier | None = None,
+                 breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None) -> None:
+        values: dict[str, object] = {
+            "timeout": timeout, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
+            "max_attempts": max_attempts, "backoff_base": backoff_base, "backoff_max": backoff_max,
+            "max_retry_after": max_retry_after, "retry_budget": retry_budget, "breaker": breaker, "trip": trip,
+            "probe": probe, "bulkhead": bulkhead, "max_idle_connections": max_idle_connections,
+            "idle_timeout": idle_timeout, "tls": tls, "http_version": http_version, "headers": headers,
+        }
+        if isinstance(classify, str):
+            values["classify"] = classify
+            classify = None
+        self._build(base_url, settings_json(base_url, values), classify, breaker_policy, runtime)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], *, classify: Classifier | None = None,
+                      breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None) -> Self:
+        """A client from the SPEC's JSON form of settings (``{"base_url": ..., "timeout": "5s", "breaker":
+        {...}}``, as in an upstreams file); ``classify`` and ``breaker_policy`` add what JSON cannot carry.
+        Every bad key is reported at once (ConfigError.fields)."""
+        document = check_settings_mapping(settings)
+        client = cls.__new__(cls)
+        base_url = document.get("base_url")
+        client._build(base_url if isinstance(base_url, str) else "", document, classify, breaker_policy, runtime)
+        return client
+
+    def _build(self, base_url: str, document: Mapping[str, object], classify: Classifier | None,
+               breaker_policy: BreakerPolicy | None, runtime: Runtime | None) -> None:
+        self.base_url = base_url
+        self.origin = _origin_of(base_url)
+        self._prefix = _prefix_of(base_url)
+        self._runtime = runtime if runtime is not None else default_runtime()
+        trip_fn, probe_fn = breaker_policy.adapters() if breaker_policy is not None else (None, None)
+        try:
+            self._native = _native.Client(self._runtime.native, jsonlib.dumps(document),
+                                          None if classify is None else classifier_adapter(classify),
+                                          trip_fn, probe_fn)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], self.origin) from None
+        with _open_lock:
+            _open_clients.add(self)
+
+    # --- requests -------------------------------------------------------------------------------------------
+
+    def _target(self, url: str, params: QueryParams | None) -> str:
+        if not url.startswith(_ABSOLUTE):
+            url = self._prefix + url.lstrip("/")
+        if params is not None:
+            query = _encode_query(params)
+            if query:
+                url += ("&" if "?" in url else "?") + query
+        return url
+
+    def _encode(self, url: str, headers: HeaderTypes | None, params: QueryParams | None,
+                content: bytes | str | None, json: Any) -> tuple[str, list[tuple[str, str]] | None, bytes | None]:
+        """The target URL, the header list and the body bytes the extension takes."""
+        target = self._target(url, params)
+        if content is None and json is None:
+            return target, (None if headers is None else request_headers(headers)), None
+        body, content_type = encode_body(content, json)
+        hdrs = request_headers(headers)
+        if content_type is not None and not any(k.lower() == "content-type" for k, _ in hdrs or ()):
+            hdrs = (hdrs or []) + [("Content-Type", content_type)]
+        return target, hdrs, body
+
+    # --- state ----------------------------------------------------------------------------------------------
+
+    @property
+    def breaker_state(self) -> str:
+        """The circuit breaker's state now: ``"closed"``, ``"open"`` or ``"half_open"`` (read lazily: an open
+        breaker whose ``open_for`` has passed reads ``"half_open"``). Thread-safe."""
+        return self._native.breaker_state
+
+    @property
+    def is_closed(self) -> bool:
+        """True once close() (or aclose()) ran."""
+        return self._native.closed
+
+    def _close_native(self) -> None:
+        self._native.close()
+        with _open_lock:
+            _open_clients.discard(self)
+
+
+class Client(_BaseClient):
+    """A blocking client for one dependency (SPEC §1): its connections, circuit breaker, retry budget and
+    bulkhead. Build it once and share it: every method is thread-safe, and the GIL is released while a call
+    waits. On the main thread a call can be interrupted by Ctrl-C (KeyboardInterrupt within ~50 ms).
+
+    Arguments are the settings of SPEC §3 (durations in seconds, or strings such as ``"250ms"``); ``classify``
+    is a preset name or a callable ``(Attempt) -> Classification``; ``breaker_policy`` replaces the trip/probe
+    policy with Python callables; ``runtime`` (default: a shared one) carries name overrides. Invalid settings
+    raise ConfigError listing every bad field.
+    """
+
+    def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
+                params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
+                idempotency_key: str | None = None, retry: bool | None = None,
+                timeout: float | None = None) -> Response:
+        """Makes one call: every attempt, wait and redirect, and returns the response whatever its status (the
+        last 503 included). ``url`` is joined onto ``base_url`` unless absolute (then it must be on the
+        client's origin). ``idempotency_key`` sets the Idempotency-Key header, making the request safe to send
+        twice; ``retry=False`` makes one attempt, ``retry=True`` vouches for a request the rules would not
+        retry; ``timeout`` (seconds) bounds this call below the client's. Raises an UpstreamError subclass when
+        no response came, or the exception a callback raised."""
+        return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout)
+
+    def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
+              content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
+              timeout: float | None) -> Response:
+        # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
+        if headers is None and params is None and content is None and json is None:
+            target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
+            hdrs: list[tuple[str, str]] | None = None
+            body: bytes | None = None
+        else:
+            target, hdrs, body = self._encode(url, headers, params, content, json)
+        try:
+            raw = self._native.request(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
+                                       0 if timeout is None else _timeout_ms(timeout))
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], self.origin) from None
+        if type(raw) is _NativeResponse:
+            return Response(raw, self.origin)
+        raise from_native(raw, self.origin)  # type: ignore[arg-type]
+
+    def get(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+            idempotency_key: str | None = None, retry: bool | None = None,
+            timeout: float | None = None) -> Response:
+        """A GET (see request())."""
+        return self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout)
+
+    def head(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+             idempotency_key: str | None = None, retry: bool | None = None,
+             timeout: float | None = None) -> Response:
+        """A HEAD (see request())."""
+        return self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout)
+
+    def options(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+                idempotency_key: str | None = None, retry: bool | None = None,
+                timeout: float | None = None) -> Response:
+        """An OPTIONS (see request())."""
+        return self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout)
+
+    def delete(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+               idempotency_key: str | None = None, retry: bool | None = None,
+               timeout: float | None = None) -> Response:
+        """A DELETE (see request())."""
+        return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout)
+
+    def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+             content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
+             retry: bool | None = None, timeout: float | None = None) -> Response:
+        """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
+        return self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout)
+
+    def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+            content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
+            retry: bool | None = None, timeout: float | None = None) -> Response:
+        """A PUT (see request())."""
+        return self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout)
+
+    def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
+              content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
+              retry: bool | None = None, timeout: float | None = None) -> Response:
+        """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""
+        return self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout)
+
+    def close(self) -> None:
+        """Closes the client: later calls raise RuntimeError; a call in flight on another thread finishes
+        first, then the connections are closed. Idempotent, thread-safe."""
+        self._close_native()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<humus_http.Client {self.origin}{' closed' if self.is_closed else ''}>"

@@ -1,0 +1,147 @@
+"""The exceptions of humus_http: every one is an UpstreamError carrying the C status name, the message, the
+client's origin and the attempts the call made.
+
+Exceptions are plain values: create, raise and read them from any thread.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import _native
+
+if TYPE_CHECKING:
+    from ._response import Response
+
+__all__ = [
+    "BulkheadFullError",
+    "CancelledCallError",
+    "CircuitOpenError",
+    "ConfigError",
+    "CrossOriginError",
+    "HTTPStatusError",
+    "InvalidRequestError",
+    "ProtocolError",
+    "UpstreamConnectError",
+    "UpstreamError",
+    "UpstreamTLSError",
+    "UpstreamTimeoutError",
+]
+
+
+class UpstreamError(Exception):
+    """A call to a dependency failed, or a client could not be built.
+
+    ``status`` is the C status name (``"HUMUS_E_TIMEOUT"``), ``message`` what went wrong, ``origin`` the
+    client's origin (``"https://payments:8443"``, empty when none is known yet), ``attempts`` the attempts the
+    call made (0 when it failed before sending anything) and ``fields`` the settings keys or header names the
+    error is about. Exceptions are plain values, safe to read from any thread.
+    """
+
+    def __init__(self, message: str, *, status: str = "HUMUS_E_UNKNOWN", origin: str = "", attempts: int = 0,
+                 fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.origin = origin
+        self.attempts = attempts
+        self.fields = fields
+
+    def __str__(self) -> str:
+        where = f" on {self.origin}" if self.origin else ""
+        tries = f", {self.attempts} attempt{'s' if self.attempts != 1 else ''}" if self.attempts else ""
+        return f"{self.message} [{self.status}{where}{tries}]"
+
+
+class UpstreamTimeoutError(UpstreamError, TimeoutError):
+    """The call's deadline (``timeout``, or the per-call ``timeout=``) passed before a response came; an attempt
+    that ran past ``attempt_timeout`` and could not be retried ends this way too."""
+
+
+class UpstreamConnectError(UpstreamError):
+    """No connection could be made: refused, unreachable, or the host name did not resolve."""
+
+
+class UpstreamTLSError(UpstreamError):
+    """The TLS handshake failed: an untrusted certificate, a hostname mismatch, a refused TLS version, or a
+    client certificate the server refused or required."""
+
+
+class ProtocolError(UpstreamError):
+    """The exchange broke after the connection was made: the peer broke HTTP, reset or closed the connection
+    before a whole response, or refused the HTTP/2 stream."""
+
+
+class CircuitOpenError(UpstreamError):
+    """The client's circuit breaker is open: nothing was sent. ``retry_after`` is how long (seconds) it stays
+    open."""
+
+    def __init__(self, message: str, *, retry_after: float, status: str = "HUMUS_E_REJECTED", origin: str = "",
+                 attempts: int = 0, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message, status=status, origin=origin, attempts=attempts, fields=fields)
+        self.retry_after = retry_after
+
+
+class BulkheadFullError(UpstreamError):
+    """No bulkhead slot came free within ``bulkhead.wait``: nothing was sent."""
+
+
+class CrossOriginError(UpstreamError):
+    """The request's URL is on another origin than the client's ``base_url``: nothing was sent."""
+
+
+class ConfigError(UpstreamError, ValueError):
+    """Settings (or runtime options) are invalid; ``fields`` lists every bad key, the message says why."""
+
+
+class InvalidRequestError(UpstreamError, ValueError):
+    """The request itself is invalid (a bad method, URL or header, e.g. a CR or LF in a header value)."""
+
+
+class CancelledCallError(UpstreamError):
+    """The native call was cancelled (e.g. its client was closed while it was in flight)."""
+
+
+class HTTPStatusError(UpstreamError):
+    """Raised by ``Response.raise_for_status()`` for a response that is not 2xx; ``response`` is that response
+    and ``status_code`` its status."""
+
+    def __init__(self, message: str, *, response: Response) -> None:
+        super().__init__(message, status="HTTP_STATUS", origin=response.origin, attempts=response.attempts)
+        self.response = response
+        self.status_code = response.status_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_KINDS: dict[str, type[UpstreamError]] = {
+    "HUMUS_E_TIMEOUT": UpstreamTimeoutError,
+    "HUMUS_E_CONNECT": UpstreamConnectError,
+    "HUMUS_E_RESOLVE": UpstreamConnectError,
+    "HUMUS_E_CONNECTION_LOST": ProtocolError,
+    "HUMUS_E_PROTOCOL": ProtocolError,
+    "HUMUS_E_STREAM_REFUSED": ProtocolError,
+    "HUMUS_E_TLS": UpstreamTLSError,
+    "HUMUS_E_TLS_CLIENT_CERT": UpstreamTLSError,
+    "HUMUS_E_BULKHEAD_FULL": BulkheadFullError,
+    "HUMUS_E_CROSS_ORIGIN": CrossOriginError,
+    "HUMUS_E_CONFIG": ConfigError,
+    "HUMUS_E_PROGRAM": ConfigError,  # rules across settings fields; every binding builds from the JSON form
+    "HUMUS_E_INVALID_ARGUMENT": InvalidRequestError,
+    "HUMUS_E_CANCELLED": CancelledCallError,
+}
+
+
+def from_native(info: _native.ErrorInfo, origin: str) -> BaseException:
+    """The exception for what a C call reported: the one a Python callback raised (for HUMUS_E_CALLBACK), else
+    the UpstreamError subclass of the status."""
+    if info.exception is not None:
+        exc: BaseException = info.exception
+        exc.add_note(f"humus_http: raised by a callback of the client for {origin}; the call ended "
+                     f"after {info.attempts} attempt(s)")
+        return exc
+    if info.status_name == "HUMUS_E_REJECTED":
+        return CircuitOpenError(info.message, retry_after=info.retry_after_ms / 1000.0, status=info.status_name,
+                                origin=origin, attempts=info.attempts, fields=info.fields)
+    kind = _KINDS.get(info.status_name, UpstreamError)
+    return kind(info.message, status=info.status_name, origin=origin, attempts=info.attempts, fields=info.fields)

@@ -1,0 +1,92 @@
+"""Type stubs of humus_http._native, the extension over the C ABI (include/humus_http.h)."""
+from collections.abc import Callable
+from typing import Any
+
+VERSION: str
+
+class Failure(Exception):
+    """A C ABI call failed before any request was made; args[0] is the ErrorInfo."""
+
+class ErrorInfo:
+    """What a failed C call reported (copied out of its humus_error)."""
+    @property
+    def status(self) -> int: ...
+    @property
+    def status_name(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def fields(self) -> tuple[str, ...]: ...
+    @property
+    def retry_after_ms(self) -> int: ...
+    @property
+    def exception(self) -> BaseException | None: ...
+
+class Runtime:
+    """A humus_runtime: event loop, clock, name overrides."""
+    def __init__(self, options_json: str) -> None: ...
+
+class Attempt:
+    """One attempt as a classifier sees it; valid only during that call."""
+    @property
+    def method(self) -> str:
+        """The request's method, e.g. "GET"."""
+    @property
+    def status(self) -> int:
+        """The response status, or 0 when the attempt got no response."""
+    @property
+    def error(self) -> str | None:
+        """The C status name of the error when no response came (e.g. "HUMUS_E_CONNECT"), else None."""
+    @property
+    def error_message(self) -> str:
+        """The error's message, "" when there is none."""
+    @property
+    def number(self) -> int:
+        """1 for the first attempt of a request."""
+    def header(self, name: str) -> str | None:
+        """A response header (case-insensitive), or None when absent or no response came."""
+
+def classify_default(attempt: Attempt) -> tuple[int, int, int]: ...
+def classify_preset(preset: str, attempt: Attempt) -> tuple[int, int, int]: ...
+
+class Response:
+    """A whole response (humus_response); close() frees it."""
+    @property
+    def status(self) -> int: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def http_version(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    def body(self) -> bytes: ...
+    def headers(self) -> list[tuple[str, str]]: ...
+    def close(self) -> None: ...
+
+class Bridge:
+    """Delivers completions to one asyncio loop."""
+    def __init__(self, call_soon_threadsafe: Callable[..., Any]) -> None: ...
+    def drain(self) -> None: ...
+
+class Call:
+    """An asynchronous call in flight; cancel() ends it early."""
+    def cancel(self) -> None: ...
+
+class Client:
+    """A humus_client and its runtime."""
+    def __init__(self, runtime: Runtime, settings_json: str,
+                 classifier: Callable[[Attempt], tuple[int, int, int]] | None,
+                 trip: Callable[[tuple[int, ...]], int] | None,
+                 probe: Callable[[tuple[int, ...]], int] | None) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def breaker_state(self) -> str: ...
+    def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
+                idempotency_key: str | None, retry: int, timeout_ms: int) -> Response | ErrorInfo: ...
+    def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
+               idempotency_key: str | None, retry: int, timeout_ms: int, bridge: Bridge,
+               future: Any) -> Call: ...

@@ -1,0 +1,299 @@
+"""Responses shaped like httpx.Response, and case-insensitive multi-value headers."""
+from __future__ import annotations
+
+import codecs
+import http
+import json as jsonlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, overload
+
+from . import _native
+from ._errors import HTTPStatusError
+
+__all__ = ["HeaderTypes", "Headers", "Response"]
+
+
+class Headers(Mapping[str, str]):
+    """Case-insensitive, multi-value HTTP headers in the order received (like httpx.Headers).
+
+    ``headers["set-cookie"]`` joins repeated values with ``", "``; ``get_list(name)`` returns each value;
+    ``multi_items()`` every (name, value) pair. Names compare case-insensitively and are kept as sent.
+    Immutable once built: share it between threads freely.
+    """
+
+    __slots__ = ("_index", "_items")
+
+    def __init__(self, items: HeaderTypes | None = None) -> None:
+        if items is None:
+            pairs: list[tuple[str, str]] = []
+        elif isinstance(items, Headers):
+            pairs = list(items._items)
+        elif isinstance(items, Mapping):
+            pairs = [(str(k), str(v)) for k, v in items.items()]
+        else:
+            pairs = [(str(k), str(v)) for k, v in items]
+        self._items: list[tuple[str, str]] = pairs
+        self._index: dict[str, list[str]] | None = None
+
+    def _lookup(self) -> dict[str, list[str]]:
+        index = self._index
+        if index is None:
+            index = {}
+            for name, value in self._items:
+                index.setdefault(name.lower(), []).append(value)
+            self._index = index
+        return index
+
+    def __getitem__(self, name: str) -> str:
+        values = self._lookup().get(name.lower())
+        if values is None:
+            raise KeyError(name)
+        return values[0] if len(values) == 1 else ", ".join(values)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._lookup()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lookup())
+
+    def __len__(self) -> int:
+        return len(self._lookup())
+
+    def get_list(self, name: str) -> list[str]:
+        """Every value of ``name``, in order (empty when absent)."""
+        return list(self._lookup().get(name.lower(), ()))
+
+    def multi_items(self) -> list[tuple[str, str]]:
+        """Every (name, value) pair in the order received, names as sent."""
+        return list(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Headers):
+            return sorted((k.lower(), v) for k, v in self._items) == sorted((k.lower(), v) for k, v in other._items)
+        if isinstance(other, Mapping):
+            return self == Headers(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Headers({self._items!r})"
+
+
+#: What ``headers=`` accepts: a mapping, a sequence of (name, value) pairs, or Headers.
+HeaderTypes = Headers | Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+class Response:
+    """One call's response, whole in memory, shaped like httpx.Response.
+
+    ``status_code``, ``headers`` (case-insensitive, multi-value), ``content`` (bytes), ``text``, ``json()``,
+    ``raise_for_status()`` (returns the response when 2xx), ``iter_bytes()``, ``http_version`` (``"HTTP/1.1"``
+    or ``"HTTP/2"``), ``url`` (after redirects within the origin), ``attempts`` (attempts the call made).
+    ``close()`` (or leaving a ``with`` block) frees the native buffer; what was read stays readable. Read it from
+    one thread at a time.
+    """
+
+    __slots__ = ("_attempts", "_content", "_headers", "_http_version", "_native", "_url", "origin", "status_code")
+
+    def __init__(self, native: _native.Response, origin: str) -> None:
+        self._native: _native.Response | None = native
+        self.status_code: int = native.status
+        #: The origin of the client that made the call.
+        self.origin = origin
+        self._content: bytes | None = None
+        self._headers: Headers | None = None
+        self._http_version: str | None = None
+        self._url: str | None = None
+        self._attempts: int | None = None
+
+    def _live(self) -> _native.Response:
+        native = self._native
+        if native is None:
+            raise RuntimeError("the response is closed; read what you need before closing it")
+        return native
+
+    @property
+    def content(self) -> bytes:
+        """The whole body."""
+        content = self._content
+        if content is None:
+            content = self._content = self._live().body()
+        return content
+
+    @property
+    def headers(self) -> Headers:
+        """The response headers (case-insensitive, every value kept)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = Headers(self._live().headers())
+        return headers
+
+    @property
+    def http_version(self) -> str:
+        """``"HTTP/2"`` or ``"HTTP/1.1"``, as httpx spells them."""
+        version = self._http_version
+        if version is None:
+            version = self._http_version = "HTTP/" + self._live().http_version
+        return version
+
+    @property
+    def url(self) -> str:
+        """The URL of the last request, after redirects within the origin."""
+        url = self._url
+        if url is None:
+            url = self._url = self._live().url
+        return url
+
+    @property
+    def attempts(self) -> int:
+        """Attempts the call made, every retry and redirect included."""
+        attempts = self._attempts
+        if attempts is None:
+            attempts = self._attempts = self._live().attempts
+        return attempts
+
+    @property
+    def reason_phrase(self) -> str:
+        """The standard reason phrase of the status ("Not Found"), empty for an unknown status."""
+        return _reason(self.status_code)
+
+    @property
+    def encoding(self) -> str:
+        """The charset of Content-Type when it names a known one, else ``"utf-8"``."""
+        content_type = self.headers.get("content-type", "")
+        for param in content_type.split(";")[1:]:
+            key, _, value = param.strip().partition("=")
+            if key.strip().lower() == "charset":
+                name = value.strip().strip('"').strip("'")
+                try:
+                    return codecs.lookup(name).name
+                except LookupError:
+                    break
+        return "utf-8"
+
+    @property
+    def text(self) -> str:
+        """The body decoded with ``encoding`` (undecodable bytes replaced)."""
+        return self.content.decode(self.encoding, errors="replace")
+
+    def json(self, **kwargs: Any) -> Any:
+        """The body parsed as JSON (``json.loads`` keyword arguments pass through)."""
+        return jsonlib.loads(self.content, **kwargs)
+
+    @property
+    def is_success(self) -> bool:
+        """True for a 2xx status."""
+        return 200 <= self.status_code < 300
+
+    @property
+    def is_error(self) -> bool:
+        """True for a 4xx or 5xx status."""
+        return 400 <= self.status_code < 600
+
+    def raise_for_status(self) -> Response:
+        """Returns the response when it is 2xx; otherwise raises HTTPStatusError naming the status and URL."""
+        if self.is_success:
+            return self
+        status = self.status_code
+        kind = {1: "Informational response", 3: "Redirect response", 4: "Client error", 5: "Server error"}.get(
+            status // 100, "Invalid status code")
+        message = f"{kind} '{status} {self.reason_phrase}' for url '{self.url}'"
+        if status // 100 == 3 and "location" in self.headers:
+            message += f"\nRedirect location: '{self.headers['location']}'"
+        raise HTTPStatusError(message, response=self)
+
+    def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
+        """The body in chunks of ``chunk_size`` bytes (one chunk when None); nothing for an empty body."""
+        content = self.content
+        if not content:
+            return
+        if chunk_size is None or chunk_size >= len(content):
+            yield content
+            return
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be > 0, not {chunk_size}")
+        for start in range(0, len(content), chunk_size):
+            yield content[start:start + chunk_size]
+
+    def read(self) -> bytes:
+        """The whole body (as httpx's ``read()``)."""
+        return self.content
+
+    def close(self) -> None:
+        """Frees the native response; content, headers and URL stay readable. Idempotent."""
+        native = self._native
+        if native is None:
+            return
+        if self._content is None:
+            self._content = native.body()
+        if self._headers is None:
+            self._headers = Headers(native.headers())
+        if self._http_version is None:
+            self._http_version = "HTTP/" + native.http_version
+        if self._url is None:
+            self._url = native.url
+        if self._attempts is None:
+            self._attempts = native.attempts
+        self._native = None
+        native.close()
+
+    @property
+    def is_closed(self) -> bool:
+        """True once close() ran."""
+        return self._native is None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Response [{self.status_code} {self.reason_phrase}]>"
+
+
+def request_headers(headers: HeaderTypes | None, extra: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]] | None:
+    """The (name, value) list the extension takes."""
+    out: list[tuple[str, str]]
+    if headers is None:
+        out = []
+    elif isinstance(headers, Headers):
+        out = headers.multi_items()
+    elif isinstance(headers, Mapping):
+        out = list(headers.items())
+    else:
+        out = [(k, v) for k, v in headers]
+    out.extend(extra)
+    return out or None
+
+
+@overload
+def encode_body(content: None, json: None) -> tuple[None, None]: ...
+@overload
+def encode_body(content: bytes | str | None, json: Any) -> tuple[bytes | None, str | None]: ...
+
+
+def encode_body(content: bytes | str | None, json: Any) -> tuple[bytes | None, str | None]:
+    """The body bytes and the Content-Type it implies (``application/json`` for ``json=``)."""
+    if json is not None:
+        if content is not None:
+            raise TypeError("pass content= or json=, not both")
+        return jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(), \
+            "application/json"
+    if content is None:
+        return None, None
+    if isinstance(content, str):
+        return content.encode(), None
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        return bytes(content), None
+    raise TypeError(f"content must be bytes or str, not {type(content).__name__}")

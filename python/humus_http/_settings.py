@@ -1,0 +1,379 @@
+"""Settings values (SPEC §3), the runtime, and the Python forms of the callbacks: classifiers (SPEC §5) and
+breaker policies (SPEC §9.3).
+
+The dataclasses are frozen values: build them anywhere, share them between threads. A client turns them into
+the SPEC's JSON form and hands that to the C core, which checks every field at once (``ConfigError`` lists
+every bad key).
+"""
+from __future__ import annotations
+
+import enum
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from . import _native
+from ._errors import ConfigError, from_native
+
+__all__ = [
+    "TLS",
+    "Attempt",
+    "Breaker",
+    "BreakerCounts",
+    "BreakerPolicy",
+    "Bulkhead",
+    "Classification",
+    "Classifier",
+    "Probe",
+    "ProbeDecision",
+    "RetryBudget",
+    "Runtime",
+    "Trip",
+    "default_classify",
+    "preset_classify",
+]
+
+#: A duration: seconds (int or float), a ``timedelta``, or the SPEC's string form (``"250ms"``, ``"5s"``).
+Duration = float | int | timedelta | str
+
+Attempt = _native.Attempt
+"""One attempt as a classifier sees it (``method``, ``status`` — 0 when no response came —, ``header(name)``,
+``error`` — the C status name when no response came, else None —, ``error_message``, ``number`` — 1 for the
+first attempt). Valid only during the classifier call that received it; read it on that thread."""
+
+
+def _duration(value: object) -> object:
+    """The JSON form of a duration; values of other types are passed on for the core to refuse by key."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            return str(value)
+        ms = value * 1000
+        if ms == int(ms):
+            return f"{int(ms)}ms"
+        return f"{round(value * 1e9)}ns"
+    if isinstance(value, str):
+        return value
+    return repr(value)
+
+
+def _json_value(value: object) -> object:
+    """Values JSON cannot carry become their repr, which the core then refuses naming the key."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def _drop_none(d: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class TLS:
+    """TLS for an https dependency (SPEC §10.3): trust only the given CA (file or PEM text) instead of the system
+    roots, a client certificate and key for mTLS, and the lowest TLS version (``"1.2"`` or ``"1.3"``).
+    Verification is always on. A frozen value: share it between threads freely."""
+
+    ca_file: str | os.PathLike[str] | None = None
+    ca_pem: str | None = None
+    cert_file: str | os.PathLike[str] | None = None
+    cert_pem: str | None = None
+    key_file: str | os.PathLike[str] | None = None
+    key_pem: str | None = None
+    min_version: Literal["1.2", "1.3"] | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The SPEC's JSON form (``"tls"`` object)."""
+        def path(p: str | os.PathLike[str] | None) -> str | None:
+            return None if p is None else os.fspath(p)
+        return _drop_none({"ca_file": path(self.ca_file), "ca_pem": self.ca_pem, "cert_file": path(self.cert_file),
+                           "cert_pem": self.cert_pem, "key_file": path(self.key_file), "key_pem": self.key_pem,
+                           "min_version": self.min_version})
+
+
+@dataclass(frozen=True)
+class RetryBudget:
+    """The retry budget shared by every call of a client (SPEC §6.4): ``"token_bucket"`` (``tokens``, ``ratio``
+    refilled per success) or ``"ratio"`` (``ratio`` of the requests of the last ``window``, plus
+    ``min_per_second``). Fields left None take the core's defaults.
+    A frozen value: share it between threads freely."""
+
+    policy: Literal["token_bucket", "ratio"] = "token_bucket"
+    tokens: float | None = None
+    ratio: float | None = None
+    min_per_second: float | None = None
+    window: Duration | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The SPEC's JSON form (``"retry_budget"`` object)."""
+        return _drop_none({"policy": self.policy, "tokens": _json_value(self.tokens), "ratio": _json_value(self.ratio),
+                           "min_per_second": _json_value(self.min_per_second),
+                           "window": None if self.window is None else _duration(self.window)})
+
+
+@dataclass(frozen=True)
+class Breaker:
+    """The circuit breaker's shape (SPEC §9): the last ``window`` results, open for ``open_for`` seconds, at most
+    ``probes`` probes in flight in half-open, a probe's slot freed after ``probe_timeout``.
+    A frozen value: share it between threads freely."""
+
+    window: int | None = None
+    open_for: Duration | None = None
+    probes: int | None = None
+    probe_timeout: Duration | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The SPEC's JSON form (``"breaker"`` object)."""
+        return _drop_none({"window": _json_value(self.window),
+                           "open_for": None if self.open_for is None else _duration(self.open_for),
+                           "probes": _json_value(self.probes),
+                           "probe_timeout": None if self.probe_timeout is None else _duration(self.probe_timeout)})
+
+
+@dataclass(frozen=True)
+class Trip:
+    """Parameters of the built-in trip policy: open after ``consecutive_failures`` in a row, or when at least
+    ``failure_rate`` of the last ``min_results`` (or more) results failed.
+    A frozen value: share it between threads freely."""
+
+    consecutive_failures: int | None = None
+    failure_rate: float | None = None
+    min_results: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The SPEC's JSON form (``"trip"`` object)."""
+        return _drop_none({"consecutive_failures": _json_value(self.consecutive_failures),
+                           "failure_rate": _json_value(self.failure_rate),
+                           "min_results": _json_value(self.min_results)})
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Parameters of the built-in probe policy: ``successes_to_close`` successful probes close the breaker.
+    A frozen value: share it between threads freely."""
+
+    successes_to_close: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The SPEC's JSON form (``"probe"`` object)."""
+        return _drop_none({"successes_to_close": _json_value(self.successes_to_close)})
+
+
+@dataclass(frozen=True)
+class Bulkhead:
+    """At most ``max_concurrent`` calls of a client in flight; the next waits up to ``wait`` for a slot (SPEC
+    §11). A frozen value: share it between threads freely."""
+
+    max_concurrent: int | None = None
+    wait: Duration | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The SPEC's JSON form (``"bulkhead"`` object)."""
+        return _drop_none({"max_concurrent": _json_value(self.max_concurrent),
+                           "wait": None if self.wait is None else _duration(self.wait)})
+
+
+class ProbeDecision(enum.IntEnum):
+    """What a probe policy decides in half-open after each probe's result."""
+
+    CONTINUE = 0
+    CLOSE = 1
+    REOPEN = 2
+
+
+_STATES = {0: "closed", 1: "open", 2: "half_open"}
+
+
+@dataclass(frozen=True)
+class BreakerCounts:
+    """What a breaker policy sees (SPEC §9.3): the state these counts belong to (``"closed"``, ``"open"``,
+    ``"half_open"``), counts since that state began, and the last ``window`` results.
+    A frozen value: share it between threads freely."""
+
+    state: str
+    successes: int
+    failures: int
+    consecutive_successes: int
+    consecutive_failures: int
+    timed_out_probes: int
+    window_results: int
+    window_failures: int
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    """A custom breaker policy in Python (SPEC §9.3): ``trip(counts)`` returns True to open a closed breaker;
+    ``probe(counts)`` returns a ProbeDecision after each probe in half-open. Both run under the breaker's lock
+    on whichever thread delivers a result, holding the GIL: they must be fast, thread-safe and must not call the
+    client. One that raises ends the call with that exception; the result counts as a failure and the breaker
+    stays consistent."""
+
+    trip: Callable[[BreakerCounts], bool]
+    probe: Callable[[BreakerCounts], ProbeDecision]
+
+    def adapters(self) -> tuple[Callable[..., int], Callable[..., int]]:
+        """The callables the extension calls, taking the counts as eight integers."""
+        trip, probe = self.trip, self.probe
+
+        def counts(args: tuple[int, ...]) -> BreakerCounts:
+            return BreakerCounts(_STATES.get(args[0], "unknown"), *args[1:])
+
+        def trip_adapter(args: tuple[int, ...]) -> int:
+            return 1 if trip(counts(args)) else 0
+
+        def probe_adapter(args: tuple[int, ...]) -> int:
+            decision = probe(counts(args))
+            if not isinstance(decision, ProbeDecision):
+                raise TypeError(f"breaker probe policy {probe!r} returned {decision!r}, not a ProbeDecision")
+            return int(decision)
+
+        return trip_adapter, probe_adapter
+
+
+_BREAKER_VERDICTS = {"success": 1, "failure": 2, "ignored": 3}
+_BREAKER_NAMES = {v: k for k, v in _BREAKER_VERDICTS.items()}
+
+
+@dataclass(frozen=True)
+class Classification:
+    """What an attempt's result means (SPEC §5): ``retry`` True to try again (when the request may be sent
+    twice and the budget and deadline allow), ``breaker`` how the breaker counts it (``"success"``,
+    ``"failure"``, ``"ignored"``), ``retry_after`` the dependency's Retry-After in seconds (None for none).
+    A frozen value: share it between threads freely."""
+
+    retry: bool
+    breaker: Literal["success", "failure", "ignored"]
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.breaker not in _BREAKER_VERDICTS:
+            raise ValueError(f"Classification.breaker must be 'success', 'failure' or 'ignored', not {self.breaker!r}")
+        if self.retry_after is not None and not (self.retry_after >= 0):
+            raise ValueError(f"Classification.retry_after must be >= 0 seconds or None, not {self.retry_after!r}")
+
+    def to_native(self) -> tuple[int, int, int]:
+        """(retry, breaker, retry_after_ms) as the C ABI spells them."""
+        ms = 0 if self.retry_after is None else math.ceil(self.retry_after * 1000)
+        return (2 if self.retry else 1), _BREAKER_VERDICTS[self.breaker], ms
+
+    @classmethod
+    def from_native(cls, value: tuple[int, int, int]) -> Classification:
+        """The Classification the C ABI returned."""
+        retry, breaker, ms = value
+        return cls(retry == 2, _BREAKER_NAMES[breaker], None if ms == 0 else ms / 1000.0)  # type: ignore[arg-type]
+
+
+#: A classifier: called with each attempt on the thread that drives it (several at once: it must be
+#: thread-safe), holding the GIL. It may delegate to default_classify. One that raises ends the call with that
+#: exception, counted as a failure by the breaker.
+Classifier = Callable[[_native.Attempt], Classification]
+
+
+def default_classify(attempt: _native.Attempt) -> Classification:
+    """The default classifier (SPEC §5.3), for a custom classifier to delegate to. Call it only inside a
+    classifier, with the attempt it received."""
+    return Classification.from_native(_native.classify_default(attempt))
+
+
+def preset_classify(preset: Literal["humus", "jfast", "strict"], attempt: _native.Attempt) -> Classification:
+    """A named preset classifier (SPEC §5.5): ``"humus"`` (the default), ``"jfast"`` or ``"strict"``. Call it only
+    inside a classifier, with the attempt it received."""
+    try:
+        return Classification.from_native(_native.classify_preset(preset, attempt))
+    except _native.Failure as failure:
+        raise from_native(failure.args[0], "") from None
+
+
+def classifier_adapter(classify: Classifier) -> Callable[[_native.Attempt], tuple[int, int, int]]:
+    """The callable the extension calls: the user's classifier, its result checked and converted."""
+    def adapter(attempt: _native.Attempt) -> tuple[int, int, int]:
+        result = classify(attempt)
+        if not isinstance(result, Classification):
+            raise TypeError(f"classifier {classify!r} returned {type(result).__name__}, not humus_http.Classification")
+        return result.to_native()
+    return adapter
+
+
+class Runtime:
+    """Process-wide machinery shared by clients (SPEC §1): the event-loop thread of asynchronous calls and
+    the name overrides. ``resolve`` maps ``"host:port"`` to ``"address:port"`` (like curl ``--resolve``): the
+    connection goes to the address while TLS still verifies the name. Clients built without ``runtime=`` share
+    one default runtime. Thread-safe; it lives as long as a client built from it."""
+
+    def __init__(self, *, resolve: Mapping[str, str] | None = None) -> None:
+        options: dict[str, Any] = {}
+        if resolve is not None:
+            options["resolve"] = {str(k): _json_value(v) for k, v in resolve.items()}
+        try:
+            self._native = _native.Runtime(json.dumps(options))
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], "") from None
+
+    @property
+    def native(self) -> _native.Runtime:
+        """The extension's handle (for humus_http's clients)."""
+        return self._native
+
+
+_default_lock = threading.Lock()
+_default: Runtime | None = None
+
+
+def default_runtime() -> Runtime:
+    """The runtime of clients built without ``runtime=``, made on first use. Thread-safe."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Runtime()
+        return _default
+
+
+_DEFAULTS: dict[str, object] = {
+    "timeout": 10.0, "attempt_timeout": 5.0, "max_attempts": 3, "backoff_base": 0.1, "backoff_max": 2.0,
+    "max_idle_connections": 100, "idle_timeout": 90.0, "http_version": "auto",
+    "forward_authorization": False, "forward_scenario": False,
+}
+
+
+def settings_json(base_url: str, values: Mapping[str, object]) -> dict[str, object]:
+    """The SPEC's JSON form of a client's keyword arguments. Values equal to the documented default are left
+    out, so that the core caps an unset default against a value that was set (``timeout=1.0`` alone means an
+    attempt may take up to 1 s)."""
+    out: dict[str, object] = {"base_url": _json_value(base_url)}
+    durations = {"timeout", "attempt_timeout", "connect_timeout", "backoff_base", "backoff_max", "max_retry_after",
+                 "idle_timeout"}
+    for key, value in values.items():
+        if value is None:
+            continue
+        default = _DEFAULTS.get(key, _DEFAULTS)
+        if type(value) is type(default) and value == default:
+            continue
+        if isinstance(value, (TLS, RetryBudget, Breaker, Trip, Probe, Bulkhead)):
+            out[key] = value.to_json()
+        elif key == "headers" and isinstance(value, Mapping):
+            out[key] = {str(k): _json_value(v) for k, v in value.items()}
+        elif key in durations:
+            out[key] = _duration(value)
+        elif isinstance(value, Mapping):
+            out[key] = {str(k): _json_value(v) for k, v in value.items()}
+        else:
+            out[key] = _json_value(value)
+    return out
+
+
+def check_settings_mapping(settings: Mapping[str, object]) -> dict[str, object]:
+    """A copy of a SPEC JSON-form mapping with every value JSON can carry; a ConfigError when it is no mapping."""
+    if not isinstance(settings, Mapping):
+        raise ConfigError(f"settings must be a mapping (the SPEC's JSON form), not {type(settings).__name__}",
+                          status="HUMUS_E_CONFIG", fields=("settings",))
+    return {str(k): _json_value(v) for k, v in settings.items()}

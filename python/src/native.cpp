@@ -1,0 +1,1078 @@
+// humus_http._native: thin wrappers over the C ABI (include/humus_http.h) for the plain-Python API in
+// python/humus_http. Every handle lives in an RAII owner; the GIL is released around every call that may wait
+// (the network, the bulkhead, a breaker lock a callback may hold, the event loop); callbacks into Python take
+// it. Nothing here knows the C++ core: the C header is the whole contract.
+#include <fcntl.h>
+#include <pybind11/pybind11.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "humus_http.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// ---- Interpreter helpers ----------------------------------------------------------------------------------
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// Holds the GIL on any thread, the runtime's event-loop thread included. The first acquisition on a thread
+// Python does not know keeps that thread's state for the thread's life (one extra PyGILState_Ensure), so the
+// loop thread does not create and destroy a thread state for every callback.
+class Gil {
+ public:
+  Gil() : state_(ensure()) {}
+  ~Gil() { PyGILState_Release(state_); }
+  Gil(const Gil&) = delete;
+  Gil& operator=(const Gil&) = delete;
+
+ private:
+  static PyGILState_STATE ensure() {
+    thread_local bool seen = false;
+    if (seen) return PyGILState_Ensure();
+    seen = true;
+    const bool foreign = PyGILState_GetThisThreadState() == nullptr;
+    const PyGILState_STATE state = PyGILState_Ensure();
+    if (foreign) (void)PyGILState_Ensure();  // never released: the thread state lives as long as the thread
+    return state;
+  }
+
+  PyGILState_STATE state_;
+};
+
+// threading.main_thread().ident: the only thread Python runs signal handlers on.
+unsigned long g_main_thread = 0;
+
+// ---- Owners of the C handles ------------------------------------------------------------------------------
+
+template <typename T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* p) const noexcept { Free(p); }
+};
+using ErrorPtr = std::unique_ptr<humus_error, Deleter<humus_error, humus_error_free>>;
+using SettingsPtr = std::unique_ptr<humus_settings, Deleter<humus_settings, humus_settings_free>>;
+using RequestPtr = std::unique_ptr<humus_request, Deleter<humus_request, humus_request_free>>;
+using ResponsePtr = std::unique_ptr<humus_response, Deleter<humus_response, humus_response_free>>;
+using CallPtr = std::unique_ptr<humus_call, Deleter<humus_call, humus_call_free>>;
+
+// ---- Exceptions raised inside Python callbacks ------------------------------------------------------------
+
+// A callback that raises stores its exception here, on the thread that ran it, and returns a non-OK status;
+// the call then ends with HUMUS_E_CALLBACK on that same thread (the caller's for a blocking call, the loop
+// thread for an asynchronous one), which takes the exception back. An owned reference (or null): moving the
+// pointer needs no GIL, dropping it does.
+thread_local PyObject* t_callback_exception = nullptr;
+
+// GIL held, a Python error set: keeps the first exception of the call (a later one, e.g. a breaker policy
+// raising after the classifier did, is dropped), with its traceback.
+void store_callback_exception() {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (value != nullptr && traceback != nullptr) PyException_SetTraceback(value, traceback);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  if (t_callback_exception == nullptr) {
+    t_callback_exception = value;
+  } else {
+    Py_XDECREF(value);
+  }
+}
+
+PyObject* take_callback_exception() {
+  PyObject* e = t_callback_exception;
+  t_callback_exception = nullptr;
+  return e;
+}
+
+// ---- Errors -----------------------------------------------------------------------------------------------
+
+// What a humus_error said, copied out (the error is freed at once). `exception` is the Python exception a
+// callback raised when the status is HUMUS_E_CALLBACK, else None.
+struct ErrorInfo {
+  int32_t status = 0;
+  std::string status_name;
+  std::string message;
+  int32_t attempts = 0;
+  std::vector<std::string> fields;
+  int64_t retry_after_ms = 0;
+  py::object exception = py::none();
+};
+
+// GIL held. `err` may be null for the functions that report only a status (the thread's last error then has
+// the details when it is of the same status).
+ErrorInfo make_error(humus_status status, ErrorPtr err, PyObject* callback_exception) {
+  ErrorInfo info;
+  info.status = status;
+  info.status_name = humus_status_name(status);
+  const humus_error* e = err.get();
+  if (e == nullptr) {
+    const humus_error* last = humus_last_error();
+    if (last != nullptr && humus_error_status(last) == status) e = last;
+  }
+  if (e != nullptr) {
+    info.message = humus_error_message(e);
+    info.attempts = humus_error_attempts(e);
+    info.retry_after_ms = humus_error_retry_after_ms(e);
+    const size_t n = humus_error_field_count(e);
+    for (size_t i = 0; i < n; ++i) {
+      const char* f = humus_error_field(e, i);
+      if (f != nullptr) info.fields.emplace_back(f);
+    }
+  } else {
+    info.message = info.status_name;
+  }
+  if (callback_exception != nullptr) info.exception = py::reinterpret_steal<py::object>(callback_exception);
+  return info;
+}
+
+// Raised by the functions that build things (runtime, client, request); humus_http turns it into the
+// matching UpstreamError. Its single argument is an ErrorInfo.
+PyObject* g_failure_type = nullptr;
+
+struct Failure {
+  ErrorInfo info;
+};
+
+[[noreturn]] void fail(humus_status status, ErrorPtr err) {
+  throw Failure{make_error(status, std::move(err), nullptr)};
+}
+
+// ---- Runtime ----------------------------------------------------------------------------------------------
+
+class Runtime {
+ public:
+  explicit Runtime(const std::string& options_json) {
+    humus_error* err = nullptr;
+    const humus_status st = humus_runtime_new(options_json.data(), options_json.size(), &rt_, &err);
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+  }
+  ~Runtime() {
+    // Joins the event-loop thread, which may be waiting for the GIL in a callback.
+    if (rt_ == nullptr) return;
+    if (PyGILState_Check() != 0) {
+      py::gil_scoped_release nogil;
+      humus_runtime_free(rt_);
+    } else {
+      humus_runtime_free(rt_);
+    }
+  }
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  humus_runtime* get() const { return rt_; }
+
+ private:
+  humus_runtime* rt_ = nullptr;
+};
+
+// ---- Callbacks: the classifier and the breaker policy -----------------------------------------------------
+
+// user_data of a callback table: a Python callable, released (with the GIL) by the table's destroy.
+struct PyCallable {
+  py::object fn;
+};
+
+void destroy_callable(void* user_data) {
+  auto* callable = static_cast<PyCallable*>(user_data);
+  if (interpreter_finalizing()) {
+    (void)callable->fn.release();  // no GIL to be had: leak the reference rather than crash
+    delete callable;
+    return;
+  }
+  Gil gil;
+  delete callable;
+}
+
+// One attempt as a classifier sees it; valid only during the callback (the C attempt is borrowed).
+class Attempt {
+ public:
+  explicit Attempt(const humus_attempt* a) : a_(a) {}
+  void invalidate() { a_ = nullptr; }
+  const humus_attempt* get() const {
+    if (a_ == nullptr) {
+      throw std::runtime_error("an Attempt is valid only during the classifier call that received it");
+    }
+    return a_;
+  }
+
+ private:
+  const humus_attempt* a_;
+};
+
+py::tuple classification_tuple(const humus_classification& c) {
+  return py::make_tuple(c.retry, c.breaker, c.retry_after_ms);
+}
+
+humus_status classify_trampoline(void* user_data, const humus_attempt* attempt, humus_classification* out) {
+  if (interpreter_finalizing()) return HUMUS_E_CALLBACK;
+  Gil gil;
+  humus_status result = HUMUS_OK;
+  auto* view = new Attempt(attempt);
+  py::object handle = py::cast(view, py::return_value_policy::take_ownership);
+  try {
+    // The Python adapter calls the user's classifier and returns (retry, breaker, retry_after_ms).
+    const py::tuple t = static_cast<PyCallable*>(user_data)->fn(handle);
+    out->retry = t[0].cast<int32_t>();
+    out->breaker = t[1].cast<int32_t>();
+    out->retry_after_ms = t[2].cast<int64_t>();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    store_callback_exception();
+    result = HUMUS_E_CALLBACK;
+  } catch (const std::exception& e) {
+    py::set_error(PyExc_RuntimeError, (std::string("classifier adapter: ") + e.what()).c_str());
+    store_callback_exception();
+    result = HUMUS_E_CALLBACK;
+  }
+  view->invalidate();
+  return result;
+}
+
+// The policy adapters take the counts as eight integers.
+py::tuple counts_tuple(const humus_breaker_counts* c) {
+  return py::make_tuple(c->state, c->successes, c->failures, c->consecutive_successes,
+                        c->consecutive_failures, c->timed_out_probes, c->window_results, c->window_failures);
+}
+
+struct PolicyCallables {
+  py::object trip;
+  py::object probe;
+};
+
+template <typename Pick>
+humus_status policy_trampoline(void* user_data, const humus_breaker_counts* counts, int32_t* out, Pick pick) {
+  if (interpreter_finalizing()) return HUMUS_E_CALLBACK;
+  Gil gil;
+  try {
+    *out = pick(*static_cast<PolicyCallables*>(user_data))(counts_tuple(counts)).template cast<int32_t>();
+    return HUMUS_OK;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    py::set_error(PyExc_RuntimeError, (std::string("breaker policy adapter: ") + e.what()).c_str());
+  }
+  store_callback_exception();
+  return HUMUS_E_CALLBACK;
+}
+
+humus_status trip_trampoline(void* user_data, const humus_breaker_counts* counts, int32_t* open) {
+  return policy_trampoline(user_data, counts, open, [](PolicyCallables& p) -> py::object& { return p.trip; });
+}
+
+humus_status probe_trampoline(void* user_data, const humus_breaker_counts* counts, int32_t* decision) {
+  return policy_trampoline(user_data, counts, decision,
+                           [](PolicyCallables& p) -> py::object& { return p.probe; });
+}
+
+void destroy_policy(void* user_data) {
+  auto* p = static_cast<PolicyCallables*>(user_data);
+  if (interpreter_finalizing()) {
+    (void)p->trip.release();
+    (void)p->probe.release();
+    delete p;
+    return;
+  }
+  Gil gil;
+  delete p;
+}
+
+// ---- Responses --------------------------------------------------------------------------------------------
+
+// A whole response (the body is in memory). Read-only accessors; close() frees it early.
+class Response {
+ public:
+  explicit Response(humus_response* r) : r_(r) {}
+  const humus_response* get() const {
+    if (!r_) throw std::runtime_error("the response is closed");
+    return r_.get();
+  }
+  int32_t status() const { return humus_response_status(get()); }
+  int32_t attempts() const { return humus_response_attempts(get()); }
+  std::string http_version() const { return humus_response_http_version(get()); }
+  std::string url() const { return humus_response_url(get()); }
+  py::bytes body() const {
+    const void* data = nullptr;
+    size_t len = 0;
+    humus_error* err = nullptr;
+    const humus_status st = humus_response_body(const_cast<humus_response*>(get()), &data, &len, &err);
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    return py::bytes(static_cast<const char*>(data), len);
+  }
+  py::list headers() const {
+    const humus_response* r = get();
+    const size_t n = humus_response_header_count(r);
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      const char* value = nullptr;
+      if (humus_response_header_at(r, i, &name, &value) != HUMUS_OK) throw std::runtime_error("header index");
+      // Values are bytes on the wire: latin-1 maps each to one code point, as httpx does.
+      PyObject* v = PyUnicode_DecodeLatin1(
+          value, static_cast<Py_ssize_t>(std::char_traits<char>::length(value)), "strict");
+      if (v == nullptr) throw py::error_already_set();
+      out[i] = py::make_tuple(py::str(name), py::reinterpret_steal<py::object>(v));
+    }
+    return out;
+  }
+  void close() { r_.reset(); }
+
+ private:
+  ResponsePtr r_;
+};
+
+// GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo.
+py::object outcome(humus_status status, humus_response* resp, humus_error* err,
+                   PyObject* callback_exception) {
+  if (status == HUMUS_OK) {
+    Py_XDECREF(callback_exception);  // a callback failed yet the call succeeded: nothing to report
+    return py::cast(new Response(resp), py::return_value_policy::take_ownership);
+  }
+  ResponsePtr drop(resp);
+  if (status != HUMUS_E_CALLBACK && callback_exception != nullptr) {
+    Py_DECREF(callback_exception);
+    callback_exception = nullptr;
+  }
+  return py::cast(make_error(status, ErrorPtr(err), callback_exception));
+}
+
+// ---- Asynchronous completions -----------------------------------------------------------------------------
+
+// Delivers completions to one asyncio loop. The runtime's event-loop thread queues them without the GIL and,
+// when the queue was empty, takes the GIL once to schedule drain() with loop.call_soon_threadsafe; drain()
+// then resolves every queued future on the asyncio loop's own thread. Thread-safe.
+class Bridge : public std::enable_shared_from_this<Bridge> {
+ public:
+  explicit Bridge(py::object call_soon_threadsafe) : call_soon_(std::move(call_soon_threadsafe)) {}
+  ~Bridge() {
+    // The last holder may be a completion on the loop thread: Python references need the GIL.
+    std::vector<Item> left;
+    left.swap(items_);
+    if (interpreter_finalizing()) {
+      (void)call_soon_.release();
+      return;
+    }
+    Gil gil;
+    for (Item& item : left) {
+      Py_XDECREF(item.future);
+      Py_XDECREF(item.exception);
+      humus_response_free(item.resp);
+      humus_error_free(item.err);
+    }
+    call_soon_ = py::object();
+  }
+  Bridge(const Bridge&) = delete;
+  Bridge& operator=(const Bridge&) = delete;
+
+  // Loop thread, no GIL. Takes ownership of every pointer.
+  void push(PyObject* future, humus_status status, humus_response* resp, humus_error* err,
+            PyObject* exception) {
+    bool schedule = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      items_.push_back(Item{future, status, resp, err, exception});
+      schedule = !scheduled_;
+      scheduled_ = true;
+    }
+    if (!schedule || interpreter_finalizing()) return;
+    Gil gil;
+    try {
+      call_soon_(py::cast(shared_from_this()).attr("drain"));
+    } catch (py::error_already_set&) {
+      // The asyncio loop is closed (RuntimeError): nobody awaits these futures any more. They are released
+      // with the bridge; nothing else can fail here that a caller could act on.
+      PyErr_Clear();
+    }
+  }
+
+  // The asyncio loop's thread, GIL held: resolves the queued futures with a Response or an ErrorInfo.
+  void drain() {
+    std::vector<Item> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batch.swap(items_);
+      scheduled_ = false;
+    }
+    // Leaked on purpose: a static py::str would be released after the interpreter is gone.
+    static PyObject* const done_name = PyUnicode_InternFromString("done");
+    static PyObject* const set_result_name = PyUnicode_InternFromString("set_result");
+    for (Item& item : batch) {
+      py::object future = py::reinterpret_steal<py::object>(item.future);
+      py::object result = outcome(item.status, item.resp, item.err, item.exception);
+      if (!future.attr(py::handle(done_name))().cast<bool>())
+        future.attr(py::handle(set_result_name))(result);
+    }
+  }
+
+ private:
+  struct Item {
+    PyObject* future;
+    humus_status status;
+    humus_response* resp;
+    humus_error* err;
+    PyObject* exception;
+  };
+  py::object call_soon_;
+  std::mutex mu_;
+  std::vector<Item> items_;  // guarded by mu_
+  bool scheduled_ = false;   // guarded by mu_: a drain() is on its way
+};
+
+struct AsyncPending {
+  std::shared_ptr<Bridge> bridge;
+  PyObject* future;  // owned
+};
+
+void async_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
+  std::unique_ptr<AsyncPending> pending(static_cast<AsyncPending*>(user_data));
+  pending->bridge->push(pending->future, status, resp, err, take_callback_exception());
+}
+
+// A blocking call made on the main thread while another wakeup fd is installed (see SignalWatch) runs on the
+// event loop while the main thread waits here, waking every 50 ms to run Python's signal handlers (Ctrl-C)
+// and cancel the call.
+struct SyncWaiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;  // guarded by mu
+  humus_status status = HUMUS_OK;
+  humus_response* resp = nullptr;
+  humus_error* err = nullptr;
+  PyObject* exception = nullptr;
+};
+
+void sync_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
+  auto* w = static_cast<SyncWaiter*>(user_data);
+  PyObject* exception = take_callback_exception();
+  std::lock_guard<std::mutex> lock(
+      w->mu);  // notified under the lock: the waiter may free `w` once it sees done
+  w->status = status;
+  w->resp = resp;
+  w->err = err;
+  w->exception = exception;
+  w->done = true;
+  w->cv.notify_one();
+}
+
+// The handle of an asynchronous call: cancel() ends it early (the future still receives its outcome).
+class Call {
+ public:
+  explicit Call(humus_call* c) : c_(c) {}
+  void cancel() { humus_call_cancel(c_.get()); }
+
+ private:
+  CallPtr c_;
+};
+
+// ---- Ctrl-C during a blocking call on the main thread -----------------------------------------------------
+
+PyObject* g_set_wakeup_fd = nullptr;  // signal.set_wakeup_fd; leaked on purpose (outlives the interpreter)
+
+// GIL held, main thread: installs `fd` as Python's signal wakeup fd, returning the previous one (-1: none).
+int set_wakeup_fd(int fd) {
+  PyObject* arg = PyLong_FromLong(fd);
+  if (arg == nullptr) throw py::error_already_set();
+  PyObject* previous = PyObject_CallOneArg(g_set_wakeup_fd, arg);
+  Py_DECREF(arg);
+  if (previous == nullptr) throw py::error_already_set();
+  const long value = PyLong_AsLong(previous);
+  Py_DECREF(previous);
+  if (value == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
+  return static_cast<int>(value);
+}
+
+using CancelPtr = std::unique_ptr<humus_cancel, Deleter<humus_cancel, humus_cancel_free>>;
+
+// Python runs signal handlers only on the main thread, between bytecodes; a main thread blocked in
+// humus_client_do would run them only when the call ends. While such a call runs, the watch installs its own
+// pipe as Python's wakeup fd (signal.set_wakeup_fd): Python's C-level
+// handler writes the signal number there, and the watch's thread, blocked reading the pipe, cancels the call
+// on SIGINT. Back on the main thread with the GIL, PyErr_CheckSignals() runs the handler (KeyboardInterrupt).
+// The call itself runs on the main thread like any other blocking call: no hop through another thread.
+class SignalWatch {
+ public:
+  // GIL held. The watch of this process (made again in a forked child, whose threads did not survive).
+  static SignalWatch* instance() {
+    static SignalWatch* watch = nullptr;
+    static pid_t owner = 0;
+    if (watch == nullptr || owner != getpid()) {
+      watch = new SignalWatch();  // never freed: its thread blocks in read() for the life of the process
+      owner = getpid();
+      if (!watch->ok()) return nullptr;
+    }
+    return watch->ok() ? watch : nullptr;
+  }
+
+  bool ok() const { return write_fd_ >= 0; }
+  int write_fd() const { return write_fd_; }
+
+  // The main thread's token for the next call (a token cancels for good, so a triggered one is replaced).
+  humus_cancel* token() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!token_ || triggered_) {
+      humus_cancel* raw = nullptr;
+      if (humus_cancel_new(&raw) != HUMUS_OK) throw std::bad_alloc();
+      retired_ = std::move(token_);  // freed on the next replacement: no call uses it any more
+      token_.reset(raw);
+      triggered_ = false;
+    }
+    return token_.get();
+  }
+  void arm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = true;
+  }
+  // True when a SIGINT cancelled the call.
+  bool disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = false;
+    return triggered_;
+  }
+
+ private:
+  SignalWatch() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    // Python's handler must never block on a full pipe; the watch's read end blocks.
+    if (fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK) != 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return;
+    }
+    read_fd_ = fds[0];
+    write_fd_ = fds[1];
+    std::thread([this] { run(); }).detach();
+  }
+
+  void run() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals are the main thread's to take, not this one's
+    unsigned char buf[64];
+    for (;;) {
+      const ssize_t n = read(read_fd_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      for (ssize_t i = 0; i < n; ++i) {
+        if (buf[i] != SIGINT) continue;
+        std::lock_guard<std::mutex> lock(mu_);
+        if (armed_ && token_ && !triggered_) {
+          humus_cancel_trigger(token_.get());
+          triggered_ = true;
+        }
+      }
+    }
+  }
+
+  int read_fd_ = -1;
+  int write_fd_ = -1;
+  std::mutex mu_;
+  CancelPtr token_;         // guarded by mu_
+  CancelPtr retired_;       // guarded by mu_
+  bool armed_ = false;      // guarded by mu_: a main-thread call uses token_
+  bool triggered_ = false;  // guarded by mu_: token_ was triggered
+};
+
+// ---- Client -----------------------------------------------------------------------------------------------
+
+// The C client and the runtime it was built from. Shared by the calls in flight, so that close() while a
+// blocking call runs frees the client only when that call is done (humus_client_free must not overlap one).
+class ClientHandle {
+ public:
+  ClientHandle(std::shared_ptr<Runtime> runtime, humus_client* c) : runtime_(std::move(runtime)), c_(c) {}
+  ~ClientHandle() {
+    // Waits for the asynchronous calls in flight, whose completions may need the GIL.
+    if (PyGILState_Check() != 0) {
+      py::gil_scoped_release nogil;
+      humus_client_free(c_);
+    } else {
+      humus_client_free(c_);
+    }
+  }
+  ClientHandle(const ClientHandle&) = delete;
+  ClientHandle& operator=(const ClientHandle&) = delete;
+  humus_client* get() const { return c_; }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;  // outlives the client
+  humus_client* c_;
+};
+
+// GIL held: a UTF-8 view of a str; a TypeError naming `what` for another type, a ValueError for a NUL (a C
+// string would silently end there).
+const char* utf8(PyObject* o, const std::string& what) {
+  if (!PyUnicode_Check(o)) {
+    throw py::type_error(what + " must be str, not " + Py_TYPE(o)->tp_name);
+  }
+  Py_ssize_t size = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(o, &size);
+  if (s == nullptr) throw py::error_already_set();
+  if (std::char_traits<char>::length(s) != static_cast<size_t>(size)) {
+    throw py::value_error(what + " contains a NUL character");
+  }
+  return s;
+}
+
+class Client {
+ public:
+  Client(std::shared_ptr<Runtime> runtime, const std::string& settings_json, py::object classifier,
+         py::object trip, py::object probe) {
+    humus_error* err = nullptr;
+    humus_settings* raw = nullptr;
+    humus_status st = humus_settings_from_json(settings_json.data(), settings_json.size(), &raw, &err);
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    SettingsPtr settings(raw);
+    if (!classifier.is_none()) {
+      humus_classifier table = HUMUS_CLASSIFIER_INIT;
+      table.classify = classify_trampoline;
+      table.user_data = new PyCallable{classifier};
+      table.destroy = destroy_callable;
+      st = humus_settings_set_classifier(settings.get(), &table, &err);
+      if (st != HUMUS_OK) {
+        delete static_cast<PyCallable*>(table.user_data);  // not taken on failure
+        fail(st, ErrorPtr(err));
+      }
+    }
+    if (!trip.is_none() || !probe.is_none()) {
+      humus_breaker_policy table = HUMUS_BREAKER_POLICY_INIT;
+      table.trip = trip.is_none() ? nullptr : trip_trampoline;
+      table.probe = probe.is_none() ? nullptr : probe_trampoline;
+      table.user_data = new PolicyCallables{trip, probe};
+      table.destroy = destroy_policy;
+      st = humus_settings_set_breaker_policy(settings.get(), &table, &err);
+      if (st != HUMUS_OK) {
+        delete static_cast<PolicyCallables*>(table.user_data);
+        fail(st, ErrorPtr(err));
+      }
+    }
+    humus_client* c = nullptr;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_client_new(runtime->get(), settings.get(), &c, &err);
+      // The client holds its own copy and shares the callbacks; on failure this runs their destroy, which
+      // takes the GIL itself.
+      settings.reset();
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    handle_ = std::make_shared<ClientHandle>(std::move(runtime), c);
+  }
+
+  ~Client() { close(); }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Releases this owner's share: the C client is freed now, or by the last call still using it.
+  void close() {
+    std::shared_ptr<ClientHandle> h;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      h.swap(handle_);
+    }
+    if (!h) return;
+    if (PyGILState_Check() != 0) {
+      py::gil_scoped_release nogil;
+      h.reset();
+    }
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !handle_;
+  }
+
+  std::string breaker_state() {
+    std::shared_ptr<ClientHandle> h = acquire();
+    int32_t state = -1;
+    humus_status st;
+    {
+      // The breaker's lock may be held by a policy callback waiting for the GIL.
+      py::gil_scoped_release nogil;
+      st = humus_client_breaker_state(h->get(), &state);
+      h.reset();
+    }
+    if (st != HUMUS_OK) fail(st, nullptr);
+    switch (state) {
+      case HUMUS_CIRCUIT_CLOSED:
+        return "closed";
+      case HUMUS_CIRCUIT_OPEN:
+        return "open";
+      case HUMUS_CIRCUIT_HALF_OPEN:
+        return "half_open";
+      default:
+        return "unknown";
+    }
+  }
+
+  // A blocking call: a Response, or an ErrorInfo when no response came. Argument errors raise Failure.
+  py::object request(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+                     int32_t retry, int64_t timeout_ms) {
+    std::shared_ptr<ClientHandle> h = acquire();
+    const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms);
+    Py_XDECREF(take_callback_exception());  // nothing stale from a call that ended otherwise
+    if (PyThread_get_thread_ident() == g_main_thread) return request_on_main(std::move(h), build_or_fail(p));
+    // Built and sent without the GIL: other threads run while this one parses, allocates and waits.
+    Built b;
+    humus_response* resp = nullptr;
+    humus_error* err = nullptr;
+    humus_status st = HUMUS_OK;
+    {
+      py::gil_scoped_release nogil;
+      b = build(p);
+      if (b.status == HUMUS_OK) {
+        st = humus_client_do(h->get(), b.req.get(), &resp, &err);
+        b.req.reset();
+      }
+      h.reset();  // may be the last share after a close(): frees the client without the GIL
+    }
+    if (b.status != HUMUS_OK) fail(b.status, std::move(b.err));
+    return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr);
+  }
+
+  // An asynchronous call: `future` (an asyncio.Future of `bridge`'s loop) receives a Response or an
+  // ErrorInfo.
+  Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+              int32_t retry, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge, py::object future) {
+    std::shared_ptr<ClientHandle> h = acquire();
+    RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, timeout_ms));
+    auto pending = std::make_unique<AsyncPending>(AsyncPending{bridge, future.release().ptr()});
+    humus_call* call = nullptr;
+    humus_error* err = nullptr;
+    const humus_status st = humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
+    if (st != HUMUS_OK) {
+      Py_DECREF(pending->future);
+      fail(st, ErrorPtr(err));
+    }
+    (void)pending.release();  // async_done owns it now
+    return Call(call);
+  }
+
+ private:
+  // humus_client_do on this thread with the GIL released.
+  static py::object outcome_of_do(std::shared_ptr<ClientHandle> h, RequestPtr req) {
+    humus_response* resp = nullptr;
+    humus_error* err = nullptr;
+    humus_status st;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_client_do(h->get(), req.get(), &resp, &err);
+      req.reset();
+      h.reset();  // may be the last share after a close(): frees the client without the GIL
+    }
+    return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr);
+  }
+
+  // The main thread: the call runs here, cancelled by the signal watch on SIGINT; when another wakeup fd is
+  // installed (an asyncio loop runs on this thread), it runs on the event loop instead while this thread
+  // polls for signals.
+  static py::object request_on_main(std::shared_ptr<ClientHandle> h, RequestPtr req) {
+    SignalWatch* watch = SignalWatch::instance();
+    if (watch == nullptr) return request_polling(std::move(h), std::move(req));
+    const int previous = set_wakeup_fd(watch->write_fd());
+    if (previous != -1) {
+      set_wakeup_fd(previous);
+      return request_polling(std::move(h), std::move(req));
+    }
+    struct Restore {
+      ~Restore() {
+        PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+        PyErr_Fetch(&type, &value, &traceback);  // an exception on its way out stays the one raised
+        try {
+          set_wakeup_fd(-1);
+        } catch (py::error_already_set& e) {
+          e.discard_as_unraisable("humus_http: restoring the signal wakeup fd");
+        }
+        PyErr_Restore(type, value, traceback);
+      }
+    } restore;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // a signal that came before the fd was set
+    humus_request_set_cancel(req.get(), watch->token());
+    watch->arm();
+    py::object result = outcome_of_do(std::move(h), std::move(req));
+    if (watch->disarm() && PyErr_CheckSignals() != 0) throw py::error_already_set();
+    return result;
+  }
+  std::shared_ptr<ClientHandle> acquire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!handle_) throw std::runtime_error("the client is closed");
+    return handle_;
+  }
+
+  // The parts of a request as pointers into Python objects it holds, so that the C request can be built
+  // without the GIL: str and bytes are immutable, and a str's UTF-8 form lives as long as the str.
+  struct Prepared {
+    const char* method = nullptr;  // the caller's arguments, alive for the whole call
+    const char* url = nullptr;
+    std::vector<std::pair<const char*, const char*>> headers;
+    std::vector<py::object> keep;  // released with the GIL held (Prepared lives in a frame that holds it)
+    const char* body = nullptr;
+    size_t body_len = 0;
+    bool has_body = false;
+    const char* key = nullptr;
+    int32_t retry = HUMUS_RETRY_MODE_DEFAULT;
+    int64_t timeout_ms = 0;
+  };
+
+  // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
+  static Prepared prepare(const char* method, const char* url, py::handle headers, py::handle body,
+                          py::handle key, int32_t retry, int64_t timeout_ms) {
+    Prepared p;
+    p.method = method;
+    p.url = url;
+    p.retry = retry;
+    p.timeout_ms = timeout_ms;
+    if (!headers.is_none()) {
+      if (!PyList_Check(headers.ptr()))
+        throw py::type_error("headers must be a list of (name, value) tuples");
+      const Py_ssize_t n = PyList_GET_SIZE(headers.ptr());
+      p.headers.reserve(static_cast<size_t>(n));
+      p.keep.reserve(static_cast<size_t>(n));
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* pair = PyList_GET_ITEM(headers.ptr(), i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+          throw py::type_error("headers must be a list of (name, value) tuples");
+        }
+        p.keep.push_back(py::reinterpret_borrow<py::object>(pair));  // keeps its name and value alive
+        const char* name = utf8(PyTuple_GET_ITEM(pair, 0), "a header name");
+        const char* value = utf8(PyTuple_GET_ITEM(pair, 1), std::string("header ") + name + ": the value");
+        p.headers.emplace_back(name, value);
+      }
+    }
+    if (!body.is_none()) {
+      char* data = nullptr;
+      Py_ssize_t len = 0;
+      if (PyBytes_AsStringAndSize(body.ptr(), &data, &len) != 0) throw py::error_already_set();
+      p.keep.push_back(py::reinterpret_borrow<py::object>(body));
+      p.body = data;
+      p.body_len = static_cast<size_t>(len);
+      p.has_body = true;
+    }
+    if (!key.is_none()) {
+      p.key = utf8(key.ptr(), "idempotency_key");
+      p.keep.push_back(py::reinterpret_borrow<py::object>(key));
+    }
+    return p;
+  }
+
+  // The C request; no GIL needed. On failure `req` is empty and `status`/`err` say why.
+  struct Built {
+    RequestPtr req;
+    humus_status status = HUMUS_OK;
+    ErrorPtr err;
+  };
+  static Built build(const Prepared& p) {
+    Built b;
+    humus_request* raw = nullptr;
+    humus_error* err = nullptr;
+    auto failed = [&](humus_status st) {
+      b.req.reset();
+      b.status = st;
+      b.err.reset(err);
+      return std::move(b);
+    };
+    humus_status st = humus_request_new(p.method, p.url, &raw, &err);
+    if (st != HUMUS_OK) return failed(st);
+    b.req.reset(raw);
+    for (const auto& [name, value] : p.headers) {
+      st = humus_request_set_header(b.req.get(), name, value, &err);
+      if (st != HUMUS_OK) return failed(st);
+    }
+    if (p.has_body && (st = humus_request_set_body(b.req.get(), p.body, p.body_len)) != HUMUS_OK)
+      return failed(st);
+    if (p.key != nullptr && (st = humus_request_set_idempotency_key(b.req.get(), p.key, &err)) != HUMUS_OK) {
+      return failed(st);
+    }
+    if (p.retry != HUMUS_RETRY_MODE_DEFAULT &&
+        (st = humus_request_set_retry(b.req.get(), p.retry)) != HUMUS_OK) {
+      return failed(st);
+    }
+    // 0: none given; the core refuses a negative one.
+    if (p.timeout_ms != 0 && (st = humus_request_set_timeout_ms(b.req.get(), p.timeout_ms)) != HUMUS_OK) {
+      return failed(st);
+    }
+    return b;
+  }
+
+  // GIL held: the C request, or Failure.
+  static RequestPtr build_or_fail(const Prepared& p) {
+    Built b = build(p);
+    if (b.status != HUMUS_OK) fail(b.status, std::move(b.err));
+    return std::move(b.req);
+  }
+
+  static py::object request_polling(std::shared_ptr<ClientHandle> h, RequestPtr req) {
+    SyncWaiter w;
+    humus_call* raw = nullptr;
+    humus_error* err = nullptr;
+    const humus_status st = humus_client_submit(h->get(), req.get(), sync_done, &w, &raw, &err);
+    req.reset();
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    CallPtr call(raw);
+    bool interrupted = false;
+    for (;;) {
+      bool done = false;
+      {
+        py::gil_scoped_release nogil;
+        std::unique_lock<std::mutex> lock(w.mu);
+        done = w.cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return w.done; });
+      }
+      if (done) break;
+      if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt): end the call, then re-raise
+        interrupted = true;
+        humus_call_cancel(call.get());
+        py::gil_scoped_release nogil;
+        std::unique_lock<std::mutex> lock(w.mu);
+        w.cv.wait(lock, [&] { return w.done; });
+        break;
+      }
+    }
+    {
+      py::gil_scoped_release nogil;
+      call.reset();
+      h.reset();
+    }
+    if (interrupted) {
+      PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+      PyErr_Fetch(&type, &value, &traceback);  // kept aside while the outcome is dropped
+      outcome(w.status, w.resp, w.err, w.exception);
+      PyErr_Restore(type, value, traceback);
+      throw py::error_already_set();
+    }
+    return outcome(w.status, w.resp, w.err, w.exception);
+  }
+
+  std::mutex mu_;
+  std::shared_ptr<ClientHandle> handle_;  // guarded by mu_; empty once closed
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "humus_http's extension: thin wrappers over the C ABI of libhumus_http (include/humus_http.h).";
+
+  if (humus_version_number() / 10000 != HUMUS_VERSION_MAJOR) {
+    throw std::runtime_error("humus_http: the linked core's ABI major differs from the header's");
+  }
+  g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  g_set_wakeup_fd = py::object(py::module_::import("signal").attr("set_wakeup_fd")).release().ptr();
+
+  g_failure_type = PyErr_NewExceptionWithDoc(
+      "humus_http._native.Failure",
+      "A C ABI call failed before any request was made; args[0] is the ErrorInfo.", nullptr, nullptr);
+  if (g_failure_type == nullptr) throw py::error_already_set();
+  m.add_object("Failure", py::handle(g_failure_type));
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (Failure& f) {
+      py::object info = py::cast(std::move(f.info));
+      PyErr_SetObject(g_failure_type, py::make_tuple(info).ptr());
+    }
+  });
+
+  m.attr("VERSION") = humus_version();
+
+  py::class_<ErrorInfo>(m, "ErrorInfo", "What a failed C call reported (copied out of its humus_error).")
+      .def_readonly("status", &ErrorInfo::status)
+      .def_readonly("status_name", &ErrorInfo::status_name)
+      .def_readonly("message", &ErrorInfo::message)
+      .def_readonly("attempts", &ErrorInfo::attempts)
+      .def_property_readonly("fields",
+                             [](const ErrorInfo& e) {
+                               py::tuple t(e.fields.size());
+                               for (size_t i = 0; i < e.fields.size(); ++i) t[i] = py::str(e.fields[i]);
+                               return t;
+                             })
+      .def_readonly("retry_after_ms", &ErrorInfo::retry_after_ms)
+      .def_readonly("exception", &ErrorInfo::exception);
+
+  py::class_<Runtime, std::shared_ptr<Runtime>>(m, "Runtime",
+                                                "A humus_runtime: event loop, clock, name overrides.")
+      .def(py::init<const std::string&>(), py::arg("options_json"));
+
+  py::class_<Attempt>(m, "Attempt", "One attempt as a classifier sees it; valid only during that call.")
+      .def_property_readonly("method",
+                             [](const Attempt& a) { return std::string(humus_attempt_method(a.get())); })
+      .def_property_readonly("status", [](const Attempt& a) { return humus_attempt_status(a.get()); })
+      .def_property_readonly("error",
+                             [](const Attempt& a) -> py::object {
+                               const humus_status e = humus_attempt_error(a.get());
+                               if (e == HUMUS_OK) return py::none();
+                               return py::str(humus_status_name(e));
+                             })
+      .def_property_readonly(
+          "error_message", [](const Attempt& a) { return std::string(humus_attempt_error_message(a.get())); })
+      .def_property_readonly("number", [](const Attempt& a) { return humus_attempt_number(a.get()); })
+      .def(
+          "header",
+          [](const Attempt& a, const std::string& name) -> py::object {
+            const char* v = humus_attempt_header(a.get(), name.c_str());
+            if (v == nullptr) return py::none();
+            return py::str(v);
+          },
+          py::arg("name"));
+
+  m.def(
+      "classify_default",
+      [](const Attempt& a) {
+        humus_classification c{};
+        const humus_status st = humus_classify_default(a.get(), &c);
+        if (st != HUMUS_OK) fail(st, nullptr);
+        return classification_tuple(c);
+      },
+      py::arg("attempt"), "The default classifier (SPEC §5.3): (retry, breaker, retry_after_ms).");
+  m.def(
+      "classify_preset",
+      [](const std::string& preset, const Attempt& a) {
+        humus_classification c{};
+        const humus_status st = humus_classify_preset(preset.c_str(), a.get(), &c);
+        if (st != HUMUS_OK) fail(st, nullptr);
+        return classification_tuple(c);
+      },
+      py::arg("preset"), py::arg("attempt"), "A named preset classifier: (retry, breaker, retry_after_ms).");
+
+  py::class_<Response>(m, "Response", "A whole response (humus_response); close() frees it.")
+      .def_property_readonly("status", &Response::status)
+      .def_property_readonly("attempts", &Response::attempts)
+      .def_property_readonly("http_version", &Response::http_version)
+      .def_property_readonly("url", &Response::url)
+      .def("body", &Response::body)
+      .def("headers", &Response::headers)
+      .def("close", &Response::close);
+
+  py::class_<Bridge, std::shared_ptr<Bridge>>(m, "Bridge", "Delivers completions to one asyncio loop.")
+      .def(py::init<py::object>(), py::arg("call_soon_threadsafe"))
+      .def("drain", &Bridge::drain);
+
+  py::class_<Call>(m, "Call", "An asynchronous call in flight; cancel() ends it early.")
+      .def("cancel", &Call::cancel);
+
+  py::class_<Client>(m, "Client", "A humus_client and its runtime.")
+      .def(py::init<std::shared_ptr<Runtime>, const std::string&, py::object, py::object, py::object>(),
+           py::arg("runtime"), py::arg("settings_json"), py::arg("classifier"), py::arg("trip"),
+           py::arg("probe"))
+      .def("close", &Client::close)
+      .def_property_readonly("closed", &Client::closed)
+      .def_property_readonly("breaker_state", &Client::breaker_state)
+      .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
+           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"))
+      .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
+           py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
+           py::arg("future"));
+}

@@ -1,0 +1,166 @@
+"""AsyncClient: calls on the runtime's event loop, completed on the asyncio loop that made them; cancellation."""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import humus_http
+import pytest
+from humus_http import Attempt, Classification
+from server_harness import TestServer
+
+
+async def wait_for_requests(server: TestServer, path: str, count: int = 1) -> None:
+    deadline = time.monotonic() + 5
+    while len(server.requests(path)) < count:
+        assert time.monotonic() < deadline, f"the server never saw {count} request(s) to {path}"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.asyncio
+async def test_async_calls(server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient],
+                           listener: str, path: str) -> None:
+    server.script(path, [{"status": 503}, {"status": 200, "body": '{"ok": 1}'}])
+    async with make_async_client(listener) as client:
+        r = await client.get(path)
+        assert (r.status_code, r.attempts, r.json()) == (200, 2, {"ok": 1})
+        assert r.http_version == ("HTTP/2" if listener == "https" else "HTTP/1.1")
+        r = await client.post(path + "/p", json={"a": 1}, idempotency_key="k")
+        assert r.json()["method"] == "POST"
+        for method in ("head", "options", "delete", "put", "patch"):
+            assert (await getattr(client, method)(path + "/m")).status_code == 200
+    assert client.is_closed
+
+
+@pytest.mark.asyncio
+async def test_many_calls_in_flight_share_one_h2_connection(server: TestServer,
+                                                            make_async_client: Callable[..., humus_http.AsyncClient],
+                                                            path: str) -> None:
+    client = make_async_client("https")
+    assert (await client.get(path + "/warm")).status_code == 200  # the runtime's event-loop thread exists now
+    threads_before = len(os.listdir("/proc/self/task"))
+    server.script(path, [{"delay_ms": 200}])
+    started = time.monotonic()
+    calls = asyncio.gather(*(client.get(path, params={"i": i}) for i in range(64)))
+    await wait_for_requests(server, path, 64)
+    threads_during = len(os.listdir("/proc/self/task"))
+    responses = await calls
+    assert [r.status_code for r in responses] == [200] * 64
+    assert time.monotonic() - started < 3.0  # concurrent, not 64 x 200 ms
+    assert threads_during <= threads_before  # no thread per call
+    records = server.requests(path)
+    assert len(records) == 64
+    assert len({rec["connection"] for rec in records}) <= 2  # multiplexed
+
+
+@pytest.mark.asyncio
+async def test_async_errors(server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient],
+                            path: str) -> None:
+    server.script(path, [{"hang": True}])
+    client = make_async_client("https", timeout=0.3, attempt_timeout=0.3)
+    with pytest.raises(humus_http.UpstreamTimeoutError):
+        await client.get(path)
+    with pytest.raises(humus_http.CrossOriginError):
+        await client.get(server.url("http", path))
+    with pytest.raises(humus_http.InvalidRequestError):
+        await client.get(path, headers={"X": "a\nb"})
+
+
+@pytest.mark.asyncio
+async def test_async_classifier_exception(server: TestServer,
+                                          make_async_client: Callable[..., humus_http.AsyncClient],
+                                          path: str) -> None:
+    class Nope(Exception):
+        pass
+
+    threads: set[int] = set()
+
+    def classify(attempt: Attempt) -> Classification:
+        threads.add(threading.get_ident())
+        if attempt.status == 418:
+            raise Nope("teapot")
+        return humus_http.default_classify(attempt)
+
+    client = make_async_client(classify=classify)
+    assert (await client.get(path)).status_code == 200
+    server.script(path + "/t", [{"status": 418}])
+    with pytest.raises(Nope, match="teapot"):
+        await client.get(path + "/t")
+    assert threading.get_ident() not in threads  # classified on the runtime's event-loop thread
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_task_cancels_the_call_and_frees_its_slot(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
+        path: str) -> None:
+    client = make_async_client(listener, bulkhead=humus_http.Bulkhead(max_concurrent=1, wait=0.0))
+    server.script(path, [{"hang": True}])
+    task = asyncio.ensure_future(client.get(path))
+    await wait_for_requests(server, path)
+    with pytest.raises(humus_http.BulkheadFullError):  # the hanging call holds the only slot
+        await client.get(path + "/next")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The native call ends as soon as the event loop gets to it; then its slot is free.
+    deadline = time.monotonic() + 2
+    while True:
+        try:
+            r = await client.get(path + "/next")
+            break
+        except humus_http.BulkheadFullError:
+            assert time.monotonic() < deadline, "the cancelled call kept its bulkhead slot"
+            await asyncio.sleep(0.005)
+    assert r.status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_cancel_by_timeout(server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient],
+                                 path: str) -> None:
+    client = make_async_client(bulkhead=humus_http.Bulkhead(max_concurrent=1, wait=0.5))
+    server.script(path, [{"hang": True}])
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(client.get(path), 0.2)
+    assert (await client.get(path + "/after")).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_aclose_cancels_calls_in_flight(server: TestServer,
+                                              make_async_client: Callable[..., humus_http.AsyncClient],
+                                              path: str) -> None:
+    client = make_async_client()
+    server.script(path, [{"hang": True}])
+    task = asyncio.ensure_future(client.get(path))
+    await wait_for_requests(server, path)
+    await client.aclose()
+    with pytest.raises(humus_http.CancelledCallError):
+        await task
+    with pytest.raises(RuntimeError, match="closed"):
+        await client.get(path)
+
+
+def test_one_client_serves_loops_on_several_threads(server: TestServer,
+                                                    make_async_client: Callable[..., humus_http.AsyncClient],
+                                                    path: str) -> None:
+    client = make_async_client("https")
+    results: dict[int, list[int]] = {}
+
+    def run() -> None:
+        async def main() -> None:
+            loop_thread = threading.get_ident()
+            statuses = []
+            for r in await asyncio.gather(*(client.get(path) for _ in range(10))):
+                assert threading.get_ident() == loop_thread
+                statuses.append(r.status_code)
+            results[loop_thread] = statuses
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(s == [200] * 10 for s in results.values())

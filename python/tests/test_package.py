@@ -1,0 +1,54 @@
+"""The installed package: py.typed and the stubs ship, mypy --strict accepts the examples (and refuses a
+wrong call), and the README's quickstart runs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import humus_http
+import pytest
+from server_harness import TestServer
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def mypy(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir",
+                           str(tmp_path / "mypy-cache"), *map(str, files)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+
+
+def test_the_installed_package_carries_py_typed_and_stubs() -> None:
+    package = Path(humus_http.__file__).parent
+    assert (package / "py.typed").is_file()
+    assert (package / "_native.pyi").is_file()
+    assert humus_http.core_version == humus_http.__version__
+
+
+def test_examples_pass_mypy_strict(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    done = mypy(tmp_path, EXAMPLES / "quickstart.py", EXAMPLES / "typed_usage.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_catches_a_wrong_call(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import humus_http\n"
+                   "client = humus_http.Client('https://x', max_attempts='3')\n"
+                   "status: str = client.get('/').status_code\n")
+    done = mypy(tmp_path, bad)
+    assert done.returncode != 0
+    assert '"max_attempts"' in done.stdout, done.stdout
+    assert 'expression has type "int", variable has type "str"' in done.stdout, done.stdout
+
+
+def test_the_quickstart_runs(server: TestServer, tmp_path: Path) -> None:
+    source = (EXAMPLES / "quickstart.py").read_text()
+    assert len(source.strip().splitlines()) <= 10
+    script = tmp_path / "quickstart.py"
+    script.write_text(source.replace("https://example.com", server.url("http")))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("200 HTTP/1.1 ")
