@@ -299,6 +299,14 @@ enum { HUMUS_RETRY_MODE_DEFAULT = 0, HUMUS_RETRY_MODE_FORBID = 1, HUMUS_RETRY_MO
 HUMUS_API humus_status humus_request_set_retry(humus_request *r, int32_t mode);
 /* The caller's bound on the whole call, in ms (> 0); the call ends at the earlier of it and `timeout`. */
 HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms);
+/* The call context (SPEC §12): what the request being served carries, passed on to the dependency — its
+ * traceparent, tracestate and baggage, its X-Request-ID (sent only when given, never invented), and its
+ * Authorization (sent only with the setting forward_authorization, and only a Bearer token). NULL or ""
+ * leaves a part unset. Configured headers come first, these next, the request's own headers win. A value
+ * with CR, LF or NUL is refused (HUMUS_E_INVALID_ARGUMENT naming it). Not concurrently on one request. */
+HUMUS_API humus_status humus_request_set_context(humus_request *r, const char *traceparent, const char *tracestate,
+                                                 const char *baggage, const char *request_id,
+                                                 const char *authorization, humus_error **err);
 /* Frees a request; NULL is accepted. */
 HUMUS_API void humus_request_free(humus_request *r);
 

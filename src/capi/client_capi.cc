@@ -219,6 +219,31 @@ HUMUS_API humus_status humus_request_set_timeout_ms(humus_request* r, int64_t ms
   });
 }
 
+HUMUS_API humus_status humus_request_set_context(humus_request* r, const char* traceparent, const char* tracestate,
+                                                 const char* baggage, const char* request_id,
+                                                 const char* authorization, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (r == nullptr) return null_argument("humus_request_set_context", "r", err);
+    const std::pair<const char*, const char*> parts[] = {{"traceparent", traceparent}, {"tracestate", tracestate},
+                                                         {"baggage", baggage}, {"X-Request-ID", request_id},
+                                                         {"Authorization", authorization}};
+    for (const auto& [name, value] : parts) {
+      if (value == nullptr) continue;
+      if (Status st = humus::settings::check_header(name, value); !st.ok()) {
+        return report(Status(Code::kInvalidArgument, st.message(), {name}), err);
+      }
+    }
+    humus::client::CallContext& c = r->request.context;
+    auto text = [](const char* v) { return v == nullptr ? std::string() : std::string(v); };
+    c.traceparent = text(traceparent);
+    c.tracestate = text(tracestate);
+    c.baggage = text(baggage);
+    c.request_id = text(request_id);
+    c.authorization = text(authorization);
+    return HUMUS_OK;
+  });
+}
+
 HUMUS_API humus_status humus_request_set_cancel(humus_request* r, humus_cancel* c) {
   if (r == nullptr) return null_argument("humus_request_set_cancel", "r", nullptr);
   r->cancel = c;

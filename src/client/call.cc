@@ -30,6 +30,28 @@ telemetry::CallOutcome counted_as(classify::BreakerVerdict v) {
   return telemetry::CallOutcome::kFailure;
 }
 
+// What travels (SPEC §12), later wins: configured headers; the call context's X-Request-ID (none is
+// invented), traceparent and tracestate (passed through: no span sink yet), baggage; its bearer token only
+// with forward_authorization (never Basic, and the origin check keeps it on the origin); the call's own.
+Headers headers_that_travel(const settings::Settings& s, const Request& r) {
+  Headers out;
+  for (const auto& [name, value] : s.headers.fields()) out.add(name, value);
+  const CallContext& c = r.context;
+  const std::pair<const char*, const std::string*> passed[] = {
+      {"X-Request-ID", &c.request_id}, {"traceparent", &c.traceparent}, {"tracestate", &c.tracestate},
+      {"baggage", &c.baggage}};
+  for (const auto& [name, value] : passed) {
+    if (!value->empty()) out.set(name, *value);
+  }
+  if (s.forward_authorization && c.authorization.size() > 7 &&
+      equals_ignore_case(std::string_view(c.authorization).substr(0, 7), "Bearer ")) {
+    out.set("Authorization", c.authorization);
+  }
+  for (const auto& [name, value] : r.headers.fields()) out.remove(name);
+  for (const auto& [name, value] : r.headers.fields()) out.add(name, value);
+  return out;
+}
+
 }  // namespace
 
 Call::Call(Client& client, const Request& request, CancelToken* cancel)
@@ -79,14 +101,10 @@ std::optional<Step> Call::start() {
     }
   }
 
-  // What travels (SPEC §12): configured headers first, the call's own win.
   wire_.method = request_.method;
   wire_.url = request_.url;
   wire_.body = request_.body;
-  for (const auto& [name, value] : s.headers.fields()) {
-    if (!request_.headers.contains(name)) wire_.headers.add(name, value);
-  }
-  for (const auto& [name, value] : request_.headers.fields()) wire_.headers.add(name, value);
+  wire_.headers = headers_that_travel(s, request_);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, /*body_replayable=*/true, request_.retry);
   wire_.allow_resend = may_send_twice_;
   unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid;

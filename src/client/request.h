@@ -12,6 +12,15 @@
 
 namespace humus::client {
 
+// What the request being served carries, passed on to the dependency (SPEC §12). Empty: not given.
+struct CallContext {
+  std::string traceparent;
+  std::string tracestate;
+  std::string baggage;
+  std::string request_id;     // X-Request-ID: sent when given, never invented
+  std::string authorization;  // forwarded only with forward_authorization, and only a Bearer token
+};
+
 struct Request {
   std::string method = "GET";
   std::string url;  // absolute, within the client's origin
@@ -19,6 +28,7 @@ struct Request {
   std::shared_ptr<const std::string> body;  // the client's own copy: replayable for every attempt
   retry::RetryOverride retry = retry::RetryOverride::kDefault;
   std::optional<Duration> timeout;  // the caller's bound on the whole call; the earlier of it and `timeout`
+  CallContext context;
 };
 
 struct Response {

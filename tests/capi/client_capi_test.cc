@@ -181,6 +181,22 @@ TEST_F(CapiClientTest, BadRequestsAreRefusedNamingWhatWasWrong) {
   humus_request_free(req);
 }
 
+TEST_F(CapiClientTest, CallContextIsCheckedAndSent) {
+  make_client(R"({"base_url": "http://payments:8080"})");
+  humus_request* req = nullptr;
+  ASSERT_EQ(humus_request_new("GET", "http://payments:8080/", &req, nullptr), HUMUS_OK);
+  humus_error* err = nullptr;
+  EXPECT_EQ(humus_request_set_context(req, "00-a\r\nX: y", nullptr, nullptr, nullptr, nullptr, &err),
+            HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(humus_error_field(err, 0), "traceparent");
+  humus_error_free(err);
+  ASSERT_EQ(humus_request_set_context(req, nullptr, nullptr, "tenant=acme", "req-1", nullptr, nullptr), HUMUS_OK);
+  humus_response* resp = nullptr;
+  ASSERT_EQ(humus_client_do(client_, req, &resp, nullptr), HUMUS_OK);
+  humus_response_free(resp);
+  humus_request_free(req);
+}
+
 TEST_F(CapiClientTest, CancelTokenEndsAHangingCall) {
   make_client(R"({"base_url": "http://payments:8080", "timeout": "30s", "attempt_timeout": "20s"})");
   humus_request* req = nullptr;

@@ -398,6 +398,45 @@ TEST_F(ClientMockTest, ConfiguredHeadersTravelAndCallHeadersWin) {
   EXPECT_EQ(*sent.headers.find("X-Env"), "canary");
 }
 
+TEST_F(ClientMockTest, TheCallContextTravelsInSpecOrder) {
+  settings::Settings s;
+  s.headers.add("X-Request-ID", "configured");  // the context's wins over configuration
+  s.headers.add("X-Team", "payments");
+  auto c = make({status(200)}, s);
+  Request r = req();
+  r.context.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  r.context.tracestate = "vendor=1";
+  r.context.baggage = "tenant=acme";
+  r.context.request_id = "req-7";
+  r.context.authorization = "Bearer user-token";
+  r.headers.add("tracestate", "call=own");  // the call's own header wins over the context
+  ASSERT_TRUE(c->execute(r).ok());
+  const transport::WireRequest sent = script_->received(0);
+  EXPECT_EQ(*sent.headers.find("X-Request-ID"), "req-7");
+  EXPECT_EQ(*sent.headers.find("X-Team"), "payments");
+  EXPECT_EQ(*sent.headers.find("traceparent"), r.context.traceparent);
+  EXPECT_EQ(*sent.headers.find("tracestate"), "call=own");
+  EXPECT_EQ(*sent.headers.find("baggage"), "tenant=acme");
+  EXPECT_EQ(sent.headers.find("Authorization"), nullptr);  // not without forward_authorization
+}
+
+TEST_F(ClientMockTest, OnlyABearerTokenIsForwardedAndOnlyWhenAsked) {
+  settings::Settings s;
+  s.forward_authorization = true;
+  auto c = make({status(200)}, s);
+  Request bearer = req();
+  bearer.context.authorization = "Bearer user-token";
+  ASSERT_TRUE(c->execute(bearer).ok());
+  EXPECT_EQ(*script_->received(0).headers.find("Authorization"), "Bearer user-token");
+  Request basic = req();
+  basic.context.authorization = "Basic dXNlcjpwdw==";
+  ASSERT_TRUE(c->execute(basic).ok());
+  EXPECT_EQ(script_->received(1).headers.find("Authorization"), nullptr);
+  Request none = req();
+  ASSERT_TRUE(c->execute(none).ok());
+  EXPECT_EQ(script_->received(2).headers.find("X-Request-ID"), nullptr);  // never invented
+}
+
 TEST_F(ClientMockTest, SameOriginRedirectIsFollowedCrossOriginIsReturned) {
   auto c = make({status(302, header("Location", "/moved")), status(200, {}, "here")});
   CallResult r = c->execute(req("GET", "/old"));
