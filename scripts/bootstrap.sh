@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A newcomer's first command: installs what is missing, builds the library, and shows it working by running
-# the C ABI's own checks (the demo joins here when the humus-http CLI lands).
+# A newcomer's first command: installs what is missing, builds the library and the humus-http CLI, runs the
+# C ABI checks, then the demo: a client riding out an outage of a built-in local upstream (about 30 s;
+# arguments go to the demo, e.g. --duration 8 or --plot timeline.svg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh dev
 ctest --preset dev -R '^capi\.' --output-on-failure
 echo "built: build/dev/libhumus_http.so ($(ls build/dev/libhumus_http.so.* | head -n1 | xargs basename))"
+build/dev/cli/humus-http demo "$@"

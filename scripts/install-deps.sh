@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config binutils openssl python3 python3-pip python3-dev
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
+  chromium  # headless, to check in a test that the demo's SVG chart renders
 )
 
 # The test server every language's integration tests talk to (tests/server/) is Python with h2 and h11; the

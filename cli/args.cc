@@ -1,0 +1,446 @@
+#include "args.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+#include "exit_codes.h"
+
+namespace humus::cli {
+namespace {
+
+enum class Scope { kFetch, kDemo };
+
+struct Flag {
+  std::string_view long_name;  // without "--"
+  char short_name;             // 0 for none
+  bool takes_value;
+  Scope scope;
+};
+
+constexpr Flag kFlags[] = {
+    {"header", 'H', true, Scope::kFetch},
+    {"data", 'd', true, Scope::kFetch},
+    {"data-binary", 0, true, Scope::kFetch},
+    {"output", 'o', true, Scope::kFetch},
+    {"include", 'i', false, Scope::kFetch},
+    {"fail", 'f', false, Scope::kFetch},
+    {"silent", 's', false, Scope::kFetch},
+    {"verbose", 'v', false, Scope::kFetch},
+    {"cacert", 0, true, Scope::kFetch},
+    {"cert", 0, true, Scope::kFetch},
+    {"key", 0, true, Scope::kFetch},
+    {"retry", 0, true, Scope::kFetch},
+    {"max-time", 'm', true, Scope::kFetch},
+    {"connect-timeout", 0, true, Scope::kFetch},
+    {"resolve", 0, true, Scope::kFetch},
+    {"attempt-timeout", 0, true, Scope::kFetch},
+    {"idempotency-key", 0, true, Scope::kFetch},
+    {"settings", 0, true, Scope::kFetch},
+    {"trace", 0, false, Scope::kFetch},
+    {"metrics", 0, false, Scope::kFetch},
+    {"repeat", 0, true, Scope::kFetch},
+    {"concurrency", 0, true, Scope::kFetch},
+    {"duration", 0, true, Scope::kDemo},
+    {"rate", 0, true, Scope::kDemo},
+    {"plot", 0, true, Scope::kDemo},
+};
+
+const Flag* find_long(std::string_view name) {
+  for (const Flag& f : kFlags) {
+    if (f.long_name == name) return &f;
+  }
+  return nullptr;
+}
+
+const Flag* find_short(char c) {
+  for (const Flag& f : kFlags) {
+    if (f.short_name == c) return &f;
+  }
+  return nullptr;
+}
+
+std::string quoted(std::string_view s) {
+  constexpr size_t kMax = 80;
+  std::string out = "'";
+  for (char c : s.substr(0, kMax)) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+      out += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  if (s.size() > kMax) out += "...";
+  return out + "'";
+}
+
+// A whole number in [lo, hi], or an error naming the flag.
+std::optional<std::string> parse_int(const std::string& flag, const std::string& text, int32_t lo, int32_t hi,
+                                     int32_t& out) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
+    return flag + ": expected a whole number " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
+           quoted(text);
+  }
+  out = static_cast<int32_t>(value);
+  return std::nullopt;
+}
+
+std::optional<std::string> duration_of(const std::string& flag, const std::string& text, std::string& out) {
+  std::optional<std::string> ms = parse_duration(text);
+  if (!ms) {
+    return flag + ": expected seconds (like 2.5) or a duration (like 250ms, 5s, 1m) above zero, got " +
+           quoted(text);
+  }
+  out = *ms;
+  return std::nullopt;
+}
+
+// --resolve HOST:PORT:ADDRESS, as curl spells it; HOST and ADDRESS may be bracketed IPv6 literals.
+std::optional<std::string> parse_resolve(const std::string& text, std::pair<std::string, std::string>& out) {
+  const std::string bad =
+      "--resolve: expected HOST:PORT:ADDRESS (like payments:8443:127.0.0.1), got " + quoted(text);
+  size_t host_end = 0;
+  if (!text.empty() && text[0] == '[') {
+    host_end = text.find(']');
+    if (host_end == std::string::npos) return bad;
+    ++host_end;
+  } else {
+    host_end = text.find(':');
+  }
+  if (host_end == 0 || host_end == std::string::npos || host_end >= text.size() || text[host_end] != ':') {
+    return bad;
+  }
+  const size_t port_end = text.find(':', host_end + 1);
+  if (port_end == std::string::npos) return bad;
+  const std::string host = text.substr(0, host_end);
+  const std::string port = text.substr(host_end + 1, port_end - host_end - 1);
+  std::string address = text.substr(port_end + 1);
+  int32_t port_number = 0;
+  if (parse_int("--resolve", port, 1, 65535, port_number)) {
+    return "--resolve: the port in " + quoted(text) + " must be 1..65535, got " + quoted(port);
+  }
+  if (address.empty()) return bad;
+  if (address.find(':') != std::string::npos && address.front() != '[') address = "[" + address + "]";
+  out = {host + ":" + port, address + ":" + port};
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_header(const std::string& text, std::pair<std::string, std::string>& out) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0) {
+    return "-H: expected 'Name: value', got " + quoted(text);
+  }
+  std::string value = text.substr(colon + 1);
+  const size_t start = value.find_first_not_of(" \t");
+  value = start == std::string::npos ? std::string() : value.substr(start);
+  out = {text.substr(0, colon), value};
+  return std::nullopt;
+}
+
+DataPiece data_piece(const std::string& flag, const std::string& text) {
+  DataPiece piece;
+  piece.flag = flag;
+  if (!text.empty() && text[0] == '@') {
+    piece.from_file = true;
+    piece.text = text.substr(1);
+    piece.strip_newlines = flag == "-d";
+  } else {
+    piece.text = text;
+  }
+  return piece;
+}
+
+// Applies one flag. `shown` is how the user spelt it, for messages.
+std::optional<std::string> apply(const Flag& flag, const std::string& shown, const std::string& value,
+                                 Invocation& inv) {
+  FetchOptions& f = inv.fetch;
+  DemoOptions& d = inv.demo;
+  const std::string_view n = flag.long_name;
+  if (n == "header") {
+    std::pair<std::string, std::string> h;
+    if (auto e = parse_header(value, h)) return e;
+    f.headers.push_back(std::move(h));
+  } else if (n == "data") {
+    f.data.push_back(data_piece("-d", value));
+  } else if (n == "data-binary") {
+    f.data.push_back(data_piece("--data-binary", value));
+  } else if (n == "output") {
+    if (value.empty()) return shown + ": needs a file name";
+    f.output = value;
+  } else if (n == "include") {
+    f.include = true;
+  } else if (n == "fail") {
+    f.fail = true;
+  } else if (n == "silent") {
+    f.silent = true;
+  } else if (n == "verbose") {
+    f.verbose = true;
+  } else if (n == "cacert" || n == "cert" || n == "key") {
+    if (value.empty()) return shown + ": needs a file name";
+    (n == "cacert" ? f.cacert : n == "cert" ? f.cert : f.key) = value;
+  } else if (n == "retry") {
+    int32_t retries = 0;
+    if (auto e = parse_int(shown, value, 0, 9, retries)) return *e + " (retries after the first attempt)";
+    f.retry = retries;
+  } else if (n == "max-time" || n == "connect-timeout" || n == "attempt-timeout") {
+    std::string ms;
+    if (auto e = duration_of(shown, value, ms)) return e;
+    (n == "max-time" ? f.max_time : n == "connect-timeout" ? f.connect_timeout : f.attempt_timeout) = ms;
+  } else if (n == "resolve") {
+    std::pair<std::string, std::string> entry;
+    if (auto e = parse_resolve(value, entry)) return e;
+    f.resolve.push_back(std::move(entry));
+  } else if (n == "idempotency-key") {
+    if (value.empty()) return shown + ": needs a key";
+    f.idempotency_key = value;
+  } else if (n == "settings") {
+    if (value.empty()) return shown + ": needs a file name";
+    f.settings_file = value;
+  } else if (n == "trace") {
+    f.trace = true;
+  } else if (n == "metrics") {
+    f.metrics = true;
+  } else if (n == "repeat") {
+    return parse_int(shown, value, 1, 1000000, f.repeat);
+  } else if (n == "concurrency") {
+    return parse_int(shown, value, 1, 1000, f.concurrency);
+  } else if (n == "duration") {
+    return parse_int(shown, value, 5, 3600, d.duration_s);
+  } else if (n == "rate") {
+    return parse_int(shown, value, 1, 2000, d.rate);
+  } else if (n == "plot") {
+    if (value.empty()) return shown + ": needs a file name";
+    d.plot = value;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_scope(const Flag& flag, const std::string& shown,
+                                       Invocation::Command command) {
+  const bool demo = command == Invocation::Command::kDemo;
+  if (flag.scope == Scope::kDemo && !demo) return shown + ": only for 'humus-http demo'";
+  if (flag.scope == Scope::kFetch && demo)
+    return shown + ": not for 'humus-http demo' (see humus-http --help)";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> parse_duration(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string number = text.substr(0, i);
+  const std::string unit = text.substr(i);
+  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return std::nullopt;
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1000;  // curl's spelling: seconds
+  } else if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
+  } else {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(number.c_str(), &end);
+  if (errno != 0 || end != number.c_str() + number.size() || !std::isfinite(value)) return std::nullopt;
+  const double ms = std::round(value * scale);
+  // Above zero, and small enough to be exact; the settings' own checks bound it further (timeout <= 1h).
+  if (ms < 1 || ms > 1e12) return std::nullopt;
+  return std::to_string(static_cast<int64_t>(ms)) + "ms";
+}
+
+std::optional<std::string> parse_args(const std::vector<std::string>& args, Invocation& out) {
+  using Command = Invocation::Command;
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") {
+      out.command = Command::kHelp;
+      return std::nullopt;
+    }
+  }
+  if (args.empty()) return "no command given (see humus-http --help)";
+  const std::string& command = args[0];
+  if (command == "--version" || command == "-V") {
+    out.command = Command::kVersion;
+    return std::nullopt;
+  }
+  if (command == "demo") {
+    out.command = Command::kDemo;
+  } else if (command == "get" || command == "head" || command == "post" || command == "put" ||
+             command == "delete") {
+    out.command = Command::kFetch;
+    for (char c : command) out.fetch.method += static_cast<char>(c - 'a' + 'A');
+  } else if (!command.empty() && command[0] == '-') {
+    return "expected a command (get, head, post, put, delete, demo) before " + quoted(command) +
+           " (see humus-http --help)";
+  } else {
+    return "unknown command " + quoted(command) + " (commands: get, head, post, put, delete, demo)";
+  }
+
+  bool options_done = false;
+  std::vector<std::string> positional;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (options_done || a.size() < 2 || a[0] != '-') {
+      positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      continue;
+    }
+    // The value of the flag at args[i]: attached (--x=v, -Hv) or the next argument.
+    const auto take_value = [&](const std::string& shown, std::optional<std::string> attached,
+                                std::string& value) -> std::optional<std::string> {
+      if (attached) {
+        value = *attached;
+        return std::nullopt;
+      }
+      if (i + 1 >= args.size()) return shown + ": needs a value (see humus-http --help)";
+      value = args[++i];
+      return std::nullopt;
+    };
+    if (a.rfind("--", 0) == 0) {
+      const size_t eq = a.find('=');
+      const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      const std::string shown = "--" + name;
+      const Flag* flag = find_long(name);
+      if (flag == nullptr) return "unknown option " + quoted(shown) + " (see humus-http --help)";
+      if (auto e = check_scope(*flag, shown, out.command)) return e;
+      std::string value;
+      if (flag->takes_value) {
+        std::optional<std::string> attached;
+        if (eq != std::string::npos) attached = a.substr(eq + 1);
+        if (auto e = take_value(shown, attached, value)) return e;
+      } else if (eq != std::string::npos) {
+        return shown + ": takes no value, got " + quoted(a.substr(eq + 1));
+      }
+      if (auto e = apply(*flag, shown, value, out)) return e;
+      continue;
+    }
+    // A cluster of short flags: -sfi, -H 'X: y', -HX:y, -o file.
+    for (size_t j = 1; j < a.size(); ++j) {
+      const std::string shown = std::string("-") + a[j];
+      const Flag* flag = find_short(a[j]);
+      if (flag == nullptr) return "unknown option " + quoted(shown) + " (see humus-http --help)";
+      if (auto e = check_scope(*flag, shown, out.command)) return e;
+      std::string value;
+      if (flag->takes_value) {
+        std::optional<std::string> attached;
+        if (j + 1 < a.size()) attached = a.substr(j + 1);
+        if (auto e = take_value(shown, attached, value)) return e;
+        if (auto e = apply(*flag, shown, value, out)) return e;
+        break;
+      }
+      if (auto e = apply(*flag, shown, value, out)) return e;
+    }
+  }
+
+  if (out.command == Command::kDemo) {
+    if (!positional.empty())
+      return "demo: unexpected argument " + quoted(positional[0]) + " (it takes no URL)";
+    return std::nullopt;
+  }
+  if (positional.empty()) return command + ": needs a URL (see humus-http --help)";
+  if (positional.size() > 1) {
+    return command + ": one URL per command, got a second: " + quoted(positional[1]) +
+           " (to call it again, use --repeat N)";
+  }
+  FetchOptions& f = out.fetch;
+  f.url = positional[0];
+  if (!f.data.empty() && (f.method == "GET" || f.method == "HEAD")) {
+    return f.data.front().flag + ": " + command + " sends no body (use post, put or delete)";
+  }
+  if (f.key && !f.cert) return "--key: needs --cert (the client certificate the key belongs to)";
+  if (f.concurrency > f.repeat) {
+    return "--concurrency: " + std::to_string(f.concurrency) + " is more than the calls to make (--repeat " +
+           std::to_string(f.repeat) + ")";
+  }
+  return std::nullopt;
+}
+
+std::string help_text() {
+  std::string text =
+      R"(humus-http — a resilient HTTP client on the command line, and a demo of what resilience looks like.
+
+Usage:
+  humus-http get|head|post|put|delete [options] URL
+  humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg]
+  humus-http --help | --version
+
+Each call goes through one humus_http client (libhumus_http): deadlines, retries within a budget, a circuit
+breaker and a bulkhead, with the client's defaults unless a flag or --settings says otherwise. Same-origin
+redirects are followed by the client itself; a redirect to another origin is returned as it came.
+
+Options as curl spells them (short flags combine: -sfi):
+  -H, --header 'Name: value'   add a request header (repeatable)
+  -d, --data DATA              request body (repeatable, joined with '&'); @FILE reads FILE without its
+                               newlines, @- reads stdin; Content-Type defaults to
+                               application/x-www-form-urlencoded. Only for post, put and delete
+      --data-binary DATA       as -d, but @FILE is sent byte for byte
+  -o, --output FILE            write the body to FILE instead of stdout
+  -i, --include                print the status line and response headers before the body (head always
+                               prints them)
+  -f, --fail                   exit 22, printing no body, when the status is 400 or more
+  -s, --silent                 print no error message (the exit status still tells)
+  -v, --verbose                print the effective settings, the request as given to the client, the
+                               response's status line and headers, and the attempts made, on stderr
+      --cacert FILE            trust only this CA (PEM) for https; without it, the system's roots
+      --cert FILE              client certificate (PEM) for mutual TLS; its key too, unless --key
+      --key FILE               the client certificate's private key (PEM)
+      --retry N                at most N retries after the first attempt, 0..9 (the client's setting
+                               max_attempts = N+1; default: the client's, 2 retries). Retries happen only
+                               where the client's rules allow: a safe method or an idempotency key, a
+                               retryable result, budget left, time left
+  -m, --max-time T             deadline of the whole call: attempts, waits and body (setting timeout,
+                               default 10s). T is seconds as in curl (2.5) or a duration (250ms, 5s, 1m)
+      --connect-timeout T      bound on dialling and the TLS handshake (connect_timeout, default 2s)
+      --resolve HOST:PORT:ADDR connect to ADDR for HOST:PORT, still verifying TLS for HOST (repeatable)
+
+The client's own options:
+      --attempt-timeout T      bound on one attempt, dial to response headers (attempt_timeout, default 5s)
+      --idempotency-key KEY    send Idempotency-Key: KEY, making a post retryable
+      --settings FILE          the client's settings as JSON (SPEC §3: base_url, timeout, retry_budget,
+                               breaker, trip, probe, bulkhead, tls, classify, ...); the flags above win
+                               over the file; base_url defaults to the URL's origin
+      --trace                  print on stderr, as the call goes: each attempt's result and how the client
+                               classified it (status or error; retry: again|done; breaker: success|failure|
+                               ignored; Retry-After) with the breaker's state and counts and the retry budget
+                               before it; each breaker state change, as the client logs it; and for each call its
+                               outcome, attempts, the retry decisions it took (done, again, throttled, exhausted,
+                               expired, stopped: from the client's metrics), and the breaker and budget after it.
+                               Not shown: the backoff wait chosen before each retry (the C ABI does not expose it)
+      --metrics                after the output, print the client's metrics on stdout in the Prometheus text
+                               format (request durations, breaker state, transitions and calls, retry decisions);
+                               with -o the body goes to the file and only the metrics to stdout
+      --repeat N               make N calls through the same client, one after another (default 1): the
+                               breaker and budget carry over, as in a service. Bodies are written in order
+      --concurrency N          with --repeat, up to N calls at once (threads on one client)
+
+Demo:
+  humus-http demo starts a built-in upstream on 127.0.0.1 that goes healthy -> slow -> failing (503 with
+  Retry-After, connection resets) -> recovering, sends a steady load through one client, prints a timeline
+  (one line per second) and a summary. No network, no setup.
+      --duration SECONDS       length of the run, 5..3600 (default 30); the phases scale with it
+      --rate N                 calls started per second, 1..2000 (default 200)
+      --plot FILE              also write the timeline as an SVG chart (open it in a browser)
+
+)";
+  text += exit_code::help_table();
+  return text;
+}
+
+}  // namespace humus::cli

@@ -1,0 +1,65 @@
+#pragma once
+// The command line of humus-http, parsed into what each command needs. Every refusal names the flag or value.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace humus::cli {
+
+// One -d / --data-binary: the bytes, or a file to read them from ("-" is stdin).
+struct DataPiece {
+  std::string flag;  // as given, for messages: "-d", "--data-binary"
+  std::string text;  // the literal, or the file name after '@'
+  bool from_file = false;
+  bool strip_newlines = false;  // -d @FILE drops CR and LF, as curl does; --data-binary keeps every byte
+};
+
+struct FetchOptions {
+  std::string method;  // "GET", "HEAD", "POST", "PUT", "DELETE"
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;  // -H, in order
+  std::vector<DataPiece> data;
+  std::optional<std::string> output;  // -o
+  bool include = false;               // -i
+  bool fail = false;                  // -f
+  bool silent = false;                // -s
+  bool verbose = false;               // -v
+  bool trace = false;                 // --trace
+  bool metrics = false;               // --metrics
+  std::optional<std::string> cacert, cert, key;
+  std::optional<int32_t> retry;  // --retry N: N retries, max_attempts N+1
+  // Durations in the settings' JSON spelling ("1500ms"), converted from curl's seconds.
+  std::optional<std::string> max_time, connect_timeout, attempt_timeout;
+  std::optional<std::string> idempotency_key;
+  std::optional<std::string> settings_file;
+  std::vector<std::pair<std::string, std::string>> resolve;  // "host:port" -> "address:port"
+  int32_t repeat = 1;
+  int32_t concurrency = 1;  // --concurrency
+};
+
+struct DemoOptions {
+  int32_t duration_s = 30;
+  int32_t rate = 200;               // calls per second
+  std::optional<std::string> plot;  // SVG file
+};
+
+struct Invocation {
+  enum class Command { kHelp, kVersion, kFetch, kDemo } command = Command::kHelp;
+  FetchOptions fetch;
+  DemoOptions demo;
+};
+
+// Parses argv (argv[0] excluded). On failure returns the one-line reason, naming the flag or value.
+std::optional<std::string> parse_args(const std::vector<std::string>& args, Invocation& out);
+
+// The complete --help text.
+std::string help_text();
+
+// "250ms" from curl's seconds ("0.25") or a duration with its unit ("250ms", "2s", "1m"); nullopt when the
+// text is neither or is not above zero.
+std::optional<std::string> parse_duration(const std::string& text);
+
+}  // namespace humus::cli

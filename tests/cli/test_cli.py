@@ -1,0 +1,623 @@
+"""humus-http get|head|post|put|delete against the project's test server: every flag, every exit status
+(except 1, which only an internal error produces), and a one-line error naming the flag for bad input."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server_harness import TestServer
+
+
+@pytest.fixture(autouse=True)
+def clean(server: TestServer) -> None:
+    server.reset()
+
+
+def https_args(server: TestServer, listener: str = "https") -> list[str]:
+    return ["--resolve", server.resolve(listener), "--cacert", str(server.ca_file)]
+
+
+def header(record: dict[str, Any], name: str) -> str | None:
+    for key, value in record["headers"]:
+        if key == name.lower():
+            return str(value)
+    return None
+
+
+def one_line_error(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got: {stderr!r}"
+    return lines[0]
+
+
+# ---- --help, --version and bad command lines ---------------------------------------------------------------
+
+FLAGS = ["-H, --header", "-d, --data", "--data-binary", "-o, --output", "-i, --include", "-f, --fail",
+         "-s, --silent", "-v, --verbose", "--cacert", "--cert", "--key", "--retry", "-m, --max-time",
+         "--connect-timeout", "--resolve", "--attempt-timeout", "--idempotency-key", "--settings", "--trace",
+         "--metrics",
+         "--repeat", "--concurrency", "--duration", "--rate", "--plot"]
+EXIT_CODES = [0, 1, 2, 3, 6, 7, 8, 16, 22, 23, 26, 28, 35, 56, 58, 60, 77, 78, 120, 121]
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_names_every_command_flag_and_exit_status(run, flag: str) -> None:
+    result = run(flag)
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    for command in ("get", "head", "post", "put", "delete", "demo"):
+        assert command in text
+    for f in FLAGS:
+        assert f in text, f
+    for code in EXIT_CODES:
+        assert re.search(rf"^\s+{code}  ", text, re.MULTILINE), f"exit status {code} not documented"
+
+
+def test_help_anywhere_on_the_line_wins(run) -> None:
+    assert run("get", "http://x/", "--help").returncode == 0
+
+
+def test_version(run) -> None:
+    result = run("--version")
+    assert result.returncode == 0
+    assert re.match(rb"humus-http \d+\.\d+\.\d+ \(libhumus_http \d+\.\d+\.\d+\)", result.stdout)
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    ([], "no command"),
+    (["fetch", "http://x/"], "'fetch'"),
+    (["--retry", "1", "get", "http://x/"], "'--retry'"),
+    (["get"], "needs a URL"),
+    (["get", "http://a/", "http://b/"], "'http://b/'"),
+    (["get", "http://x/", "--frobnicate"], "'--frobnicate'"),
+    (["get", "http://x/", "-Q"], "'-Q'"),
+    (["get", "http://x/", "-H"], "-H: needs a value"),
+    (["get", "http://x/", "-H", "no colon"], "-H: expected 'Name: value'"),
+    (["get", "http://x/", "-d", "a=1"], "-d: get sends no body"),
+    (["head", "http://x/", "--data-binary", "a"], "--data-binary: head sends no body"),
+    (["get", "http://x/", "--retry", "10"], "--retry: expected a whole number 0..9, got '10'"),
+    (["get", "http://x/", "--retry=x"], "--retry: expected a whole number 0..9, got 'x'"),
+    (["get", "http://x/", "--max-time", "0"], "--max-time: expected seconds"),
+    (["get", "http://x/", "-m", "soon"], "-m: expected seconds"),
+    (["get", "http://x/", "--connect-timeout", "-1"], "--connect-timeout: expected seconds"),
+    (["get", "http://x/", "--attempt-timeout", "5parsecs"], "--attempt-timeout: expected seconds"),
+    (["get", "http://x/", "--resolve", "payments:443"], "--resolve: expected HOST:PORT:ADDRESS"),
+    (["get", "http://x/", "--resolve", "payments:99999:127.0.0.1"], "--resolve: the port"),
+    (["get", "http://x/", "--key", "k.pem"], "--key: needs --cert"),
+    (["get", "http://x/", "--repeat", "0"], "--repeat: expected a whole number"),
+    (["get", "http://x/", "--concurrency", "2"], "--concurrency: 2 is more than the calls"),
+    (["get", "http://x/", "--include=yes"], "--include: takes no value"),
+    (["get", "http://x/", "--idempotency-key", ""], "--idempotency-key: needs a key"),
+    (["get", "http://x/", "--plot", "x.svg"], "--plot: only for 'humus-http demo'"),
+    (["demo", "-H", "X: y"], "-H: not for 'humus-http demo'"),
+    (["demo", "http://x/"], "demo: unexpected argument"),
+    (["demo", "--duration", "2"], "--duration: expected a whole number 5..3600, got '2'"),
+    (["demo", "--rate", "lots"], "--rate: expected a whole number 1..2000, got 'lots'"),
+    (["get", "http://x/", "--metrics=yes"], "--metrics: takes no value"),
+    (["get", "http://x/", "--colour", "x"], "unknown option '--colour'"),
+])
+def test_bad_command_lines_exit_2_with_one_line_naming_the_flag(run, args: list[str], named: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    line = one_line_error(result.stderr)
+    assert line.startswith("humus-http: ")
+    assert named in line
+    assert result.stdout == b""
+
+
+# ---- Methods, output and the curl flags --------------------------------------------------------------------
+
+def test_get_prints_the_body(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/hello?x=1"))
+    assert result.returncode == 0, result.stderr
+    echoed = json.loads(result.stdout)
+    assert echoed["method"] == "GET" and echoed["path"] == "/hello" and echoed["query"] == "x=1"
+    assert result.stderr == ""
+
+
+def test_head_prints_the_status_line_and_headers(run, server: TestServer) -> None:
+    server.script("/h", [{"status": 200, "headers": {"X-Answer": "42"}, "body": "ignored"}])
+    result = run("head", server.url("http", "/h"))
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    assert text.startswith("HTTP/1.1 200\r\n")
+    assert "x-answer: 42\r\n" in text.lower()
+    assert text.endswith("\r\n\r\n")
+    assert server.requests("/h")[0]["method"] == "HEAD"
+
+
+@pytest.mark.parametrize("command", ["post", "put", "delete"])
+def test_methods_with_a_body(run, server: TestServer, command: str) -> None:
+    result = run(command, server.url("http", "/m"), "-d", "a=1")
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/m")[0]
+    assert record["method"] == command.upper()
+    assert record["body_sha256"] == hashlib.sha256(b"a=1").hexdigest()
+    assert header(record, "content-type") == "application/x-www-form-urlencoded"
+
+
+def test_data_pieces_are_joined_with_ampersands_and_content_type_can_be_set(run, server: TestServer) -> None:
+    result = run("post", server.url("http", "/d"), "-d", "a=1", "--data", "b=2", "-H", "Content-Type: text/plain")
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/d")[0]
+    assert record["body_sha256"] == hashlib.sha256(b"a=1&b=2").hexdigest()
+    assert header(record, "content-type") == "text/plain"
+
+
+def test_data_from_a_file_drops_newlines_but_data_binary_keeps_every_byte(run, server: TestServer,
+                                                                          tmp_path: Path) -> None:
+    body = tmp_path / "body.txt"
+    body.write_bytes(b"line one\r\nline two\n\x00end")
+    assert run("post", server.url("http", "/d"), "-d", f"@{body}").returncode == 0
+    assert run("post", server.url("http", "/b"), "--data-binary", f"@{body}").returncode == 0
+    assert server.requests("/d")[0]["body_sha256"] == hashlib.sha256(b"line oneline two\x00end").hexdigest()
+    assert server.requests("/b")[0]["body_sha256"] == hashlib.sha256(body.read_bytes()).hexdigest()
+
+
+def test_data_binary_from_stdin(run, server: TestServer) -> None:
+    assert run("put", server.url("http", "/s"), "--data-binary", "@-", stdin=b"from\nstdin").returncode == 0
+    assert server.requests("/s")[0]["body_sha256"] == hashlib.sha256(b"from\nstdin").hexdigest()
+
+
+def test_header_flag_adds_headers_and_a_bad_value_is_refused_naming_it(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/h"), "-H", "X-One: 1", "--header", "X-Two:  two words")
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/h")[0]
+    assert header(record, "x-one") == "1" and header(record, "x-two") == "two words"
+    refused = run("get", server.url("http", "/h"), "-H", "X-Evil: a\rInjected: yes")
+    assert refused.returncode == 2
+    assert "-H 'X-Evil'" in one_line_error(refused.stderr)
+    assert len(server.requests("/h")) == 1  # nothing sent
+
+
+def test_output_writes_the_body_to_a_file(run, server: TestServer, tmp_path: Path) -> None:
+    server.script("/o", [{"body": "to a file\n"}])
+    out = tmp_path / "out.txt"
+    result = run("get", server.url("http", "/o"), "-o", str(out))
+    assert result.returncode == 0 and result.stdout == b""
+    assert out.read_bytes() == b"to a file\n"
+
+
+def test_include_prints_status_and_headers_before_the_body(run, server: TestServer) -> None:
+    server.script("/i", [{"status": 201, "headers": {"X-Made": "yes"}, "body": "made"}])
+    result = run("post", server.url("http", "/i"), "-i", "-d", "x")
+    assert result.returncode == 0
+    head, _, body = result.stdout.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 201") and b"x-made: yes" in head.lower()
+    assert body == b"made"
+
+
+def test_without_fail_an_error_status_is_printed_and_exits_0(run, server: TestServer) -> None:
+    server.script("/404", [{"status": 404, "body": "not here"}])
+    result = run("get", server.url("http", "/404"))
+    assert result.returncode == 0 and result.stdout == b"not here"
+
+
+@pytest.mark.parametrize("flag", ["-f", "--fail"])
+def test_fail_exits_22_on_400_or_more_and_writes_no_body(run, server: TestServer, tmp_path: Path,
+                                                         flag: str) -> None:
+    server.script("/404", [{"status": 404, "body": "not here"}])
+    out = tmp_path / "never.txt"
+    result = run("get", server.url("http", "/404"), flag, "-o", str(out))
+    assert result.returncode == 22
+    assert "404" in one_line_error(result.stderr) and "(22)" in result.stderr
+    assert not out.exists()
+    server.script("/399", [{"status": 302, "body": "moved"}])  # no Location: returned as it came
+    assert run("get", server.url("http", "/399"), flag).returncode == 0
+
+
+@pytest.mark.parametrize("flag", ["-s", "--silent"])
+def test_silent_prints_no_error_but_keeps_the_exit_status(run, flag: str) -> None:
+    result = run("get", "http://127.0.0.1:1/", flag, "--retry", "0")
+    assert result.returncode == 7
+    assert result.stderr == ""
+
+
+def test_short_flags_combine(run, server: TestServer) -> None:
+    server.script("/c", [{"status": 500, "body": "boom"}])
+    result = run("get", server.url("http", "/c"), "-sfi")
+    assert result.returncode == 22 and result.stderr == "" and result.stdout == b""
+
+
+@pytest.mark.parametrize("flag", ["-v", "--verbose"])
+def test_verbose_shows_settings_request_and_response(run, server: TestServer, flag: str) -> None:
+    result = run("get", server.url("http", "/v"), flag, "-H", "X-Mine: 1")
+    assert result.returncode == 0
+    err = result.stderr
+    assert "* settings: {" in err and '"max_attempts":3' in err
+    assert f"> GET {server.url('http', '/v')}" in err and "> X-Mine: 1" in err
+    assert "< HTTP/1.1 200" in err and "* 200 after 1 attempt" in err
+    assert json.loads(result.stdout)["path"] == "/v"
+
+
+def test_trace_reports_each_attempt_and_the_call(run, server: TestServer) -> None:
+    server.script("/t", [{"status": 503, "headers": {"Retry-After": "0"}}, {"status": 200, "body": "ok"}])
+    result = run("get", server.url("http", "/t"), "--trace")
+    assert result.returncode == 0 and result.stdout == b"ok"
+    err = result.stderr
+    assert "trace: client for http://127.0.0.1:" in err
+    assert re.search(r"trace: attempt 1: 503 -> retry: again, breaker: failure \| before it: breaker closed .*"
+                     r"budget 10\.0 of 10 tokens", err)
+    assert re.search(r"trace: attempt 2: 200 -> retry: done, breaker: success \| before it: breaker closed "
+                     r"\(0 successes, 1 failure, 1 in a row.*budget 9\.0 of 10 tokens", err)
+    assert re.search(r"trace: call 1 of 1: 200 after 2 attempts in \d+ ms \| retry decisions: done 1, again 1 \| "
+                     r"after it: breaker closed \(1 success, 1 failure.*budget 9\.1 of 10 tokens", err)
+
+
+def test_trace_names_transport_errors_and_the_open_breaker(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "s.json"
+    settings.write_text('{"trip": {"consecutive_failures": 2}}')
+    server.script("/r", [{"reset": "before_headers"}])
+    result = run("get", server.url("http", "/r"), "--trace", "--settings", str(settings), "--retry", "3")
+    assert result.returncode == 120
+    assert "trace: attempt 1: HUMUS_E_CONNECTION_LOST" in result.stderr
+    assert "-> retry: again, breaker: failure" in result.stderr
+    assert re.search(r"trace: breaker closed -> open: circuit for http://127\.0\.0\.1:\d+: closed -> open",
+                     result.stderr)
+    assert re.search(r"trace: call 1 of 1: HUMUS_E_REJECTED after 2 attempts in \d+ ms \| retry decisions: "
+                     r"again 2, stopped 1 \| after it: breaker open", result.stderr)
+
+
+def test_trace_with_concurrency_totals_the_decisions(run, server: TestServer) -> None:
+    server.script("/c", [{"body": "x"}])
+    result = run("get", server.url("http", "/c"), "--trace", "--repeat", "3", "--concurrency", "3")
+    assert result.returncode == 0
+    assert "trace: retry decisions of all 3 calls: done 3" in result.stderr
+
+
+def test_metrics_prints_prometheus_text_after_the_body(run, server: TestServer) -> None:
+    server.script("/m", [{"status": 503, "headers": {"Retry-After": "0"}}, {"status": 200, "body": "no newline"}])
+    result = run("get", server.url("http", "/m"), "--metrics")
+    assert result.returncode == 0
+    body, _, metrics = result.stdout.decode().partition("\n")
+    assert body == "no newline"
+    labels = f'server_address="127.0.0.1",server_port="{server.port("http")}"'
+    assert "# TYPE humus_retry_decisions_total counter" in metrics
+    assert f'humus_retry_decisions_total{{{labels},humus_retry_decision="again"}} 1' in metrics
+    assert f'humus_retry_decisions_total{{{labels},humus_retry_decision="done"}} 1' in metrics
+    assert f'humus_circuit_calls_total{{{labels},humus_circuit_outcome="failure"}} 1' in metrics
+    assert f'humus_circuit_state{{{labels},humus_circuit_state="closed"}} 1' in metrics
+    assert f"http_client_request_duration_seconds_count{{{labels}}} 2" in metrics
+
+
+def test_metrics_with_output_leave_only_the_metrics_on_stdout(run, server: TestServer, tmp_path: Path) -> None:
+    out = tmp_path / "body"
+    result = run("get", server.url("http", "/x"), "--metrics", "-o", str(out))
+    assert result.returncode == 0
+    assert result.stdout.startswith(b"# HELP ")
+    assert json.loads(out.read_bytes())["path"] == "/x"
+
+
+def test_metrics_count_a_rejected_call(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "trip.json"
+    settings.write_text('{"trip": {"consecutive_failures": 1}, "max_attempts": 1}')
+    server.script("/down", [{"status": 503}])
+    result = run("get", server.url("http", "/down"), "--settings", str(settings), "--repeat", "2", "--metrics",
+                 "-s")
+    assert result.returncode == 120
+    text = result.stdout.decode()
+    assert re.search(r'humus_circuit_calls_total\{[^}]*humus_circuit_outcome="rejected"\} 1', text)
+    assert re.search(r'humus_circuit_transitions_total\{[^}]*humus_circuit_state="open"\} 1', text)
+
+
+# ---- Retries, timeouts and the client's own flags ---------------------------------------------------------
+
+@pytest.mark.parametrize(("retries", "attempts"), [("0", 1), ("2", 3)])
+def test_retry_sets_the_retries_after_the_first_attempt(run, server: TestServer, retries: str,
+                                                         attempts: int) -> None:
+    server.script("/503", [{"status": 503, "headers": {"Retry-After": "0"}, "body": "busy"}])
+    result = run("get", server.url("http", "/503"), "--retry", retries, "-v")
+    assert result.returncode == 0 and result.stdout == b"busy"  # the last 503, as it came
+    assert len(server.requests("/503")) == attempts
+    assert f"after {attempts} attempt" in result.stderr
+
+
+def test_max_time_bounds_the_whole_call(run, server: TestServer) -> None:
+    server.script("/slow", [{"delay_ms": 3000}])
+    started = time.monotonic()
+    result = run("get", server.url("http", "/slow"), "--max-time", "0.3")
+    assert result.returncode == 28
+    assert "HUMUS_E_TIMEOUT" in one_line_error(result.stderr)
+    assert time.monotonic() - started < 2.5
+
+
+def test_attempt_timeout_bounds_each_attempt_and_the_next_one_succeeds(run, server: TestServer) -> None:
+    server.script("/once-slow", [{"delay_ms": 2000}, {"body": "second"}])
+    result = run("get", server.url("http", "/once-slow"), "--attempt-timeout", "200ms", "--trace")
+    assert result.returncode == 0 and result.stdout == b"second"
+    assert "trace: attempt 1: HUMUS_E_TIMEOUT" in result.stderr
+    assert len(server.requests("/once-slow")) == 2
+
+
+def test_attempt_timeout_on_every_attempt_exits_28(run, server: TestServer) -> None:
+    server.script("/slow", [{"delay_ms": 2000}])
+    result = run("get", server.url("http", "/slow"), "--attempt-timeout", "0.15", "--retry", "1")
+    assert result.returncode == 28
+    assert "after 2 attempts" in result.stderr
+
+
+def test_connect_timeout_reaches_the_settings_and_is_checked_against_the_others(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/ct"), "--connect-timeout", "1.5", "-v")
+    assert result.returncode == 0
+    assert '"connect_timeout":"1500ms"' in result.stderr
+    refused = run("get", server.url("http", "/ct"), "--connect-timeout", "8")  # over attempt_timeout (5s)
+    assert refused.returncode == 2
+    line = one_line_error(refused.stderr)
+    assert "--connect-timeout: connect_timeout: must be <= attempt_timeout" in line
+    both = run("get", server.url("http", "/ct"), "--connect-timeout", "8", "--attempt-timeout", "9s")
+    assert both.returncode == 0
+
+
+def test_timeouts_over_an_hour_are_refused_naming_the_flag(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/"), "--max-time", "2h")
+    assert result.returncode == 2
+    assert one_line_error(result.stderr).startswith("humus-http: (2) --max-time: timeout:")
+
+
+def test_idempotency_key_makes_a_post_retryable(run, server: TestServer) -> None:
+    steps = [{"status": 503, "headers": {"Retry-After": "0"}}, {"status": 200, "body": "done"}]
+    server.script("/pay", steps)
+    plain = run("post", server.url("http", "/pay"), "-d", "x")
+    assert plain.returncode == 0 and len(server.requests("/pay")) == 1  # a POST without a key: one attempt
+    server.reset()
+    server.script("/pay", steps)
+    keyed = run("post", server.url("http", "/pay"), "-d", "x", "--idempotency-key", "order-17")
+    assert keyed.returncode == 0 and keyed.stdout == b"done"
+    records = server.requests("/pay")
+    assert len(records) == 2
+    assert all(header(r, "idempotency-key") == "order-17" for r in records)
+
+
+def test_settings_file_configures_the_client_and_flags_win(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "client.json"
+    settings.write_text(json.dumps({"max_attempts": 1, "headers": {"X-From-File": "yes"}}))
+    server.script("/503", [{"status": 503, "headers": {"Retry-After": "0"}}])
+    assert run("get", server.url("http", "/503"), "--settings", str(settings)).returncode == 0
+    records = server.requests("/503")
+    assert len(records) == 1 and header(records[0], "x-from-file") == "yes"
+    server.reset()
+    server.script("/503", [{"status": 503, "headers": {"Retry-After": "0"}}])
+    assert run("get", server.url("http", "/503"), "--settings", str(settings), "--retry", "1").returncode == 0
+    assert len(server.requests("/503")) == 2
+
+
+def test_settings_base_url_of_another_origin_is_refused(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "other.json"
+    settings.write_text('{"base_url": "http://127.0.0.1:1"}')
+    result = run("get", server.url("http", "/x"), "--settings", str(settings))
+    assert result.returncode == 2
+    assert "HUMUS_E_CROSS_ORIGIN" in one_line_error(result.stderr)
+    assert server.requests("/x") == []
+
+
+@pytest.mark.parametrize(("content", "named"), [
+    ('{"timeout": "soon", "breaker": {"windw": 3}}', 'unknown key "breaker.windw" (did you mean'),
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "must be a JSON object"),
+])
+def test_a_bad_settings_file_exits_78_naming_every_bad_key(run, server: TestServer, tmp_path: Path,
+                                                          content: str, named: str) -> None:
+    settings = tmp_path / "bad.json"
+    settings.write_text(content)
+    result = run("get", server.url("http", "/x"), "--settings", str(settings))
+    assert result.returncode == 78
+    line = one_line_error(result.stderr)
+    assert f"--settings {settings}" in line and named in line
+    if "soon" in content:
+        assert "timeout:" in line  # every bad key at once
+
+
+def test_an_unreadable_settings_file_exits_78(run, server: TestServer, tmp_path: Path) -> None:
+    result = run("get", server.url("http", "/x"), "--settings", str(tmp_path / "missing.json"))
+    assert result.returncode == 78
+    assert "--settings: cannot read" in one_line_error(result.stderr)
+
+
+def test_resolve_sends_a_name_to_an_address(run, server: TestServer) -> None:
+    port = server.port("http")
+    result = run("get", f"http://payments:{port}/r", "--resolve", f"payments:{port}:127.0.0.1")
+    assert result.returncode == 0, result.stderr
+    assert server.requests("/r")[0]["authority"] == f"payments:{port}"
+
+
+def test_cacert_and_resolve_reach_https_over_http2(run, server: TestServer) -> None:
+    result = run("get", server.url("https", "/tls"), *https_args(server))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["protocol"] == "2"
+
+
+def test_cert_and_key_authenticate_to_the_mtls_listener(run, server: TestServer, tmp_path: Path) -> None:
+    base = [server.url("mtls", "/m"), *https_args(server, "mtls")]
+    separate = run("get", *base, "--cert", str(server.client_cert), "--key", str(server.client_key))
+    assert separate.returncode == 0, separate.stderr
+    # curl's rule: without --key, the key is read from the --cert file.
+    both = tmp_path / "client-with-key.pem"
+    both.write_bytes(server.client_cert.read_bytes() + server.client_key.read_bytes())
+    combined = run("get", *base, "--cert", str(both))
+    assert combined.returncode == 0, combined.stderr
+    assert [r["client_cert"] for r in server.requests("/m")] == ["humus_http test client"] * 2
+
+
+def test_repeat_makes_calls_through_one_client_and_writes_bodies_in_order(run, server: TestServer) -> None:
+    server.script("/n", [{"body": "1"}, {"body": "2"}, {"body": "3"}])
+    result = run("get", server.url("http", "/n"), "--repeat", "3", "--trace")
+    assert result.returncode == 0 and result.stdout == b"123"
+    assert len(server.requests("/n")) == 3
+    assert "trace: call 3 of 3: 200" in result.stderr
+    assert len({r["connection"] for r in server.requests("/n")}) == 1  # one client: the connection is reused
+
+
+def test_concurrency_runs_calls_at_once(run, server: TestServer) -> None:
+    server.script("/wait", [{"delay_ms": 600, "body": "x"}])
+    started = time.monotonic()
+    result = run("get", server.url("http", "/wait"), "--repeat", "4", "--concurrency", "4")
+    assert result.returncode == 0 and result.stdout == b"xxxx"
+    assert time.monotonic() - started < 2.0  # 4 x 600 ms one after another would take 2.4 s
+
+
+# ---- Exit statuses -----------------------------------------------------------------------------------------
+
+def test_exit_3_for_a_malformed_url(run) -> None:
+    for url in ("ftp://example/", "http://", "not-a-url"):
+        result = run("get", url)
+        assert result.returncode == 3, url
+        assert f"URL '{url}'" in one_line_error(result.stderr)
+
+
+def test_exit_6_when_the_name_does_not_resolve(run) -> None:
+    result = run("get", "http://no-such-host.invalid/", "--retry", "0")
+    assert result.returncode == 6
+    assert "HUMUS_E_RESOLVE" in one_line_error(result.stderr)
+
+
+def test_exit_7_when_nothing_listens(run) -> None:
+    result = run("get", "http://127.0.0.1:1/", "--retry", "0")
+    assert result.returncode == 7
+    assert "HUMUS_E_CONNECT" in one_line_error(result.stderr)
+
+
+def test_exit_8_when_the_server_breaks_http(run, server: TestServer) -> None:
+    server.script("/dup", [{"duplicate_content_length": True, "body": "hello"}])
+    result = run("get", server.url("http", "/dup"), "--retry", "0")
+    assert result.returncode == 8
+    assert "HUMUS_E_PROTOCOL" in one_line_error(result.stderr)
+
+
+def test_exit_16_when_http2_streams_are_never_processed(run, server: TestServer) -> None:
+    server.script("/ga", [{"goaway_unprocessed": True}])
+    result = run("get", server.url("https", "/ga"), *https_args(server), "--retry", "0")
+    assert result.returncode == 16
+    assert "HUMUS_E_STREAM_REFUSED" in one_line_error(result.stderr)
+
+
+def test_exit_23_when_the_output_cannot_be_written(run, server: TestServer, tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "dir" / "out"
+    result = run("get", server.url("http", "/x"), "-o", str(target))
+    assert result.returncode == 23
+    assert f"-o {target}: cannot write" in one_line_error(result.stderr)
+
+
+@pytest.mark.parametrize("flag", ["-d", "--data-binary"])
+def test_exit_26_when_the_body_file_cannot_be_read(run, server: TestServer, tmp_path: Path, flag: str) -> None:
+    result = run("post", server.url("http", "/x"), flag, f"@{tmp_path / 'missing'}")
+    assert result.returncode == 26
+    assert f"{flag} @{tmp_path / 'missing'}: cannot read" in one_line_error(result.stderr)
+    assert server.requests("/x") == []
+
+
+def test_exit_35_when_the_handshake_fails_for_want_of_a_client_certificate(run, server: TestServer) -> None:
+    result = run("get", server.url("mtls", "/m"), *https_args(server, "mtls"), "--retry", "0")
+    assert result.returncode == 35
+    assert "HUMUS_E_TLS_CLIENT_CERT" in one_line_error(result.stderr)
+
+
+def test_exit_35_when_the_server_offers_only_old_tls(run, server: TestServer) -> None:
+    if not server.port("tls11"):
+        pytest.skip("this machine's OpenSSL cannot serve TLS 1.1: " + "; ".join(server.ready.get("notes", [])))
+    result = run("get", server.url("tls11", "/old"), *https_args(server, "tls11"), "--retry", "0")
+    assert result.returncode == 35
+    assert "HUMUS_E_TLS" in one_line_error(result.stderr)
+
+
+def test_exit_56_when_the_connection_is_reset(run, server: TestServer) -> None:
+    server.script("/reset", [{"reset": "before_headers"}])
+    result = run("get", server.url("http", "/reset"), "--retry", "0")
+    assert result.returncode == 56
+    assert "HUMUS_E_CONNECTION_LOST" in one_line_error(result.stderr)
+
+
+def test_exit_58_when_the_client_certificate_cannot_be_read(run, server: TestServer, tmp_path: Path) -> None:
+    result = run("get", server.url("mtls", "/m"), *https_args(server, "mtls"), "--cert", str(tmp_path / "none.pem"))
+    assert result.returncode == 58
+    assert one_line_error(result.stderr).startswith("humus-http: (58) --cert: ")
+    key = run("get", server.url("mtls", "/m"), *https_args(server, "mtls"), "--cert", str(server.client_cert),
+              "--key", str(tmp_path / "none.key"))
+    assert key.returncode == 58
+    assert one_line_error(key.stderr).startswith("humus-http: (58) --key: ")
+
+
+@pytest.mark.parametrize("listener", ["untrusted", "cn_only"])
+def test_exit_60_when_the_server_certificate_is_refused(run, server: TestServer, listener: str) -> None:
+    result = run("get", server.url(listener, "/"), *https_args(server, listener), "--retry", "0")
+    assert result.returncode == 60
+    assert "HUMUS_E_TLS" in one_line_error(result.stderr)
+
+
+def test_exit_60_for_a_certificate_of_another_name(run, server: TestServer) -> None:
+    port = server.port("https")
+    result = run("get", f"https://ledger:{port}/", "--resolve", f"ledger:{port}:127.0.0.1", "--cacert",
+                 str(server.ca_file), "--retry", "0")
+    assert result.returncode == 60
+
+
+def test_exit_77_when_the_ca_file_cannot_be_read(run, server: TestServer, tmp_path: Path) -> None:
+    result = run("get", server.url("https", "/"), "--resolve", server.resolve("https"), "--cacert",
+                 str(tmp_path / "none.pem"))
+    assert result.returncode == 77
+    assert one_line_error(result.stderr).startswith("humus-http: (77) --cacert: ")
+
+
+def test_cacert_on_a_plain_http_url_is_refused_naming_it(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/"), "--cacert", str(server.ca_file))
+    assert result.returncode == 2
+    assert "--cacert" in one_line_error(result.stderr)
+
+
+def test_exit_120_when_the_breaker_opens_before_a_retry(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "trip.json"
+    settings.write_text('{"trip": {"consecutive_failures": 1}, "breaker": {"open_for": "30s"}}')
+    server.script("/down", [{"reset": "before_headers"}])
+    result = run("get", server.url("http", "/down"), "--settings", str(settings), "--retry", "2")
+    assert result.returncode == 120
+    line = one_line_error(result.stderr)
+    assert "HUMUS_E_REJECTED" in line and "nothing was sent" in line and "after 1 attempt" in line
+    assert re.search(r"stays open \d+ ms more", line)
+    assert len(server.requests("/down")) == 1
+
+
+def test_exit_120_for_later_calls_once_the_breaker_is_open(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "trip.json"
+    settings.write_text('{"trip": {"consecutive_failures": 2}, "max_attempts": 1}')
+    server.script("/down", [{"status": 503}])
+    result = run("get", server.url("http", "/down"), "--settings", str(settings), "--repeat", "4", "-s")
+    assert result.returncode == 120  # the last call's
+    assert len(server.requests("/down")) == 2
+
+
+def test_exit_121_when_the_bulkhead_is_full(run, server: TestServer, tmp_path: Path) -> None:
+    settings = tmp_path / "bulkhead.json"
+    settings.write_text('{"bulkhead": {"max_concurrent": 1, "wait": "0s"}}')
+    server.script("/hold", [{"delay_ms": 800, "body": "held"}])
+    result = run("get", server.url("http", "/hold"), "--settings", str(settings), "--repeat", "2",
+                 "--concurrency", "2")
+    assert result.returncode == 121
+    line = one_line_error(result.stderr)
+    assert "HUMUS_E_BULKHEAD_FULL" in line and "after 0 attempts" in line
+    assert result.stdout == b"held"  # the other call's body
+    assert len(server.requests("/hold")) == 1
+
+
+# ---- Installed --------------------------------------------------------------------------------------------
+
+def test_the_installed_binary_finds_its_library(cli: Path, tmp_path: Path) -> None:
+    build = cli.parent.parent
+    if not (build / "CMakeCache.txt").exists():
+        pytest.skip(f"{cli} is not in a CMake build tree")
+    cmake = shutil.which("cmake")
+    assert cmake, "cmake not found"
+    subprocess.run([cmake, "--install", str(build), "--prefix", str(tmp_path)], check=True, capture_output=True,
+                   timeout=120)
+    installed = tmp_path / "bin" / "humus-http"
+    assert installed.exists()
+    result = subprocess.run([str(installed), "--version"], capture_output=True, timeout=30, check=False,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"humus-http ")
