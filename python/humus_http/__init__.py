@@ -14,6 +14,7 @@ from __future__ import annotations
 from . import _native
 from ._async import AsyncClient
 from ._client import Client, QueryParams
+from ._context import CallContext
 from ._errors import (
     BulkheadFullError,
     CancelledCallError,
@@ -60,6 +61,7 @@ __all__ = [
     "BreakerCounts",
     "BreakerPolicy",
     "Bulkhead",
+    "CallContext",
     "BulkheadFullError",
     "CancelledCallError",
     "CircuitOpenError",

@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from . import _native
+from ._context import ContextTypes, context_parts
 from ._errors import from_native
 from ._response import HeaderTypes, Response, encode_body, request_headers
 from ._settings import (
@@ -117,13 +118,15 @@ class _BaseClient:
                  idle_timeout: Duration = 90.0, tls: TLS | None = None,
                  http_version: Literal["auto", "1.1", "2"] = "auto", headers: Mapping[str, str] | None = None,
                  classify: Literal["humus", "jfast", "strict"] | Classifier | None = None,
-                 breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None) -> None:
+                 breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
+                 forward_authorization: bool = False, forward_scenario: bool = False) -> None:
         values: dict[str, object] = {
             "timeout": timeout, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
             "max_attempts": max_attempts, "backoff_base": backoff_base, "backoff_max": backoff_max,
             "max_retry_after": max_retry_after, "retry_budget": retry_budget, "breaker": breaker, "trip": trip,
             "probe": probe, "bulkhead": bulkhead, "max_idle_connections": max_idle_connections,
             "idle_timeout": idle_timeout, "tls": tls, "http_version": http_version, "headers": headers,
+            "forward_authorization": forward_authorization, "forward_scenario": forward_scenario,
         }
         if isinstance(classify, str):
             values["classify"] = classify
@@ -214,18 +217,20 @@ class Client(_BaseClient):
     def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
                 params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
                 idempotency_key: str | None = None, retry: bool | None = None,
-                timeout: float | None = None) -> Response:
+                timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """Makes one call: every attempt, wait and redirect, and returns the response whatever its status (the
         last 503 included). ``url`` is joined onto ``base_url`` unless absolute (then it must be on the
         client's origin). ``idempotency_key`` sets the Idempotency-Key header, making the request safe to send
         twice; ``retry=False`` makes one attempt, ``retry=True`` vouches for a request the rules would not
-        retry; ``timeout`` (seconds) bounds this call below the client's. Raises an UpstreamError subclass when
-        no response came, or the exception a callback raised."""
-        return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout)
+        retry; ``timeout`` (seconds) bounds this call below the client's; ``context`` (a CallContext, or the
+        incoming request's headers) carries the request being served on to the dependency (SPEC §12). Raises
+        an UpstreamError subclass when no response came, or the exception a callback raised."""
+        return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout,
+                          context)
 
     def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
               content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
-              timeout: float | None) -> Response:
+              timeout: float | None, context: ContextTypes | None) -> Response:
         # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
         if headers is None and params is None and content is None and json is None:
             target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
@@ -235,7 +240,7 @@ class Client(_BaseClient):
             target, hdrs, body = self._encode(url, headers, params, content, json)
         try:
             raw = self._native.request(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
-                                       0 if timeout is None else _timeout_ms(timeout))
+                                       0 if timeout is None else _timeout_ms(timeout), context_parts(context))
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         if type(raw) is _NativeResponse:
@@ -244,45 +249,45 @@ class Client(_BaseClient):
 
     def get(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
             idempotency_key: str | None = None, retry: bool | None = None,
-            timeout: float | None = None) -> Response:
+            timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """A GET (see request())."""
-        return self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout)
+        return self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout, context)
 
     def head(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
              idempotency_key: str | None = None, retry: bool | None = None,
-             timeout: float | None = None) -> Response:
+             timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """A HEAD (see request())."""
-        return self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout)
+        return self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout, context)
 
     def options(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
                 idempotency_key: str | None = None, retry: bool | None = None,
-                timeout: float | None = None) -> Response:
+                timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """An OPTIONS (see request())."""
-        return self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout)
+        return self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout, context)
 
     def delete(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
                idempotency_key: str | None = None, retry: bool | None = None,
-               timeout: float | None = None) -> Response:
+               timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """A DELETE (see request())."""
-        return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout)
+        return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout, context)
 
     def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
              content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-             retry: bool | None = None, timeout: float | None = None) -> Response:
+             retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout)
+        return self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout, context)
 
     def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
             content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-            retry: bool | None = None, timeout: float | None = None) -> Response:
+            retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """A PUT (see request())."""
-        return self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout)
+        return self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout, context)
 
     def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
               content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-              retry: bool | None = None, timeout: float | None = None) -> Response:
+              retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
         """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout)
+        return self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout, context)
 
     def close(self) -> None:
         """Closes the client: later calls raise RuntimeError; a call in flight on another thread finishes

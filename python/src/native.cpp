@@ -722,9 +722,9 @@ class Client {
 
   // A blocking call: a Response, or an ErrorInfo when no response came. Argument errors raise Failure.
   py::object request(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
-                     int32_t retry, int64_t timeout_ms) {
+                     int32_t retry, int64_t timeout_ms, py::handle context) {
     std::shared_ptr<ClientHandle> h = acquire();
-    const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms);
+    const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms, context);
     Py_XDECREF(take_callback_exception());  // nothing stale from a call that ended otherwise
     if (PyThread_get_thread_ident() == g_main_thread) return request_on_main(std::move(h), build_or_fail(p));
     // Built and sent without the GIL: other threads run while this one parses, allocates and waits.
@@ -748,9 +748,10 @@ class Client {
   // An asynchronous call: `future` (an asyncio.Future of `bridge`'s loop) receives a Response or an
   // ErrorInfo.
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
-              int32_t retry, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge, py::object future) {
+              int32_t retry, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge, py::object future,
+              py::handle context) {
     std::shared_ptr<ClientHandle> h = acquire();
-    RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, timeout_ms));
+    RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, timeout_ms, context));
     auto pending = std::make_unique<AsyncPending>(AsyncPending{bridge, future.release().ptr()});
     humus_call* call = nullptr;
     humus_error* err = nullptr;
@@ -827,16 +828,33 @@ class Client {
     const char* key = nullptr;
     int32_t retry = HUMUS_RETRY_MODE_DEFAULT;
     int64_t timeout_ms = 0;
+    bool has_context = false;
+    // traceparent, tracestate, baggage, X-Request-ID, Authorization of the request being served (SPEC §12)
+    const char* context[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   };
 
   // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
   static Prepared prepare(const char* method, const char* url, py::handle headers, py::handle body,
-                          py::handle key, int32_t retry, int64_t timeout_ms) {
+                          py::handle key, int32_t retry, int64_t timeout_ms, py::handle context) {
     Prepared p;
     p.method = method;
     p.url = url;
     p.retry = retry;
     p.timeout_ms = timeout_ms;
+    if (!context.is_none()) {
+      if (!PyTuple_Check(context.ptr()) || PyTuple_GET_SIZE(context.ptr()) != 5) {
+        throw py::type_error("context must be a tuple of 5 strings or None");
+      }
+      static const char* const kParts[] = {"context traceparent", "context tracestate", "context baggage",
+                                           "context X-Request-ID", "context Authorization"};
+      for (Py_ssize_t i = 0; i < 5; ++i) {
+        PyObject* part = PyTuple_GET_ITEM(context.ptr(), i);
+        if (part == Py_None) continue;
+        p.context[i] = utf8(part, kParts[i]);
+      }
+      p.keep.push_back(py::reinterpret_borrow<py::object>(context));
+      p.has_context = true;
+    }
     if (!headers.is_none()) {
       if (!PyList_Check(headers.ptr()))
         throw py::type_error("headers must be a list of (name, value) tuples");
@@ -904,6 +922,11 @@ class Client {
     }
     // 0: none given; the core refuses a negative one.
     if (p.timeout_ms != 0 && (st = humus_request_set_timeout_ms(b.req.get(), p.timeout_ms)) != HUMUS_OK) {
+      return failed(st);
+    }
+    if (p.has_context &&
+        (st = humus_request_set_context(b.req.get(), p.context[0], p.context[1], p.context[2], p.context[3],
+                                        p.context[4], &err)) != HUMUS_OK) {
       return failed(st);
     }
     return b;
@@ -1071,8 +1094,9 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("closed", &Client::closed)
       .def_property_readonly("breaker_state", &Client::breaker_state)
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
-           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"))
+           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"),
+           py::arg("context") = py::none())
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
-           py::arg("future"));
+           py::arg("future"), py::arg("context") = py::none());
 }

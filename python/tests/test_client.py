@@ -157,3 +157,44 @@ def test_per_call_keyword_types(make_client: Callable[..., humus_http.Client], p
     client = make_client()
     kwargs: dict[str, Any] = {"idempotency_key": "k-1", "retry": False, "timeout": 2.5}
     assert client.request("get", path, **kwargs).json()["method"] == "GET"
+
+
+def test_the_call_context_travels(server: TestServer, make_client: Callable[..., humus_http.Client],
+                                  listener: str, path: str) -> None:
+    """SPEC §12: the request being served's trace headers and request id go on; its bearer token only with
+    forward_authorization; the call's own headers win."""
+    client = make_client(listener)
+    incoming = {"Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "baggage": "tenant=acme", "X-Request-ID": "req-9", "Authorization": "Bearer t0k",
+                "Accept": "text/html"}
+    client.get(path, context=incoming)
+    client.get(path, context=humus_http.CallContext(tracestate="v=1", request_id="req-10"),
+               headers={"X-Request-ID": "mine"})
+    first, second = server.requests(path)
+    sent = dict((k, v) for k, v in first["headers"])
+    assert sent["traceparent"] == incoming["Traceparent"]
+    assert sent["baggage"] == "tenant=acme"
+    assert sent["x-request-id"] == "req-9"
+    assert "authorization" not in sent  # not without forward_authorization
+    assert sent.get("accept") != "text/html"  # only the context's headers are taken from a mapping
+    sent = dict((k, v) for k, v in second["headers"])
+    assert sent["tracestate"] == "v=1"
+    assert sent["x-request-id"] == "mine"
+
+
+def test_a_bearer_token_travels_only_when_asked(server: TestServer,
+                                                make_client: Callable[..., humus_http.Client], path: str) -> None:
+    client = make_client("http", forward_authorization=True)
+    client.get(path, context=humus_http.CallContext(authorization="Bearer t0k"))
+    client.get(path, context=humus_http.CallContext(authorization="Basic dTpw"))
+    first, second = server.requests(path)
+    assert ("authorization", "Bearer t0k") in [tuple(h) for h in first["headers"]]
+    assert "authorization" not in [h[0] for h in second["headers"]]
+
+
+def test_a_bad_context_is_refused(make_client: Callable[..., humus_http.Client], path: str) -> None:
+    client = make_client("http")
+    with pytest.raises(TypeError, match="context"):
+        client.get(path, context=42)  # type: ignore[arg-type]
+    with pytest.raises(humus_http.UpstreamError, match="traceparent"):
+        client.get(path, context=humus_http.CallContext(traceparent="a\r\nInjected: 1"))
