@@ -8,20 +8,6 @@
 namespace humus::breaker {
 namespace {
 
-humus_breaker_counts to_c(const Counts& counts) {
-  humus_breaker_counts c{};
-  c.version = HUMUS_BREAKER_COUNTS_VERSION;
-  c.state = static_cast<int32_t>(counts.state);
-  c.successes = counts.successes;
-  c.failures = counts.failures;
-  c.consecutive_successes = counts.consecutive_successes;
-  c.consecutive_failures = counts.consecutive_failures;
-  c.timed_out_probes = counts.timed_out_probes;
-  c.window_results = counts.window_results;
-  c.window_failures = counts.window_failures;
-  return c;
-}
-
 // Owns the table's user_data: the last shared_ptr holder's release runs `destroy`, exactly once.
 class CPolicy final : public Policy {
  public:
@@ -33,7 +19,7 @@ class CPolicy final : public Policy {
   CPolicy& operator=(const CPolicy&) = delete;
 
   Result<bool> trip(const Counts& counts) const override {
-    const humus_breaker_counts c = to_c(counts);
+    const humus_breaker_counts c = to_c_counts(counts);
     int32_t open = 0;
     const humus_status s = table_.trip(table_.user_data, &c, &open);
     if (s != HUMUS_OK) {
@@ -43,7 +29,7 @@ class CPolicy final : public Policy {
   }
 
   Result<ProbeDecision> probe(const Counts& counts) const override {
-    const humus_breaker_counts c = to_c(counts);
+    const humus_breaker_counts c = to_c_counts(counts);
     int32_t decision = HUMUS_PROBE_CONTINUE;
     const humus_status s = table_.probe(table_.user_data, &c, &decision);
     if (s != HUMUS_OK) {
@@ -61,6 +47,20 @@ class CPolicy final : public Policy {
 };
 
 }  // namespace
+
+humus_breaker_counts to_c_counts(const Counts& counts) {
+  humus_breaker_counts c{};
+  c.version = HUMUS_BREAKER_COUNTS_VERSION;
+  c.state = static_cast<int32_t>(counts.state);
+  c.successes = counts.successes;
+  c.failures = counts.failures;
+  c.consecutive_successes = counts.consecutive_successes;
+  c.consecutive_failures = counts.consecutive_failures;
+  c.timed_out_probes = counts.timed_out_probes;
+  c.window_results = counts.window_results;
+  c.window_failures = counts.window_failures;
+  return c;
+}
 
 const char* state_name(State state) {
   switch (state) {

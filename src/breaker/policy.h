@@ -55,6 +55,9 @@ struct DefaultPolicyParams {
 
 std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& params);
 
+// The counts as the C ABI carries them (policy callbacks, log records, humus_client_breaker_counts).
+humus_breaker_counts to_c_counts(const Counts& counts);
+
 // Adapts a C policy table (validated: HUMUS_E_PROGRAM for NULL callbacks). The returned policy owns
 // user_data: `destroy` runs once, when the last holder lets go.
 Result<std::shared_ptr<const Policy>> make_c_policy(const humus_breaker_policy& table);

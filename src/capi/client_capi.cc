@@ -111,16 +111,7 @@ HUMUS_API humus_status humus_client_breaker_counts(humus_client* c, humus_breake
   return guard(nullptr, [&]() -> humus_status {
     if (c == nullptr) return null_argument("humus_client_breaker_counts", "c", nullptr);
     if (counts == nullptr) return null_argument("humus_client_breaker_counts", "counts", nullptr);
-    const humus::breaker::Counts k = c->client->breaker().counts();
-    counts->version = HUMUS_BREAKER_COUNTS_VERSION;
-    counts->state = static_cast<int32_t>(k.state);
-    counts->successes = k.successes;
-    counts->failures = k.failures;
-    counts->consecutive_successes = k.consecutive_successes;
-    counts->consecutive_failures = k.consecutive_failures;
-    counts->timed_out_probes = k.timed_out_probes;
-    counts->window_results = k.window_results;
-    counts->window_failures = k.window_failures;
+    *counts = humus::breaker::to_c_counts(c->client->breaker().counts());
     return HUMUS_OK;
   });
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "breaker/policy.h"
 #include "capi/client_capi.h"
 #include "capi/guard.h"
 #include "telemetry/exposition.h"
@@ -28,20 +29,6 @@ struct LogSinkTable {
     if (table.destroy != nullptr) table.destroy(table.user_data);
   }
 };
-
-humus_breaker_counts c_counts(const humus::breaker::Counts& k) {
-  humus_breaker_counts c{};
-  c.version = HUMUS_BREAKER_COUNTS_VERSION;
-  c.state = static_cast<int32_t>(k.state);
-  c.successes = k.successes;
-  c.failures = k.failures;
-  c.consecutive_successes = k.consecutive_successes;
-  c.consecutive_failures = k.consecutive_failures;
-  c.timed_out_probes = k.timed_out_probes;
-  c.window_results = k.window_results;
-  c.window_failures = k.window_failures;
-  return c;
-}
 
 humus_status copy_out(const std::string& text, char** out, size_t* len) {
   auto buffer = std::make_unique<char[]>(text.size() + 1);
@@ -82,7 +69,7 @@ HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime* rt, const humus
       c.server_port = r.server_port;
       c.previous_state = r.state_change ? static_cast<int32_t>(r.previous) : -1;
       c.new_state = r.state_change ? static_cast<int32_t>(r.next) : -1;
-      c.counts = c_counts(r.counts);
+      c.counts = humus::breaker::to_c_counts(r.counts);
       c.time_unix_ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(r.time.time_since_epoch()).count();
       c.upstream = upstream.c_str();
