@@ -238,6 +238,14 @@ typedef struct humus_runtime humus_runtime;
  * "clock": "real" | "virtual", "seed": n}. "resolve" sends a name's connections to a local address while
  * TLS still verifies the name (SPEC §10.6). A virtual clock advances on its own whenever every call in flight
  * waits only on timers (SPEC §16.1); it needs the mock transport; "seed" fixes its random draws.
+ * "faults": true turns failure injection on (SPEC §14): a call whose baggage (call context or its own
+ * baggage header) carries the member humus.fault=<point>=<action>[@<probability>]|… has its attempts to the
+ * point "http:<host>:<port>" of its client fail as a lost connection ("abort"), wait before they are sent,
+ * within attempt_timeout ("delay:<duration>"), or answered with an empty synthetic response
+ * ("status:<code>"), each with the probability given (default 1, drawn from the runtime's random source).
+ * These are real outcomes to the client: classified, retried, counted. The member is removed from the
+ * baggage sent unless the setting forward_scenario is true; a member that cannot be read fails the call with
+ * HUMUS_E_INVALID_ARGUMENT naming "baggage". With faults off (the default) baggage is neither read nor changed.
  * HUMUS_E_CONFIG naming every bad key. Any thread. */
 HUMUS_API humus_status humus_runtime_new(const char *options_json, size_t len, humus_runtime **out,
                                          humus_error **err);
@@ -416,6 +424,67 @@ typedef struct humus_log_sink {
  * when `record` is NULL; HUMUS_E_INVALID_ARGUMENT for rt NULL or an unknown version (destroy is then not
  * called). Any thread. */
 HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime *rt, const humus_log_sink *sink, humus_error **err);
+
+/* ==== Callbacks: span sink ======================================================================= */
+
+/* One attribute of a span: a string or an integer. */
+enum { HUMUS_ATTRIBUTE_STRING = 1, HUMUS_ATTRIBUTE_INT = 2 };
+typedef struct humus_span_attribute {
+  const char *key;           /* an OpenTelemetry attribute name, e.g. "http.response.status_code" */
+  int32_t type;              /* HUMUS_ATTRIBUTE_* */
+  const char *string_value;  /* HUMUS_ATTRIBUTE_STRING; NULL otherwise */
+  int64_t int_value;         /* HUMUS_ATTRIBUTE_INT; 0 otherwise */
+} humus_span_attribute;
+
+/* OpenTelemetry status codes of a span. */
+enum { HUMUS_SPAN_STATUS_UNSET = 0, HUMUS_SPAN_STATUS_ERROR = 2 };
+
+/* One attempt's span (SPEC §13.1), always of kind CLIENT: one per attempt sent (each retry and each redirect
+ * has its own) and one per attempt the breaker rejected, which ends as it starts with error.type "rejected".
+ * Its parent is the span of the call context's traceparent (humus_request_set_context, or a traceparent
+ * header of the request); without one, every attempt of the call is a root span of one new trace. The
+ * traceparent the attempt sends carries exactly this trace_id and span_id.
+ * Attributes, in this order: url.full, server.address, server.port, http.request.method,
+ * http.response.status_code (when an answer came), network.protocol.version ("1.1" or "2", when an answer
+ * came), http.request.resend_count (the attempts of the call before this one, when > 0), error.type (when
+ * the attempt failed: the status code "503" for 4xx/5xx, else the lowercase status name: "timeout",
+ * "connection_lost", "rejected", …). Status ERROR for a 4xx/5xx answer or none. Borrowed: every pointer lives
+ * for the duration of the sink's call. */
+typedef struct humus_span {
+  uint32_t version;                        /* HUMUS_SPAN_VERSION */
+  const char *name;                        /* the method, e.g. "GET" */
+  const char *trace_id;                    /* 32 lowercase hex digits */
+  const char *span_id;                     /* 16 lowercase hex digits */
+  const char *parent_span_id;              /* 16 lowercase hex digits, or "" for a root span */
+  const char *tracestate;                  /* the caller's tracestate passed on, or "" */
+  uint8_t trace_flags;                     /* the caller's, or 01 (sampled) for a new trace */
+  int64_t start_unix_ns;                   /* on the runtime's clock's calendar */
+  int64_t end_unix_ns;
+  int32_t status;                          /* HUMUS_SPAN_STATUS_* */
+  size_t attribute_count;
+  const humus_span_attribute *attributes;
+} humus_span;
+#define HUMUS_SPAN_VERSION 1
+
+#define HUMUS_SPAN_SINK_VERSION 1
+/* Receives every attempt's span when it ends, on the thread that ended it (a caller's thread or the
+ * event-loop thread), possibly on several threads at once: it must be thread-safe and fast, and must not free
+ * a client or the runtime. A call's spans arrive in the order of its attempts. */
+typedef struct humus_span_sink {
+  uint32_t version; /* HUMUS_SPAN_SINK_VERSION */
+  void (*span)(void *user_data, const humus_span *span);
+  void *user_data;
+  void (*destroy)(void *user_data); /* optional; called once when the runtime no longer uses the sink */
+} humus_span_sink;
+#define HUMUS_SPAN_SINK_INIT {HUMUS_SPAN_SINK_VERSION, NULL, NULL, NULL}
+
+/* Installs (or with NULL removes) the runtime's span sink, for the calls that start afterwards; the table is
+ * copied. Without a sink no span and no trace id is made, and the caller's traceparent and tracestate pass
+ * through unchanged. The previous sink's destroy runs once no span is being delivered to it and no call
+ * started under it is in flight. HUMUS_E_PROGRAM when `span` is NULL; HUMUS_E_INVALID_ARGUMENT for rt NULL or
+ * an unknown version (destroy is then not called). Any thread. */
+HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humus_span_sink *sink,
+                                                   humus_error **err);
 
 /* ==== Metrics ==================================================================================== */
 

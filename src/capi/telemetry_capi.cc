@@ -7,6 +7,7 @@
 #include "breaker/policy.h"
 #include "capi/client_capi.h"
 #include "capi/guard.h"
+#include "capi/sink_table.h"
 #include "telemetry/exposition.h"
 #include "upstreams/readiness.h"
 
@@ -18,17 +19,7 @@ using humus::capi::report;
 
 namespace {
 
-// Owns a C sink's user_data: destroy runs once, when the last holder (the runtime, or a delivery in
-// progress) lets go.
-struct LogSinkTable {
-  explicit LogSinkTable(const humus_log_sink& t) : table(t) {}
-  LogSinkTable(const LogSinkTable&) = delete;
-  LogSinkTable& operator=(const LogSinkTable&) = delete;
-  const humus_log_sink table;
-  ~LogSinkTable() {
-    if (table.destroy != nullptr) table.destroy(table.user_data);
-  }
-};
+using LogSinkTable = humus::capi::SinkTable<humus_log_sink>;
 
 humus_status copy_out(const std::string& text, char** out, size_t* len) {
   auto buffer = std::make_unique<char[]>(text.size() + 1);

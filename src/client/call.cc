@@ -30,13 +30,35 @@ telemetry::CallOutcome counted_as(classify::BreakerVerdict v) {
   return telemetry::CallOutcome::kFailure;
 }
 
+bool is_trace_header(std::string_view name) {
+  return equals_ignore_case(name, "traceparent") || equals_ignore_case(name, "tracestate") ||
+         equals_ignore_case(name, "baggage");
+}
+
+// The call context, with the trace headers found among the call's own headers taken as its parts (SPEC
+// §12): the call's own headers win over the context given, and as context they are the parent of the
+// attempt spans and the source of the fault scenario. The first of repeated ones counts.
+CallContext effective_context(const Request& r) {
+  CallContext c = r.context;
+  bool taken[3] = {false, false, false};
+  for (const auto& [name, value] : r.headers.fields()) {
+    if (!is_trace_header(name)) continue;
+    const int i = equals_ignore_case(name, "traceparent") ? 0 : equals_ignore_case(name, "tracestate") ? 1 : 2;
+    if (taken[i]) continue;
+    taken[i] = true;
+    (i == 0 ? c.traceparent : i == 1 ? c.tracestate : c.baggage) = value;
+  }
+  return c;
+}
+
 // What travels (SPEC §12), later wins: configured headers; the call context's X-Request-ID (none is
-// invented), traceparent and tracestate (passed through: no span sink yet), baggage; its bearer token only
-// with forward_authorization (never Basic, and the origin check keeps it on the origin); the call's own.
-Headers headers_that_travel(const settings::Settings& s, const Request& r) {
+// invented), traceparent and tracestate, baggage (the attempt's own traceparent replaces the caller's, per
+// attempt, when spans are made; the fault scenario is already stripped); its bearer token only with
+// forward_authorization (never Basic, and the origin check keeps it on the origin); the call's own headers
+// but its trace headers, which were taken into the context.
+Headers headers_that_travel(const settings::Settings& s, const Request& r, const CallContext& c) {
   Headers out;
   for (const auto& [name, value] : s.headers.fields()) out.add(name, value);
-  const CallContext& c = r.context;
   const std::pair<const char*, const std::string*> passed[] = {
       {"X-Request-ID", &c.request_id}, {"traceparent", &c.traceparent}, {"tracestate", &c.tracestate},
       {"baggage", &c.baggage}};
@@ -47,8 +69,12 @@ Headers headers_that_travel(const settings::Settings& s, const Request& r) {
       equals_ignore_case(std::string_view(c.authorization).substr(0, 7), "Bearer ")) {
     out.set("Authorization", c.authorization);
   }
-  for (const auto& [name, value] : r.headers.fields()) out.remove(name);
-  for (const auto& [name, value] : r.headers.fields()) out.add(name, value);
+  for (const auto& [name, value] : r.headers.fields()) {
+    if (!is_trace_header(name)) out.remove(name);
+  }
+  for (const auto& [name, value] : r.headers.fields()) {
+    if (!is_trace_header(name)) out.add(name, value);
+  }
   return out;
 }
 
@@ -101,10 +127,23 @@ std::optional<Step> Call::start() {
     }
   }
 
+  CallContext context = effective_context(request_);
+  if (client_.runtime_.options().faults) {
+    Result<std::optional<faults::Scenario>> scenario = faults::scenario_from_baggage(context.baggage);
+    if (!scenario.ok()) return fail(scenario.status());
+    scenario_ = std::move(scenario).value();
+    if (scenario_ && !s.forward_scenario) context.baggage = faults::without_scenario(context.baggage);
+  }
+  trace_ = telemetry::CallTrace(client_.runtime_.telemetry().span_sink(), context.traceparent, context.tracestate);
+  if (trace_.active()) {
+    context.traceparent.clear();  // each attempt sends its own
+    context.tracestate = trace_.tracestate();
+  }
+
   wire_.method = request_.method;
   wire_.url = request_.url;
   wire_.body = request_.body;
-  wire_.headers = headers_that_travel(s, request_);
+  wire_.headers = headers_that_travel(s, request_, context);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, /*body_replayable=*/true, request_.retry);
   wire_.allow_resend = may_send_twice_;
   unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid;
@@ -133,12 +172,15 @@ Step Call::admit() {
     // holds a response from an earlier attempt returns it (SPEC §6.6: only a call that got none fails).
     metrics.outcome(telemetry::CallOutcome::kRejected);
     metrics.decision(retry::Decision::kStopped);
+    if (trace_.active()) trace_.rejected(attempt_span(client_.clock_.wall_now()));
     if (last_ && last_->ok()) return done(std::move(*last_));
     return fail(Status(Code::kRejected, "circuit open for " + client_.origin_.to_string() + ": nothing was sent"),
                 admission.retry_after);
   }
   permit_ = admission.permit;
   attempt_started_ = now;
+  if (scenario_) wire_.fault = draw_fault();
+  if (trace_.active()) wire_.headers.set("traceparent", trace_.begin(attempt_span(client_.clock_.wall_now())));
   ++attempt_;
   ++attempts_;
   Step s;
@@ -152,6 +194,11 @@ Step Call::on_sent(transport::WireResult sent) {
   const Instant after = client_.clock_.now();
   telemetry::ClientMetrics& metrics = client_.metrics_;
   metrics.attempt(after - attempt_started_, wire_.body ? wire_.body->size() : 0);
+  if (trace_.active()) {
+    const bool answered = sent.error == Code::kOk;
+    trace_.end(after - attempt_started_, answered ? sent.response.status : 0,
+               answered ? sent.response.http_version : std::string(), sent.error);
+  }
 
   // Decided by the client itself, never asked of the classifier (SPEC §5.1).
   if (sent.error != Code::kOk) {
@@ -242,6 +289,34 @@ Step Call::on_sent(transport::WireResult sent) {
     }
   }
   return done(std::move(outcome));
+}
+
+telemetry::Span Call::attempt_span(WallTime start) const {
+  telemetry::Span span;
+  span.name = wire_.method;
+  span.start = start;
+  span.url_full = wire_.url;
+  span.server_address = client_.origin_.host;
+  span.server_port = client_.origin_.port;
+  span.method = wire_.method;
+  span.resend_count = attempts_;  // the attempts the call made before this one
+  return span;
+}
+
+transport::InjectedFault Call::draw_fault() const {
+  const faults::Fault* f = scenario_->fault_for(client_.fault_point_);
+  if (f == nullptr) return {};
+  // A certain fault draws nothing, so adding one leaves the seeded draws of the other rules as they were.
+  if (f->probability < 1 && !(client_.runtime_.random().uniform01() < f->probability)) return {};
+  transport::InjectedFault injected;
+  switch (f->kind) {
+    case faults::Fault::Kind::kAbort: injected.kind = transport::InjectedFault::Kind::kAbort; break;
+    case faults::Fault::Kind::kDelay: injected.kind = transport::InjectedFault::Kind::kDelay; break;
+    case faults::Fault::Kind::kStatus: injected.kind = transport::InjectedFault::Kind::kStatus; break;
+  }
+  injected.delay = f->delay;
+  injected.status = f->status;
+  return injected;
 }
 
 Step Call::on_waited(bool cut_short) {

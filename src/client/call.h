@@ -10,6 +10,8 @@
 #include "bulkhead/bulkhead.h"
 #include "client/request.h"
 #include "common/cancel.h"
+#include "faults/scenario.h"
+#include "telemetry/call_trace.h"
 #include "transport/wire.h"
 
 namespace humus::client {
@@ -50,6 +52,8 @@ class Call {
   Step fail(Status status, Duration retry_after = Duration::zero());
   Step give_up(Status why);  // a wait or a new attempt cut short: the buffered response, else `why`
   bool cancelled() const { return cancel_ != nullptr && cancel_->cancelled(); }
+  telemetry::Span attempt_span(WallTime start) const;  // the attributes known before the attempt is sent
+  transport::InjectedFault draw_fault() const;          // what the call's fault scenario does to this attempt
 
   Client& client_;
   const Request& request_;
@@ -66,6 +70,8 @@ class Call {
   std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (SPEC §7)
   bulkhead::Slot slot_;
   bool started_budget_ = false;
+  telemetry::CallTrace trace_;              // inactive without a span sink
+  std::optional<faults::Scenario> scenario_;  // the humus.fault baggage member, when the runtime injects faults
 };
 
 }  // namespace humus::client

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "client/call.h"
+#include "faults/scenario.h"
 
 namespace humus::client {
 namespace {
@@ -75,6 +76,7 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       origin_without_port_((origin_.scheme == "https" && origin_.port == 443) || (origin_.scheme == "http" && origin_.port == 80)
                                ? origin_with_port_.substr(0, origin_with_port_.rfind(':'))
                                : std::string()),
+      fault_point_(faults::point_name(origin_.host, origin_.port)),
       classifier_(std::move(classifier)),
       backoff_(settings_.backoff_base, settings_.backoff_max),
       max_retry_after_(settings::effective_max_retry_after(settings_)),

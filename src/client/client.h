@@ -79,6 +79,7 @@ class Client {
   const transport::Origin origin_;
   const std::string origin_with_port_;     // "https://payments:443"
   const std::string origin_without_port_;  // "https://payments" when the port is the scheme's default, else ""
+  const std::string fault_point_;          // "http:payments:443": its name for failure injection (SPEC §14)
   const std::shared_ptr<const classify::Classifier> classifier_;
   const retry::Backoff backoff_;
   const Duration max_retry_after_;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults/fault_transport.h"
 #include "transport/curl_transport.h"
 
 namespace humus::client {
@@ -92,6 +93,12 @@ bool Runtime::has_mock() const {
 }
 
 Result<std::unique_ptr<transport::Transport>> Runtime::make_transport(transport::TransportConfig config) {
+  Result<std::unique_ptr<transport::Transport>> made = make_base_transport(std::move(config));
+  if (!made.ok() || !options_.faults) return made;
+  return std::unique_ptr<transport::Transport>(std::make_unique<faults::FaultTransport>(std::move(made).value(), *clock_));
+}
+
+Result<std::unique_ptr<transport::Transport>> Runtime::make_base_transport(transport::TransportConfig config) {
   std::shared_ptr<const testing::MockHandler> mock;
   {
     std::lock_guard<std::mutex> lock(mu_);

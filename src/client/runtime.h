@@ -56,10 +56,13 @@ class Runtime {
   // Whether the calling thread is the event loop's: a blocking call from there would wait on itself.
   bool on_loop_thread() const;
 
-  // The transport for a new client: the mock when installed, else libcurl with the name overrides.
+  // The transport for a new client: the mock when installed, else libcurl with the name overrides; wrapped
+  // in the fault transport when the runtime injects faults (SPEC §14).
   Result<std::unique_ptr<transport::Transport>> make_transport(transport::TransportConfig config);
 
  private:
+  Result<std::unique_ptr<transport::Transport>> make_base_transport(transport::TransportConfig config);
+
   const RuntimeOptions options_;
   std::unique_ptr<testing::VirtualClock> virtual_clock_;
   Clock* clock_;

@@ -41,4 +41,20 @@ void Telemetry::log(const LogRecord& record) {
   }
 }
 
+void Telemetry::set_span_sink(SpanSink sink) {
+  std::shared_ptr<const SpanSink> next;
+  if (sink) next = std::make_shared<const SpanSink>(std::move(sink));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    span_sink_.swap(next);
+    has_span_sink_.store(span_sink_ != nullptr, std::memory_order_release);
+  }
+}
+
+std::shared_ptr<const SpanSink> Telemetry::span_sink() const {
+  if (!has_span_sink_.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  return span_sink_;
+}
+
 }  // namespace humus::telemetry

@@ -1,7 +1,9 @@
-// The runtime's telemetry (SPEC §13): the metrics registry of its clients and the log sink that receives one
-// record per breaker state change (§13.3) and the upstreams' configuration notices (§15.1).
+// The runtime's telemetry (SPEC §13): the metrics registry of its clients, the span sink that receives one
+// span per attempt (§13.1), and the log sink that receives one record per breaker state change (§13.3) and
+// the upstreams' configuration notices (§15.1).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include "breaker/breaker.h"
 #include "common/clock.h"
 #include "telemetry/metrics.h"
+#include "telemetry/span.h"
 
 namespace humus::telemetry {
 
@@ -48,10 +51,18 @@ class Telemetry {
   // that throws loses that record, nothing else: the request path must not fail because of telemetry.
   void log(const LogRecord& record);
 
+  // Replaces the span sink (empty removes it), like set_log_sink. Without one no span or trace id is made.
+  void set_span_sink(SpanSink sink);
+  // The current span sink, or nullptr: a call takes it once, so its spans all go to one sink.
+  std::shared_ptr<const SpanSink> span_sink() const;
+
  private:
   MetricsRegistry metrics_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::shared_ptr<const LogSink> log_sink_;  // guarded by mu_
+  // Read on every call: an atomic shared_ptr would cost as much as the lock, so a flag skips both when unset.
+  std::shared_ptr<const SpanSink> span_sink_;  // guarded by mu_
+  std::atomic<bool> has_span_sink_{false};
 };
 
 }  // namespace humus::telemetry

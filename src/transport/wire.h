@@ -14,6 +14,14 @@
 
 namespace humus::transport {
 
+// What failure injection (SPEC §14) chose for one attempt, acted on by the fault transport
+// (faults/fault_transport.h) in place of, or before, the real send.
+struct InjectedFault {
+  enum class Kind { kNone, kAbort, kDelay, kStatus } kind = Kind::kNone;
+  Duration delay{};  // kDelay: waited before the send, within the attempt's timeout
+  int status = 0;    // kStatus: the synthetic answer's status
+};
+
 struct WireRequest {
   std::string method;
   std::string url;  // absolute, within the client's origin
@@ -22,6 +30,7 @@ struct WireRequest {
   // false: the request must reach the wire at most once (not safe to send twice, SPEC §19), so libcurl's
   // silent resend on a dead reused connection is aborted.
   bool allow_resend = true;
+  InjectedFault fault;  // kNone unless the runtime injects faults and this attempt drew one
 };
 
 struct AttemptLimits {

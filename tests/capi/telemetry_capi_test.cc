@@ -229,4 +229,72 @@ TEST_F(CapiTelemetryTest, MetricSinkReceivesEveryPoint) {
   EXPECT_EQ(humus_runtime_readiness_json(nullptr, &out, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
 }
 
+struct Spans {
+  std::vector<nlohmann::json> seen;  // each span as JSON, attributes by key
+  int destroyed = 0;
+};
+
+void on_span(void* user, const humus_span* span) {
+  EXPECT_EQ(span->version, static_cast<uint32_t>(HUMUS_SPAN_VERSION));
+  nlohmann::json j = {{"name", span->name}, {"trace_id", span->trace_id}, {"span_id", span->span_id},
+                      {"parent", span->parent_span_id}, {"tracestate", span->tracestate},
+                      {"flags", span->trace_flags}, {"status", span->status},
+                      {"duration_ns", span->end_unix_ns - span->start_unix_ns}};
+  EXPECT_GT(span->start_unix_ns, 1'600'000'000'000'000'000);
+  for (size_t i = 0; i < span->attribute_count; ++i) {
+    const humus_span_attribute& a = span->attributes[i];
+    if (a.type == HUMUS_ATTRIBUTE_STRING) {
+      j["attributes"][a.key] = a.string_value;
+    } else {
+      EXPECT_EQ(a.type, HUMUS_ATTRIBUTE_INT);
+      j["attributes"][a.key] = a.int_value;
+    }
+  }
+  static_cast<Spans*>(user)->seen.push_back(std::move(j));
+}
+
+void on_spans_destroyed(void* user) { ++static_cast<Spans*>(user)->destroyed; }
+
+TEST_F(CapiTelemetryTest, SpanSinkGetsEachAttemptWithItsAttributes) {
+  Spans spans;
+  humus_span_sink sink = HUMUS_SPAN_SINK_INIT;
+  sink.span = on_span;
+  sink.user_data = &spans;
+  sink.destroy = on_spans_destroyed;
+  ASSERT_EQ(humus_runtime_set_span_sink(rt_, &sink, nullptr), HUMUS_OK);
+  ASSERT_EQ(humus_request_set_context(req_, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "v=1",
+                                      nullptr, nullptr, nullptr, nullptr),
+            HUMUS_OK);
+  call();  // one attempt, answered 503
+  ASSERT_EQ(spans.seen.size(), 1u);
+  const nlohmann::json& s = spans.seen[0];
+  EXPECT_EQ(s["name"], "GET");
+  EXPECT_EQ(s["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(s["parent"], "00f067aa0ba902b7");
+  EXPECT_EQ(s["span_id"].get<std::string>().size(), 16u);
+  EXPECT_EQ(s["tracestate"], "v=1");
+  EXPECT_EQ(s["flags"], 1);
+  EXPECT_EQ(s["status"], HUMUS_SPAN_STATUS_ERROR);
+  EXPECT_EQ(s["attributes"], nlohmann::json::parse(R"({"url.full": "http://payments:8080/pay",
+      "server.address": "payments", "server.port": 8080, "http.request.method": "GET",
+      "http.response.status_code": 503, "network.protocol.version": "1.1", "error.type": "503"})"));
+
+  ASSERT_EQ(humus_runtime_set_span_sink(rt_, nullptr, nullptr), HUMUS_OK);
+  EXPECT_EQ(spans.destroyed, 1);
+  call();
+  EXPECT_EQ(spans.seen.size(), 1u);  // removed: no more spans
+}
+
+TEST_F(CapiTelemetryTest, SpanSinkTablesAreChecked) {
+  humus_span_sink sink = HUMUS_SPAN_SINK_INIT;
+  humus_error* err = nullptr;
+  EXPECT_EQ(humus_runtime_set_span_sink(rt_, &sink, &err), HUMUS_E_PROGRAM);
+  EXPECT_STREQ(humus_error_field(err, 0), "span");
+  humus_error_free(err);
+  sink.span = on_span;
+  sink.version = 99;
+  EXPECT_EQ(humus_runtime_set_span_sink(rt_, &sink, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_runtime_set_span_sink(nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+}
+
 }  // namespace

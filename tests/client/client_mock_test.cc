@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "support/mock_script.h"
 
 namespace humus::client {
 namespace {
@@ -16,59 +17,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::MockReply;
-
-// Scripted replies per attempt (the last repeats), and what the dependency received.
-class Script {
- public:
-  explicit Script(std::vector<MockReply> replies) : replies_(std::move(replies)) {}
-
-  Result<MockReply> next(const transport::WireRequest& r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    received_.push_back(r);
-    const size_t i = std::min(received_.size() - 1, replies_.size() - 1);
-    return replies_[i];
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_.size();
-  }
-  transport::WireRequest received(size_t i) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_.at(i);
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<MockReply> replies_;
-  std::vector<transport::WireRequest> received_;
-};
-
-MockReply status(int code, Headers headers = {}, std::string body = "") {
-  MockReply r;
-  r.status = code;
-  r.headers = std::move(headers);
-  r.body = std::move(body);
-  return r;
-}
-
-MockReply error(Code code) {
-  MockReply r;
-  r.error = code;
-  r.error_message = "scripted";
-  return r;
-}
-
-MockReply hang() {
-  MockReply r;
-  r.hang = true;
-  return r;
-}
-
-Headers header(std::string name, std::string value) {
-  Headers h;
-  h.add(std::move(name), std::move(value));
-  return h;
-}
+using namespace humus::test::mock;  // Script and the reply builders
 
 class ClientMockTest : public ::testing::Test {
  protected:

@@ -1,5 +1,7 @@
-// SPEC §13.2/§13.3 against the real local server (tests/server/): a call retried through a 503 and a call
-// rejected by an open breaker, checked in what the server received, the Prometheus text and the log records.
+// SPEC §13 and §14 against the real local server (tests/server/): a call retried through a 503 and a call
+// rejected by an open breaker, checked in what the server received (the traceparent of each attempt), the
+// spans, the Prometheus text and the log records; and a fault scenario that fails the attempts it names and
+// never reaches the server.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -18,13 +20,31 @@ using client::Request;
 using client::Runtime;
 using nlohmann::json;
 
+client::RuntimeOptions injecting_faults() {
+  client::RuntimeOptions o;
+  o.faults = true;
+  return o;
+}
+
 class TelemetryServerTest : public humus::test::WithTestServer {
  protected:
-  TelemetryServerTest() : runtime_(client::RuntimeOptions{}) {
+  TelemetryServerTest() : runtime_(injecting_faults()) {
     runtime_.telemetry().set_log_sink([this](const LogRecord& r) {
       std::lock_guard<std::mutex> lock(mu_);
       logs_.push_back({r.previous, r.next, r.counts, std::string(r.server_address), r.server_port});
     });
+    runtime_.telemetry().set_span_sink([this](const Span& span) {
+      std::lock_guard<std::mutex> lock(mu_);
+      spans_.push_back(span);
+    });
+  }
+
+  // The value of `name` among the headers the server recorded for a request ("" when absent).
+  static std::string received_header(const json& request, std::string_view name) {
+    for (const json& h : request.at("headers")) {
+      if (equals_ignore_case(h[0].get<std::string>(), name)) return h[1].get<std::string>();
+    }
+    return "";
   }
 
   std::unique_ptr<Client> make(settings::Settings s) {
@@ -57,17 +77,53 @@ class TelemetryServerTest : public humus::test::WithTestServer {
   Runtime runtime_;
   std::mutex mu_;
   std::vector<Log> logs_;
+  std::vector<Span> spans_;
 };
+
+constexpr char kCallerTrace[] = "4bf92f3577b34da6a3ce929d0e0e4736";
+constexpr char kCallerSpan[] = "00f067aa0ba902b7";
 
 TEST_F(TelemetryServerTest, ARetryThroughA503IsTwoAttemptsInTheMetrics) {
   server().script("/pay", json::parse(R"([{"status": 503}, {"status": 200, "body": "ok"}])"), false);
   auto c = make({});
   Request r;
   r.url = server().url("http", "/pay");
+  r.context.traceparent = std::string("00-") + kCallerTrace + "-" + kCallerSpan + "-01";
+  r.context.tracestate = "vendor=1";
   client::CallResult out = c->execute(r);
   ASSERT_TRUE(out.ok()) << out.error.message();
   EXPECT_EQ(out.response->status, 200);
-  EXPECT_EQ(server().requests("/pay").size(), 2u);
+  const std::vector<json> received = server().requests("/pay");
+  ASSERT_EQ(received.size(), 2u);
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ASSERT_EQ(spans_.size(), 2u);  // one per attempt
+    for (size_t i = 0; i < 2; ++i) {
+      const Span& span = spans_[i];
+      EXPECT_EQ(span.name, "GET");
+      EXPECT_EQ(to_hex(span.trace_id), kCallerTrace);  // the caller's trace
+      ASSERT_TRUE(span.parent_span_id.has_value());
+      EXPECT_EQ(to_hex(*span.parent_span_id), kCallerSpan);  // children of the caller's span
+      EXPECT_EQ(span.resend_count, static_cast<int>(i));
+      EXPECT_EQ(span.url_full, r.url);
+      EXPECT_EQ(span.server_port, server().port("http"));
+      EXPECT_EQ(span.protocol_version, "1.1");
+      EXPECT_LE(span.start, span.end);
+      // The server saw exactly this span as the parent of its work, and the caller's tracestate.
+      EXPECT_EQ(received_header(received[i], "traceparent"),
+                std::string("00-") + kCallerTrace + "-" + to_hex(span.span_id) + "-01");
+      EXPECT_EQ(received_header(received[i], "tracestate"), "vendor=1");
+    }
+    EXPECT_NE(spans_[0].span_id, spans_[1].span_id);
+    EXPECT_EQ(spans_[0].status_code, 503);
+    EXPECT_TRUE(spans_[0].error);
+    EXPECT_EQ(spans_[0].error_type, "503");
+    EXPECT_EQ(spans_[1].status_code, 200);
+    EXPECT_FALSE(spans_[1].error);
+    EXPECT_EQ(spans_[1].error_type, "");
+    EXPECT_LE(spans_[0].end, spans_[1].start);  // the backoff lies between them
+  }
 
   const test::PromText p = prometheus();
   EXPECT_EQ(p.value("http_client_request_duration_seconds_count", labels()), 2);
@@ -96,6 +152,18 @@ TEST_F(TelemetryServerTest, ACallRejectedByAnOpenBreakerSendsNothingAndIsCounted
   ASSERT_FALSE(rejected.ok());
   EXPECT_EQ(rejected.error.code(), Code::kRejected);
   EXPECT_EQ(server().requests("/down").size(), 2u);  // the rejected call sent nothing
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ASSERT_EQ(spans_.size(), 3u);
+    const Span& last = spans_[2];
+    EXPECT_EQ(last.error_type, "rejected");
+    EXPECT_TRUE(last.error);
+    EXPECT_EQ(last.start, last.end);  // ends as it starts
+    EXPECT_EQ(last.status_code, 0);
+    EXPECT_EQ(last.resend_count, 0);  // the call's first attempt
+    EXPECT_FALSE(last.parent_span_id.has_value());  // no caller context: a root span of a new trace
+    EXPECT_NE(last.trace_id, spans_[0].trace_id);   // each call its own trace
+  }
 
   const test::PromText p = prometheus();
   EXPECT_EQ(p.value("humus_circuit_calls_total", labels("humus_circuit_outcome", "failure")), 2);
@@ -114,6 +182,37 @@ TEST_F(TelemetryServerTest, ACallRejectedByAnOpenBreakerSendsNothingAndIsCounted
   EXPECT_EQ(logs_[0].counts.failures, 2u);
   EXPECT_EQ(logs_[0].address, labels()["server_address"]);
   EXPECT_EQ(logs_[0].port, server().port("http"));
+}
+
+TEST_F(TelemetryServerTest, AFaultScenarioFailsTheAttemptsItNamesAndNeverReachesTheServer) {
+  auto c = make({});
+  const std::string point = "http:" + labels()["server_address"] + ":" + std::to_string(server().port("http"));
+  Request r;
+  r.url = server().url("http", "/faulty");
+  // A certain 503 for this client's point (and an abort for another point, which this call ignores).
+  r.context.baggage = "tenant=acme,humus.fault=" + point + "=status:503|http:ledger:8443=abort";
+  client::CallResult out = c->execute(r);
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->status, 503);  // synthetic, classified like a real 503: retried to the limit
+  EXPECT_EQ(out.attempts, 3);
+  EXPECT_TRUE(server().requests("/faulty").empty());  // nothing reached the server
+
+  // The same scenario naming another point: the call goes through, and the server never sees the member.
+  Request other;
+  other.url = server().url("http", "/faulty");
+  other.context.baggage = "tenant=acme,humus.fault=http:ledger:8443=abort";
+  ASSERT_TRUE(c->execute(other).ok());
+  const std::vector<json> received = server().requests("/faulty");
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received_header(received[0], "baggage"), "tenant=acme");
+
+  const test::PromText p = prometheus();
+  EXPECT_EQ(p.value("humus_circuit_calls_total", labels("humus_circuit_outcome", "failure")), 3);
+  EXPECT_EQ(p.value("humus_retry_decisions_total", labels("humus_retry_decision", "again")), 2);
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(spans_.size(), 4u);
+  EXPECT_EQ(spans_[0].status_code, 503);
+  EXPECT_EQ(spans_[2].resend_count, 2);
 }
 
 }  // namespace

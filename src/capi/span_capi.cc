@@ -1,0 +1,87 @@
+// The span sink of include/humus_http.h (SPEC §13.1): each attempt's span handed to a C callback.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capi/client_capi.h"
+#include "capi/guard.h"
+#include "capi/sink_table.h"
+#include "telemetry/span.h"
+
+using humus::Code;
+using humus::Status;
+using humus::capi::guard;
+using humus::capi::null_argument;
+using humus::capi::report;
+
+namespace {
+
+using SpanSinkTable = humus::capi::SinkTable<humus_span_sink>;
+
+int64_t unix_ns(humus::WallTime t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+humus_span_attribute text(const char* key, const std::string& value) {
+  return {key, HUMUS_ATTRIBUTE_STRING, value.c_str(), 0};
+}
+
+humus_span_attribute number(const char* key, int64_t value) { return {key, HUMUS_ATTRIBUTE_INT, nullptr, value}; }
+
+void deliver(const SpanSinkTable& sink, const humus::telemetry::Span& s) {
+  namespace t = humus::telemetry;
+  const std::string trace_id = t::to_hex(s.trace_id), span_id = t::to_hex(s.span_id);
+  const std::string parent = s.parent_span_id ? t::to_hex(*s.parent_span_id) : std::string();
+  humus_span_attribute attributes[8];
+  size_t n = 0;
+  attributes[n++] = text("url.full", s.url_full);
+  attributes[n++] = text("server.address", s.server_address);
+  attributes[n++] = number("server.port", s.server_port);
+  attributes[n++] = text("http.request.method", s.method);
+  if (s.status_code != 0) attributes[n++] = number("http.response.status_code", s.status_code);
+  if (!s.protocol_version.empty()) attributes[n++] = text("network.protocol.version", s.protocol_version);
+  if (s.resend_count > 0) attributes[n++] = number("http.request.resend_count", s.resend_count);
+  if (!s.error_type.empty()) attributes[n++] = text("error.type", s.error_type);
+
+  humus_span c{};
+  c.version = HUMUS_SPAN_VERSION;
+  c.name = s.name.c_str();
+  c.trace_id = trace_id.c_str();
+  c.span_id = span_id.c_str();
+  c.parent_span_id = parent.c_str();
+  c.tracestate = s.tracestate.c_str();
+  c.trace_flags = s.trace_flags;
+  c.start_unix_ns = unix_ns(s.start);
+  c.end_unix_ns = unix_ns(s.end);
+  c.status = s.error ? HUMUS_SPAN_STATUS_ERROR : HUMUS_SPAN_STATUS_UNSET;
+  c.attribute_count = n;
+  c.attributes = attributes;
+  sink.table.span(sink.table.user_data, &c);
+}
+
+}  // namespace
+
+extern "C" {
+
+HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime* rt, const humus_span_sink* sink,
+                                                   humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (rt == nullptr) return null_argument("humus_runtime_set_span_sink", "rt", err);
+    if (sink == nullptr) {
+      rt->runtime.telemetry().set_span_sink(nullptr);
+      return HUMUS_OK;
+    }
+    if (sink->version != HUMUS_SPAN_SINK_VERSION) {
+      return report(Status(Code::kInvalidArgument, "span sink: unknown version " + std::to_string(sink->version),
+                           {"version"}),
+                    err);
+    }
+    if (sink->span == nullptr) return report(Status(Code::kProgram, "span sink: span is NULL", {"span"}), err);
+    auto owned = std::make_shared<SpanSinkTable>(*sink);
+    rt->runtime.telemetry().set_span_sink([owned](const humus::telemetry::Span& s) { deliver(*owned, s); });
+    return HUMUS_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,96 @@
+#include "telemetry/trace_context.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace humus::telemetry {
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // uppercase is not valid W3C
+}
+
+// Reads exactly `out.size()` bytes of lowercase hex.
+template <size_t N>
+bool read_hex(std::string_view text, std::array<uint8_t, N>& out) {
+  if (text.size() != 2 * N) return false;
+  for (size_t i = 0; i < N; ++i) {
+    const int hi = hex_value(text[2 * i]);
+    const int lo = hex_value(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return true;
+}
+
+template <size_t N>
+bool all_zero(const std::array<uint8_t, N>& id) {
+  return std::all_of(id.begin(), id.end(), [](uint8_t b) { return b == 0; });
+}
+
+template <size_t N>
+void fill(std::array<uint8_t, N>& id, Random& random) {
+  do {
+    for (size_t i = 0; i < N; i += 8) {
+      const uint64_t bits = random.next();
+      std::memcpy(id.data() + i, &bits, std::min<size_t>(8, N - i));
+    }
+  } while (all_zero(id));
+}
+
+}  // namespace
+
+std::optional<TraceParent> parse_traceparent(std::string_view h) {
+  // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55 characters.
+  constexpr size_t kLength = 55;
+  if (h.size() < kLength || h[2] != '-' || h[35] != '-' || h[52] != '-') return std::nullopt;
+  std::array<uint8_t, 1> version{};
+  if (!read_hex(h.substr(0, 2), version) || version[0] == 0xff) return std::nullopt;
+  // Version 00 has exactly these fields; a later version may append "-..." fields this reader ignores.
+  if (version[0] == 0 ? h.size() != kLength : h.size() > kLength && h[kLength] != '-') return std::nullopt;
+  TraceParent p;
+  std::array<uint8_t, 1> flags{};
+  if (!read_hex(h.substr(3, 32), p.trace_id) || !read_hex(h.substr(36, 16), p.span_id) ||
+      !read_hex(h.substr(53, 2), flags)) {
+    return std::nullopt;
+  }
+  if (all_zero(p.trace_id) || all_zero(p.span_id)) return std::nullopt;
+  p.flags = flags[0];
+  return p;
+}
+
+std::string to_hex(const uint8_t* bytes, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * size, '0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+std::string format_traceparent(const TraceId& trace, const SpanId& span, uint8_t flags) {
+  std::string out = "00-";
+  out += to_hex(trace);
+  out += '-';
+  out += to_hex(span);
+  out += '-';
+  out += to_hex(&flags, 1);
+  return out;
+}
+
+TraceId new_trace_id(Random& random) {
+  TraceId id;
+  fill(id, random);
+  return id;
+}
+
+SpanId new_span_id(Random& random) {
+  SpanId id;
+  fill(id, random);
+  return id;
+}
+
+}  // namespace humus::telemetry
