@@ -30,18 +30,15 @@ TokenBucketBudget::TokenBucketBudget(double tokens, double ratio)
       ratio_units_(to_units(ratio, 1, max_units_)),
       units_(max_units_) {}
 
-void TokenBucketBudget::on_retryable() {
+Budget::Charge TokenBucketBudget::on_retryable() {
   int64_t current = units_.load(std::memory_order_relaxed);
   int64_t next = 0;
   do {
     // An empty bucket stays empty: skip the write, so an outage's refusals do not contend on the line.
-    if (current == 0) return;
+    if (current == 0) return {false};
     next = current > kBudgetUnitsPerToken ? current - kBudgetUnitsPerToken : 0;
   } while (!units_.compare_exchange_weak(current, next, std::memory_order_relaxed));
-}
-
-bool TokenBucketBudget::try_withdraw() {
-  return 2 * units_.load(std::memory_order_relaxed) > max_units_;  // more than half remains, compared exactly
+  return {2 * next > max_units_};  // more than half remains, compared exactly
 }
 
 void TokenBucketBudget::on_success() {
@@ -104,7 +101,7 @@ void RatioBudget::on_request() {
   ++current_locked(epoch).requests;
 }
 
-bool RatioBudget::try_withdraw() {
+bool RatioBudget::try_withdraw(const Charge& /*charge*/) {
   const int64_t epoch = epoch_now();
   std::lock_guard<std::mutex> lock(mu_);
   // Counting this retry, the window's retries must stay within the allowance: Finagle's "balance covers

@@ -24,20 +24,23 @@ class Budget {
   virtual void on_request() = 0;
   // An attempt the breaker classified `success`.
   virtual void on_success() = 0;
+  // What on_retryable() left: for the token bucket, whether the balance right after this charge allows a
+  // retry — read in the same atomic step as the charge, so concurrent charges cannot answer for each other.
+  struct Charge {
+    bool allows_retry = true;
+  };
   // An attempt classified `retry`, whether or not a retry follows (what the dependency did): the token
   // bucket charges one token for it.
-  virtual void on_retryable() = 0;
-  // A retry is about to be made: answers whether the budget allows it. The ratio budget withdraws it in the
-  // same step (atomically: concurrent callers cannot overdraw); the token bucket only checks its threshold.
-  virtual bool try_withdraw() = 0;
+  virtual Charge on_retryable() = 0;
+  // A retry is about to be made after `charge`: answers whether the budget allows it. The ratio budget
+  // withdraws it in the same step (atomically: concurrent callers cannot overdraw); the token bucket answers
+  // what its charge saw.
+  virtual bool try_withdraw(const Charge& charge) = 0;
   // A retry try_withdraw() allowed is not made after all (its wait would pass the deadline, or the server
   // asked for too long a wait): the ratio budget gives it back, so only retries actually made count.
   virtual void refund() = 0;
   // Both steps for one attempt classified `retry`. Answers whether the retry may be made.
-  bool try_retry() {
-    on_retryable();
-    return try_withdraw();
-  }
+  bool try_retry() { return try_withdraw(on_retryable()); }
   // The balance, for telemetry and conformance vectors: tokens for the token bucket, retries still
   // allowed right now for the ratio budget.
   virtual double tokens() const = 0;
@@ -58,8 +61,8 @@ class TokenBucketBudget final : public Budget {
 
   void on_request() override {}
   void on_success() override;
-  void on_retryable() override;
-  bool try_withdraw() override;
+  Charge on_retryable() override;
+  bool try_withdraw(const Charge& charge) override { return charge.allows_retry; }
   void refund() override {}
   double tokens() const override;
 
@@ -88,8 +91,8 @@ class RatioBudget final : public Budget {
 
   void on_request() override;
   void on_success() override {}
-  void on_retryable() override {}
-  bool try_withdraw() override;
+  Charge on_retryable() override { return {}; }
+  bool try_withdraw(const Charge& charge) override;
   void refund() override;
   double tokens() const override;
 

@@ -24,10 +24,10 @@ const char* decision_name(Decision decision) {
 
 DecisionResult decide(const DecisionInput& input, const Backoff& backoff, Budget& budget, Random& random) {
   if (input.classification.retry != classify::RetryVerdict::kAgain) return {Decision::kDone, {}};
-  budget.on_retryable();
+  const Budget::Charge charge = budget.on_retryable();
   if (!input.may_send_twice || input.body_too_large) return {Decision::kDone, {}};
   if (input.attempt >= input.max_attempts) return {Decision::kExhausted, {}};
-  if (!budget.try_withdraw()) return {Decision::kThrottled, {}};
+  if (!budget.try_withdraw(charge)) return {Decision::kThrottled, {}};
   const Duration retry_after = std::max(input.classification.retry_after, Duration::zero());
   if (retry_after > input.max_retry_after) {
     budget.refund();

@@ -49,7 +49,7 @@ struct DecisionResult {
 //  the token bucket.
 //  2. !may_send_twice or body_too_large               → kDone.
 //  3. attempt >= max_attempts                         → kExhausted.
-//  4. !budget.try_withdraw()                          → kThrottled (a later step that makes no retry refunds).
+//  4. !budget.try_withdraw(charge)                    → kThrottled (a later step that makes no retry refunds).
 //  5. retry_after > max_retry_after                   → kDone (the response is returned as it came, §6.3).
 //  6. wait = max(backoff.draw(attempt), retry_after)  — the only step that draws a random number, so a
 //     seed pins the waits of conformance vectors.

@@ -23,8 +23,11 @@ class UnlimitedBudget final : public Budget {
  public:
   void on_request() override {}
   void on_success() override {}
-  void on_retryable() override { ++charges; }
-  bool try_withdraw() override { return true; }
+  Charge on_retryable() override {
+    ++charges;
+    return {};
+  }
+  bool try_withdraw(const Charge&) override { return true; }
   void refund() override {}
   double tokens() const override { return 0; }
   int charges = 0;
