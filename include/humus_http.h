@@ -553,6 +553,39 @@ HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime *rt, humus_me
  * advances a due open → half-open. Ownership and statuses as humus_runtime_metrics_prometheus. Any thread. */
 HUMUS_API humus_status humus_runtime_readiness_json(humus_runtime *rt, char **out, size_t *len, humus_error **err);
 
+/* ==== Upstreams ================================================================================== */
+
+/* A registry of clients by name (SPEC §15.1), built from one JSON document:
+ *   {"upstreams": {"billing": {"base_url": "https://billing:8443", "timeout": "5s", ...}, ...}}
+ * Each upstream's keys are the settings of humus_settings_from_json. HUMUS_HTTP_UPSTREAMS__<NAME>__BASE_URL
+ * (NAME: the name in uppercase, '-' written '_') in the environment, read once here, wins over the file's
+ * base_url; when both are given and differ, one log record (event "humus.upstreams.base_url_override",
+ * `upstream` set) goes to the runtime's log sink. Every other key: the file wins. Thread-safe once built. */
+typedef struct humus_upstreams humus_upstreams;
+
+/* Builds every upstream's client on `rt`. HUMUS_E_CONFIG naming every problem at once with its path
+ * ("upstreams.billing.timeout", "upstreams.billing.timout" for a misspelt key, with the nearest valid key in
+ * the message), a key other than "upstreams", or a name other than letters, digits, '_' and '-';
+ * HUMUS_E_PROGRAM for a rule across one upstream's fields (SPEC §3.2). The runtime must outlive the registry.
+ * Any thread. */
+HUMUS_API humus_status humus_upstreams_from_json(humus_runtime *rt, const char *json, size_t len,
+                                                 humus_upstreams **out, humus_error **err);
+/* Frees the registry and its clients (as humus_client_free); NULL is accepted. */
+HUMUS_API void humus_upstreams_free(humus_upstreams *u);
+/* The client of upstream `name`, owned by the registry: valid until humus_upstreams_free, and not to be
+ * freed by the caller. HUMUS_E_INVALID_ARGUMENT for an unknown name, the message listing the configured
+ * ones. Any thread. */
+HUMUS_API humus_status humus_upstreams_client(humus_upstreams *u, const char *name, humus_client **out,
+                                              humus_error **err);
+/* The number of upstreams, and the i-th name in sorted order (NULL past the end). Borrowed from the
+ * registry. Any thread. */
+HUMUS_API size_t humus_upstreams_count(const humus_upstreams *u);
+HUMUS_API const char *humus_upstreams_name(const humus_upstreams *u, size_t i);
+/* The readiness report of humus_runtime_readiness_json for the registry's clients, each with its "name".
+ * Ownership and statuses as humus_runtime_metrics_prometheus. Any thread. */
+HUMUS_API humus_status humus_upstreams_readiness_json(humus_upstreams *u, char **out, size_t *len,
+                                                      humus_error **err);
+
 /* ==== Testing: mock transport ==================================================================== */
 
 /* A request as the mock transport's callback sees it; borrowed for the callback's duration. */

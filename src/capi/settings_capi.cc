@@ -8,6 +8,7 @@
 
 #include "capi/error.h"
 #include "capi/guard.h"
+#include "capi/text_out.h"
 
 extern "C" {
 
@@ -51,12 +52,7 @@ HUMUS_API humus_status humus_settings_to_json(const humus_settings* s, char** ou
   return humus::capi::guard(err, [&]() -> humus_status {
     if (s == nullptr) return humus::capi::null_argument("humus_settings_to_json", "s", err);
     if (out == nullptr) return humus::capi::null_argument("humus_settings_to_json", "out", err);
-    const std::string json = humus::settings::to_json(s->value);
-    auto buffer = std::make_unique<char[]>(json.size() + 1);
-    std::memcpy(buffer.get(), json.c_str(), json.size() + 1);
-    *out = buffer.release();
-    if (len != nullptr) *len = json.size();
-    return HUMUS_OK;
+    return humus::capi::text_out(humus::settings::to_json(s->value), out, len);
   });
 }
 

@@ -7,6 +7,7 @@
 #include "breaker/policy.h"
 #include "capi/client_capi.h"
 #include "capi/guard.h"
+#include "capi/text_out.h"
 #include "capi/sink_table.h"
 #include "telemetry/exposition.h"
 #include "upstreams/readiness.h"
@@ -21,13 +22,6 @@ namespace {
 
 using LogSinkTable = humus::capi::SinkTable<humus_log_sink>;
 
-humus_status copy_out(const std::string& text, char** out, size_t* len) {
-  auto buffer = std::make_unique<char[]>(text.size() + 1);
-  std::memcpy(buffer.get(), text.c_str(), text.size() + 1);
-  *out = buffer.release();
-  if (len != nullptr) *len = text.size();
-  return HUMUS_OK;
-}
 
 }  // namespace
 
@@ -75,7 +69,7 @@ HUMUS_API humus_status humus_runtime_metrics_prometheus(humus_runtime* rt, char*
   return guard(err, [&]() -> humus_status {
     if (rt == nullptr) return null_argument("humus_runtime_metrics_prometheus", "rt", err);
     if (out == nullptr) return null_argument("humus_runtime_metrics_prometheus", "out", err);
-    return copy_out(humus::telemetry::to_prometheus(rt->runtime.telemetry().metrics().collect()), out, len);
+    return humus::capi::text_out(humus::telemetry::to_prometheus(rt->runtime.telemetry().metrics().collect()), out, len);
   });
 }
 
@@ -84,7 +78,7 @@ HUMUS_API humus_status humus_runtime_metrics_json(humus_runtime* rt, char** out,
   return guard(err, [&]() -> humus_status {
     if (rt == nullptr) return null_argument("humus_runtime_metrics_json", "rt", err);
     if (out == nullptr) return null_argument("humus_runtime_metrics_json", "out", err);
-    return copy_out(humus::telemetry::to_json(rt->runtime.telemetry().metrics().collect()), out, len);
+    return humus::capi::text_out(humus::telemetry::to_json(rt->runtime.telemetry().metrics().collect()), out, len);
   });
 }
 
@@ -144,7 +138,7 @@ HUMUS_API humus_status humus_runtime_readiness_json(humus_runtime* rt, char** ou
     for (humus::telemetry::BreakerView& b : rt->runtime.telemetry().metrics().breakers()) {
       entries.push_back({std::string(), std::move(b)});
     }
-    return copy_out(humus::upstreams::readiness_json(entries), out, len);
+    return humus::capi::text_out(humus::upstreams::readiness_json(entries), out, len);
   });
 }
 

@@ -108,17 +108,17 @@ std::vector<BreakerView> MetricsRegistry::breakers() {
   std::vector<BreakerView> out;
   std::lock_guard<std::recursive_mutex> lock(mu_);
   out.reserve(live_.size());
-  for (size_t i = 0; i < live_.size(); ++i) {
-    BreakerView v;
-    v.origin = live_[i].origin;
-    breaker::Breaker* breaker = live_[i].breaker;  // copied out, as in collect()
-    // counts() first: it advances a due open → half-open, so state and counts agree.
-    v.counts = breaker->counts();
-    v.state = v.counts.state;
-    v.retry_after = breaker->retry_after();
-    out.push_back(std::move(v));
-  }
+  for (const Entry& e : live_) out.push_back(view_of(*e.breaker, e.origin));
   return out;
+}
+
+BreakerView view_of(breaker::Breaker& breaker, std::string origin) {
+  BreakerView v;
+  v.origin = std::move(origin);
+  v.counts = breaker.counts();
+  v.state = v.counts.state;
+  v.retry_after = breaker.retry_after();
+  return v;
 }
 
 }  // namespace humus::telemetry

@@ -115,6 +115,10 @@ struct BreakerView {
   Duration retry_after{};
 };
 
+// Reads `breaker` now: counts first, since reading them advances a due open → half-open, so state and counts
+// agree.
+BreakerView view_of(breaker::Breaker& breaker, std::string origin);
+
 // The runtime's list of live clients. Counters of a client that goes away are kept under its origin, so
 // counters never go backwards while the runtime lives. Thread-safe.
 //
