@@ -1,0 +1,135 @@
+//! `Client`: one per dependency (SPEC §1), shared by every caller and thread. Blocking calls are here;
+//! asynchronous ones are in `call.rs`.
+use std::ptr::{self, NonNull};
+
+use humus_http_sys as sys;
+
+use crate::breaker::{BreakerCounts, CircuitState};
+use crate::error::{Error, ErrorKind};
+use crate::ffi;
+use crate::panic;
+use crate::request::Request;
+use crate::response::Response;
+use crate::runtime::Runtime;
+use crate::settings::Settings;
+
+/// The client of one dependency: its connection pool, circuit breaker, retry budget and bulkhead. Build it
+/// once and share it (`&Client` or `Arc<Client>`) between threads: it is `Send + Sync`.
+pub struct Client {
+    raw: NonNull<sys::humus_client>,
+    runtime: Runtime,
+    /// False for a view of a client an [`Upstreams`](crate::Upstreams) registry owns and frees.
+    owned: bool,
+}
+
+// SAFETY: the header: "Thread-safe: every function on a client may be called from any thread at once,
+// except humus_client_free", which runs only in Drop; blocking calls borrow the client, so none is in flight
+// then (asynchronous ones are cancelled and waited for by humus_client_free itself).
+unsafe impl Send for Client {}
+// SAFETY: as above.
+unsafe impl Sync for Client {}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: ours; freed before the runtime, whose handle we hold until after this.
+            unsafe { sys::humus_client_free(self.raw.as_ptr()) }
+        }
+    }
+}
+
+impl Client {
+    /// Builds a client from a runtime and settings (copied, callbacks shared). Rules across fields fail
+    /// with [`ErrorKind::Program`] naming the fields (SPEC §3.2); an unreadable TLS file with
+    /// [`ErrorKind::Config`] naming its key; a virtual clock without a mock transport with
+    /// [`ErrorKind::Misuse`].
+    pub fn new(runtime: &Runtime, settings: &Settings) -> Result<Client, Error> {
+        let mut raw: *mut sys::humus_client = ptr::null_mut();
+        let mut err: *mut sys::humus_error = ptr::null_mut();
+        // SAFETY: runtime and settings are live; settings are only read (copied); any thread.
+        let status = unsafe { sys::humus_client_new(runtime.raw(), settings.raw(), &mut raw, &mut err) };
+        ffi::check(status, err)?;
+        let raw = NonNull::new(raw)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "humus_client_new: returned no client", Vec::new()))?;
+        Ok(Client { raw, runtime: runtime.clone(), owned: true })
+    }
+
+    /// A view of a client the caller keeps alive and frees (an upstreams registry's).
+    pub(crate) fn borrowed(raw: NonNull<sys::humus_client>, runtime: Runtime) -> Client {
+        Client { raw, runtime, owned: false }
+    }
+
+    /// Makes one call on this thread: every attempt, wait and redirect (SPEC §6), cancelled through the
+    /// request's [`CancelToken`](crate::CancelToken) if it has one.
+    ///
+    /// A response is returned whatever its status (404, 500, the last 503: the caller decides, SPEC §6.6).
+    /// Otherwise the call got no response and the error says why: [`ErrorKind::Rejected`] (breaker open),
+    /// [`ErrorKind::BulkheadFull`], [`ErrorKind::Timeout`], [`ErrorKind::Cancelled`], a transport or TLS
+    /// kind, [`ErrorKind::CrossOrigin`], [`ErrorKind::InvalidArgument`] (the request failed to build),
+    /// [`ErrorKind::Callback`] (a classifier closure panicked), [`ErrorKind::Program`].
+    pub fn execute(&self, request: &Request) -> Result<Response, Error> {
+        let raw_request = request.raw()?;
+        // A panic left by a callback of an earlier call that did not fail must not be blamed on this one.
+        let _ = panic::take();
+        let mut resp: *mut sys::humus_response = ptr::null_mut();
+        let mut err: *mut sys::humus_error = ptr::null_mut();
+        // SAFETY: client and request are live; the request is only read, the token it names outlives the
+        // call (the request holds it); out-parameters are ours.
+        let status = unsafe { sys::humus_client_do(self.raw(), raw_request, &mut resp, &mut err) };
+        let panicked = panic::take();
+        if status != sys::HUMUS_OK {
+            // SAFETY: the error is ours.
+            return Err(unsafe { Error::from_raw(status, err) }.with_panic(panicked));
+        }
+        // SAFETY: the response is ours.
+        unsafe { Response::from_raw(resp) }
+    }
+
+    /// `GET url`: [`execute`](Client::execute) of [`Request::get`].
+    pub fn get(&self, url: &str) -> Result<Response, Error> {
+        self.execute(&Request::get(url))
+    }
+
+    /// The breaker's state now, after any due open → half-open advance (SPEC §9.2).
+    pub fn breaker_state(&self) -> Result<CircuitState, Error> {
+        let mut state: i32 = -1;
+        // SAFETY: the client is live; any thread.
+        ffi::check(unsafe { sys::humus_client_breaker_state(self.raw(), &mut state) }, ptr::null_mut())?;
+        CircuitState::from_raw(state).ok_or_else(|| {
+            Error::new(ErrorKind::Internal, format!("breaker state: unknown state {state}"), vec!["state".into()])
+        })
+    }
+
+    /// The breaker's counts now (SPEC §9.3), after any due advance.
+    pub fn breaker_counts(&self) -> Result<BreakerCounts, Error> {
+        let mut counts = sys::humus_breaker_counts::default();
+        // SAFETY: the client is live; `counts` is ours; any thread.
+        ffi::check(unsafe { sys::humus_client_breaker_counts(self.raw(), &mut counts) }, ptr::null_mut())?;
+        Ok(BreakerCounts::from_raw(&counts))
+    }
+
+    /// The retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed in the
+    /// window for the ratio policy.
+    pub fn budget_tokens(&self) -> Result<f64, Error> {
+        let mut tokens = 0.0;
+        // SAFETY: the client is live; `tokens` is ours; any thread.
+        ffi::check(unsafe { sys::humus_client_budget_tokens(self.raw(), &mut tokens) }, ptr::null_mut())?;
+        Ok(tokens)
+    }
+
+    /// The runtime this client was built from.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    pub(crate) fn raw(&self) -> *mut sys::humus_client {
+        self.raw.as_ptr()
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No breaker read here: reading may advance it (SPEC §9.2), and printing should change nothing.
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,252 @@
+//! `Error`: what a failed call or setup step said — its kind (one per status of the header), message, the
+//! fields it is about, the attempts made — copied out of the C error object, which is freed at once.
+use std::fmt;
+use std::time::Duration;
+
+use humus_http_sys as sys;
+
+use crate::ffi;
+
+/// The kind of an [`Error`]: one variant per `HUMUS_E_*` status of `humus_http.h`, grouped as the header
+/// groups them (usage, configuration, resilience verdicts, transport, TLS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A bad argument: a bad header, a bad URL, a NUL byte in a string (`HUMUS_E_INVALID_ARGUMENT`).
+    InvalidArgument,
+    /// A call in the wrong state or thread, e.g. a blocking call from a completion callback
+    /// (`HUMUS_E_MISUSE`).
+    Misuse,
+    /// A fault in code: settings rules across fields, an invalid classification (`HUMUS_E_PROGRAM`).
+    Program,
+    /// A request to another origin than the client's; nothing was sent (`HUMUS_E_CROSS_ORIGIN`).
+    CrossOrigin,
+    /// Allocation failed (`HUMUS_E_NO_MEMORY`).
+    NoMemory,
+    /// A bug in humus_http; the message says where (`HUMUS_E_INTERNAL`).
+    Internal,
+    /// A callback failed: a classifier or mock transport closure panicked (`HUMUS_E_CALLBACK`);
+    /// [`Error::panic_message`] has what it said.
+    Callback,
+    /// An operator's mistake in configuration: every bad key is in [`Error::fields`] (`HUMUS_E_CONFIG`).
+    Config,
+    /// The circuit breaker is open: nothing was sent; [`Error::retry_after`] says for how much longer
+    /// (`HUMUS_E_REJECTED`).
+    Rejected,
+    /// No bulkhead slot within `bulkhead.wait`: nothing was sent (`HUMUS_E_BULKHEAD_FULL`).
+    BulkheadFull,
+    /// The call's deadline or an attempt's timeout passed (`HUMUS_E_TIMEOUT`).
+    Timeout,
+    /// The caller cancelled the call (`HUMUS_E_CANCELLED`).
+    Cancelled,
+    /// The connection was refused or could not be made (`HUMUS_E_CONNECT`).
+    Connect,
+    /// The host name did not resolve (`HUMUS_E_RESOLVE`).
+    Resolve,
+    /// Reset or closed before a full response (`HUMUS_E_CONNECTION_LOST`).
+    ConnectionLost,
+    /// The peer broke HTTP (`HUMUS_E_PROTOCOL`).
+    Protocol,
+    /// An HTTP/2 stream refused or a GOAWAY before processing: safe to resend (`HUMUS_E_STREAM_REFUSED`).
+    StreamRefused,
+    /// The TLS handshake failed: untrusted certificate, host name mismatch, version (`HUMUS_E_TLS`).
+    Tls,
+    /// The server refused or required a client certificate (`HUMUS_E_TLS_CLIENT_CERT`).
+    TlsClientCert,
+    /// A status this binding does not know (a newer library); the number is the C status.
+    Unknown(i32),
+}
+
+/// Every kind this binding knows, with its pinned C number.
+const KINDS: [(ErrorKind, sys::humus_status); 19] = [
+    (ErrorKind::InvalidArgument, sys::HUMUS_E_INVALID_ARGUMENT),
+    (ErrorKind::Misuse, sys::HUMUS_E_MISUSE),
+    (ErrorKind::Program, sys::HUMUS_E_PROGRAM),
+    (ErrorKind::CrossOrigin, sys::HUMUS_E_CROSS_ORIGIN),
+    (ErrorKind::NoMemory, sys::HUMUS_E_NO_MEMORY),
+    (ErrorKind::Internal, sys::HUMUS_E_INTERNAL),
+    (ErrorKind::Callback, sys::HUMUS_E_CALLBACK),
+    (ErrorKind::Config, sys::HUMUS_E_CONFIG),
+    (ErrorKind::Rejected, sys::HUMUS_E_REJECTED),
+    (ErrorKind::BulkheadFull, sys::HUMUS_E_BULKHEAD_FULL),
+    (ErrorKind::Timeout, sys::HUMUS_E_TIMEOUT),
+    (ErrorKind::Cancelled, sys::HUMUS_E_CANCELLED),
+    (ErrorKind::Connect, sys::HUMUS_E_CONNECT),
+    (ErrorKind::Resolve, sys::HUMUS_E_RESOLVE),
+    (ErrorKind::ConnectionLost, sys::HUMUS_E_CONNECTION_LOST),
+    (ErrorKind::Protocol, sys::HUMUS_E_PROTOCOL),
+    (ErrorKind::StreamRefused, sys::HUMUS_E_STREAM_REFUSED),
+    (ErrorKind::Tls, sys::HUMUS_E_TLS),
+    (ErrorKind::TlsClientCert, sys::HUMUS_E_TLS_CLIENT_CERT),
+];
+
+impl ErrorKind {
+    /// The kind of a C status; `None` for `HUMUS_OK` (0), [`ErrorKind::Unknown`] for a number this binding
+    /// does not know.
+    pub fn from_status(status: i32) -> Option<ErrorKind> {
+        if status == sys::HUMUS_OK {
+            return None;
+        }
+        Some(KINDS.iter().find(|(_, s)| *s == status).map_or(ErrorKind::Unknown(status), |(k, _)| *k))
+    }
+
+    /// The C status number, e.g. 202 for [`ErrorKind::Timeout`].
+    pub fn status(self) -> i32 {
+        match self {
+            ErrorKind::Unknown(status) => status,
+            known => KINDS.iter().find(|(k, _)| *k == known).map_or(sys::HUMUS_E_INTERNAL, |(_, s)| *s),
+        }
+    }
+
+    /// The C enumerator's name as the library gives it (`humus_status_name`), e.g. `"HUMUS_E_TIMEOUT"`;
+    /// `"HUMUS_E_UNKNOWN"` for a number the library does not know either.
+    pub fn name(self) -> &'static str {
+        // SAFETY: humus_status_name accepts any number and returns static storage, never NULL.
+        unsafe { ffi::static_str(sys::humus_status_name(self.status())) }
+    }
+
+    /// The kind whose [`name`](ErrorKind::name) is `name` (`"HUMUS_E_CONNECT"`), asking the library for the
+    /// names of the numbers it knows; `None` for `"HUMUS_OK"` and for names no status has.
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        if let Some((kind, _)) = KINDS.iter().find(|(k, _)| k.name() == name) {
+            return Some(*kind);
+        }
+        // A newer library may know statuses this binding does not: the header's ranges end below 1000.
+        (1..1000).map(ErrorKind::Unknown).find(|k| k.name() == name && name != "HUMUS_E_UNKNOWN")
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a call or a setup step failed: a copy of the library's error object (SPEC §17.2).
+///
+/// `Display` prints `HUMUS_E_<KIND>: <message>`, the message naming the setting, header or URL at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    fields: Vec<String>,
+    attempts: u32,
+    retry_after: Duration,
+    panic: Option<String>,
+}
+
+impl Error {
+    /// An error made on the Rust side of the boundary (a NUL byte in a string, a bad conversion), worded
+    /// like the library's.
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>, fields: Vec<String>) -> Error {
+        Error { kind, message: message.into(), fields, attempts: 0, retry_after: Duration::ZERO, panic: None }
+    }
+
+    /// Copies a library error out and frees it. `err` may be NULL for the functions that report only a
+    /// status: the thread's last error then has the details when it is of the same status.
+    ///
+    /// # Safety
+    /// `err` is NULL or an error the library handed over, not used after this call.
+    pub(crate) unsafe fn from_raw(status: sys::humus_status, err: *mut sys::humus_error) -> Error {
+        let kind = ErrorKind::from_status(status).unwrap_or(ErrorKind::Internal);
+        let source: *const sys::humus_error = if err.is_null() {
+            // SAFETY: humus_last_error is borrowed until this thread's next failing call; read at once.
+            let last = unsafe { sys::humus_last_error() };
+            // SAFETY: `last` is NULL or a live error of this thread.
+            if !last.is_null() && unsafe { sys::humus_error_status(last) } == status {
+                last
+            } else {
+                std::ptr::null()
+            }
+        } else {
+            err
+        };
+        let error = if source.is_null() {
+            Error::new(kind, format!("{} (the library gave no details)", kind.name()), Vec::new())
+        } else {
+            // SAFETY: `source` is a live error; its strings live as long as it, and are copied here.
+            unsafe { Error::copy(kind, source) }
+        };
+        // SAFETY: `err` is ours (NULL is accepted); the thread's last error is the library's to keep.
+        unsafe { sys::humus_error_free(err) };
+        error
+    }
+
+    /// # Safety
+    /// `e` is a live error.
+    unsafe fn copy(kind: ErrorKind, e: *const sys::humus_error) -> Error {
+        // SAFETY: the accessors accept a non-NULL error and never fail; strings are copied.
+        unsafe {
+            let fields = (0..sys::humus_error_field_count(e))
+                .filter_map(|i| ffi::copy_str(sys::humus_error_field(e, i)))
+                .collect();
+            Error {
+                kind,
+                message: ffi::copy_str(sys::humus_error_message(e)).unwrap_or_default(),
+                fields,
+                attempts: u32::try_from(sys::humus_error_attempts(e)).unwrap_or(0),
+                retry_after: Duration::from_millis(u64::try_from(sys::humus_error_retry_after_ms(e)).unwrap_or(0)),
+                panic: None,
+            }
+        }
+    }
+
+    /// Attaches the message of the Rust callback that panicked and made the call fail.
+    pub(crate) fn with_panic(mut self, panic: Option<String>) -> Error {
+        if self.kind == ErrorKind::Callback {
+            self.panic = panic;
+        }
+        self
+    }
+
+    /// The kind of failure: the C status.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The C status number (`humus_error_status`).
+    pub fn status(&self) -> i32 {
+        self.kind.status()
+    }
+
+    /// What was wrong, naming the setting, header or URL (`humus_error_message`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The names of the fields, keys or headers the error is about: every bad key of a settings load
+    /// (`humus_error_field`).
+    pub fn fields(&self) -> &[String] {
+        &self.fields
+    }
+
+    /// Attempts the failed call made; 0 when it failed before any (`humus_error_attempts`).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// For [`ErrorKind::Rejected`]: how much longer the breaker stays open; otherwise zero
+    /// (`humus_error_retry_after_ms`).
+    pub fn retry_after(&self) -> Duration {
+        self.retry_after
+    }
+
+    /// For [`ErrorKind::Callback`]: why the Rust callback failed the call — what the closure that panicked
+    /// said (the call's first panic), or a reply the mock transport could not hand over — when it ran on the
+    /// thread that reported the failure; otherwise `None`.
+    pub fn panic_message(&self) -> Option<&str> {
+        self.panic.as_deref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.name(), self.message)?;
+        if let Some(panic) = &self.panic {
+            write!(f, " ({panic})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,145 @@
+//! The little JSON this crate writes: runtime options and settings in SPEC §3's JSON form, handed to the C
+//! core, which parses and checks them. No serde dependency for a writer of a few objects.
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A JSON value to write. Objects keep their keys in insertion order; setting a key again replaces it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Json {
+    Bool(bool),
+    Int(i128),
+    Num(f64),
+    Str(String),
+    Obj(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// A duration as SPEC §3 writes them: a string with the largest unit that keeps it exact ("250ms",
+    /// "5s", "1500us"), so messages about it read as the user wrote it. The core refuses a value too large
+    /// for it, naming the key.
+    pub(crate) fn duration(d: Duration) -> Json {
+        let ns = d.as_nanos();
+        let text = match ns {
+            0 => "0s".to_string(),
+            _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+            _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+            _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+            _ => format!("{ns}ns"),
+        };
+        Json::Str(text)
+    }
+
+    /// A number; a non-finite one (JSON has none) becomes a string the core refuses, naming the key.
+    pub(crate) fn number(x: f64) -> Json {
+        if x.is_finite() {
+            Json::Num(x)
+        } else {
+            Json::Str(x.to_string())
+        }
+    }
+
+    /// Sets `key` in an object (replacing an earlier value); a no-op on other values.
+    pub(crate) fn set(&mut self, key: &str, value: Json) {
+        if let Json::Obj(entries) = self {
+            match entries.iter_mut().find(|(k, _)| k == key) {
+                Some(entry) => entry.1 = value,
+                None => entries.push((key.to_string(), value)),
+            }
+        }
+    }
+
+    /// The object under `key`, made empty first if absent or not an object.
+    pub(crate) fn object(&mut self, key: &str) -> &mut Json {
+        let Json::Obj(entries) = self else { unreachable!("object() is called on objects only") };
+        let index = match entries.iter().position(|(k, _)| k == key) {
+            Some(i) => {
+                if !matches!(entries[i].1, Json::Obj(_)) {
+                    entries[i].1 = Json::Obj(Vec::new());
+                }
+                i
+            }
+            None => {
+                entries.push((key.to_string(), Json::Obj(Vec::new())));
+                entries.len() - 1
+            }
+        };
+        &mut entries[index].1
+    }
+
+    /// The JSON text.
+    pub(crate) fn text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            // `{:?}` prints the shortest text that reads back as the same f64 (0.1, not 0.1000000000000000055).
+            Json::Num(x) => {
+                let _ = write!(out, "{x:?}");
+            }
+            Json::Str(s) => write_string(s, out),
+            Json::Obj(entries) => {
+                out.push('{');
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_string(key, out);
+                    out.push(':');
+                    value.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+/// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259 §7).
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_objects_in_order_with_escapes() {
+        let mut o = Json::Obj(Vec::new());
+        o.set("b", Json::Bool(true));
+        o.set("a", Json::Str("q\"\\\n\u{1}é".into()));
+        o.set("b", Json::Int(-3));
+        o.object("n").set("x", Json::number(0.1));
+        o.object("n").set("y", Json::number(f64::NAN));
+        assert_eq!(o.text(), r#"{"b":-3,"a":"q\"\\\n\u0001é","n":{"x":0.1,"y":"NaN"}}"#);
+    }
+
+    #[test]
+    fn durations_are_exact_strings() {
+        assert_eq!(Json::duration(Duration::from_millis(250)).text(), r#""250ms""#);
+        assert_eq!(Json::duration(Duration::from_secs(5)).text(), r#""5s""#);
+        assert_eq!(Json::duration(Duration::from_micros(1500)).text(), r#""1500us""#);
+        assert_eq!(Json::duration(Duration::new(1, 5)).text(), r#""1000000005ns""#);
+        assert_eq!(Json::duration(Duration::ZERO).text(), r#""0s""#);
+    }
+}

@@ -1,0 +1,86 @@
+//! A resilient outbound HTTP client: the safe Rust binding of libhumus_http (SPEC §17.4).
+//!
+//! One [`Client`] per dependency holds its connections, retry budget, circuit breaker and bulkhead; every
+//! call goes through them (SPEC §4–§11). Clients are built from a [`Runtime`] (the process-wide machinery:
+//! event loop, clock, name overrides, mock transport) and [`Settings`] (SPEC §3).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use humus_http::{Client, Request, Runtime, Settings};
+//!
+//! # fn main() -> Result<(), humus_http::Error> {
+//! let runtime = Runtime::new()?;
+//! let settings = Settings::builder("https://payments.example:8443")
+//!     .timeout(Duration::from_secs(2))
+//!     .max_attempts(3)
+//!     .build()?;
+//! let client = Client::new(&runtime, &settings)?;
+//! let response = client.execute(&Request::get("https://payments.example:8443/v1/balance"))?;
+//! println!("{} after {} attempt(s)", response.status(), response.attempts());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A call that got a response returns it whatever its status (404, the last 503: SPEC §6.6); only a call
+//! that got none fails, with an [`Error`] whose [`ErrorKind`] is the C status (timeout, rejected by the open
+//! breaker, connect, TLS, ...).
+//!
+//! Many dependencies can be configured at once as an [`Upstreams`] registry (SPEC §15). Callbacks
+//! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
+//! `extern "C"` trampolines; a closure that panics is reported to the library as a failing callback
+//! (SPEC §9.4: the breaker counts it as a failure), never unwound into C.
+#![deny(missing_docs)]
+#![warn(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod breaker;
+mod call;
+mod cancel;
+mod classify;
+mod client;
+mod error;
+mod ffi;
+mod json;
+mod log;
+mod metrics;
+mod mock;
+mod panic;
+mod request;
+mod response;
+mod runtime;
+mod settings;
+mod span;
+mod upstreams;
+
+pub use breaker::{BreakerCounts, CircuitState, ProbeDecision};
+pub use call::{Call, CallHandle};
+pub use cancel::CancelToken;
+pub use classify::{Attempt, BreakerOutcome, Classification, ClassifierPreset, RetryDecision};
+pub use client::Client;
+pub use error::{Error, ErrorKind};
+pub use log::LogRecord;
+pub use metrics::{MetricKind, MetricPoint};
+pub use mock::{MockReply, MockRequest};
+pub use request::{CallContext, Request, RetryMode};
+pub use response::Response;
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
+pub use span::{AttributeValue, Span};
+pub use upstreams::Upstreams;
+
+/// The README's examples, compiled and run as doc tests so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;
+
+/// The version of the library loaded at run time, e.g. `"0.1.0"`.
+pub fn version() -> &'static str {
+    // SAFETY: humus_version takes nothing and returns a NUL-terminated string in static storage.
+    unsafe { ffi::static_str(humus_http_sys::humus_version()) }
+}
+
+/// The loaded library's version as a number: MAJOR*10000 + MINOR*100 + PATCH.
+pub fn version_number() -> i32 {
+    // SAFETY: takes nothing, returns a number; any thread.
+    unsafe { humus_http_sys::humus_version_number() }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What CI runs for the Rust binding (bindings/rust, SPEC §17.4): stages the dev build of the library
+# (scripts/stage.sh: build/dev installed into build/stage-dev), then builds and tests both crates against it
+# through pkg-config, as a user's crate would build against the installed library: rustfmt's check, cargo
+# test (unit tests, the conformance vectors, integration tests against tests/server/), and clippy when it is
+# installed. Cargo's output goes to build/rust-target, so the source tree stays clean.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "test-rust.sh: cargo is not installed: install a Rust toolchain (https://rustup.rs, 1.77 or later)" >&2
+  exit 1
+fi
+
+prefix="$(scripts/stage.sh dev)"
+# GNUInstallDirs may choose lib64 or lib/<multiarch> for the prefix: take whichever holds humus_http.pc.
+pc_dir="$(dirname "$(find "$prefix" -name humus_http.pc -print -quit)")"
+if [[ ! -f "$pc_dir/humus_http.pc" ]]; then
+  echo "test-rust.sh: no humus_http.pc under $prefix" >&2
+  exit 1
+fi
+export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export CARGO_TARGET_DIR="$PWD/build/rust-target"
+export CARGO_BUILD_JOBS=2
+
+cd bindings/rust
+if cargo fmt --version >/dev/null 2>&1; then
+  echo "=== rust: cargo fmt --check"
+  cargo fmt --all --check
+fi
+echo "=== rust: cargo test"
+cargo test --locked
+if cargo clippy --version >/dev/null 2>&1; then
+  echo "=== rust: cargo clippy"
+  cargo clippy --locked --all-targets -- -D warnings
+else
+  echo "=== rust: clippy is not installed: skipped"
+fi
