@@ -114,8 +114,9 @@ typedef struct humus_settings humus_settings;
 /* Parses the JSON form of SPEC §3 (durations as strings: "250ms", "5s", "1m"). Fields left out take their
  * defaults. Every bad field is reported at once: HUMUS_E_CONFIG with one field name per bad key
  * (humus_error_field), misspelt keys named with the nearest valid key. Rules across fields loaded here
- * (backoff_max < backoff_base, attempt_timeout > timeout, connect_timeout > attempt_timeout, https without
- * tls / http with tls) are HUMUS_E_CONFIG too. HUMUS_E_INVALID_ARGUMENT if json or out is NULL. Any thread. */
+ * (backoff_max < backoff_base, attempt_timeout > timeout, connect_timeout > attempt_timeout, a tls object
+ * with an http base_url) are HUMUS_E_CONFIG too; an https base_url without tls trusts the system's roots.
+ * HUMUS_E_INVALID_ARGUMENT if json or out is NULL. Any thread. */
 HUMUS_API humus_status humus_settings_from_json(const char *json, size_t len, humus_settings **out,
                                                 humus_error **err);
 /* A copy, callbacks shared. Any thread, with no thread changing `s`. */
@@ -211,7 +212,7 @@ enum { HUMUS_PROBE_CONTINUE = 0, HUMUS_PROBE_CLOSE = 1, HUMUS_PROBE_REOPEN = 2 }
 #define HUMUS_BREAKER_POLICY_VERSION 1
 /* A custom breaker policy. Both callbacks run under the breaker's lock on the thread that delivers a result:
  * they must be fast, thread-safe, and must not call the client. A status other than HUMUS_OK counts the
- * result as a failure and leaves the breaker consistent. */
+ * result as a failure, leaves the breaker consistent, and ends the call with HUMUS_E_CALLBACK (no retry). */
 typedef struct humus_breaker_policy {
   uint32_t version; /* HUMUS_BREAKER_POLICY_VERSION */
   /* In closed: set *open to 1 to open the breaker, 0 to stay closed. */
@@ -382,7 +383,8 @@ typedef void (*humus_call_done)(void *user_data, humus_status status, humus_resp
 HUMUS_API humus_status humus_client_submit(humus_client *c, const humus_request *r, humus_call_done on_done,
                                            void *user_data, humus_call **call, humus_error **err);
 /* Cancels the call: it ends as soon as the event loop gets to it (HUMUS_E_CANCELLED, or the response
- * buffered before a retry). Nothing once it has ended. Any thread, including inside callbacks. */
+ * buffered before a retry). Nothing once it has ended — also after its client and runtime were freed: a
+ * handle may outlive both. Any thread, including inside callbacks. */
 HUMUS_API void humus_call_cancel(humus_call *call);
 /* Releases the handle; the call itself goes on. NULL is accepted. */
 HUMUS_API void humus_call_free(humus_call *call);

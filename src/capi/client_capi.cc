@@ -140,6 +140,11 @@ HUMUS_API humus_status humus_request_new(const char* method, const char* url, hu
     if (parsed->has_userinfo) {
       return report(Status(Code::kInvalidArgument, "url: user-info is not allowed", {"url"}), err);
     }
+    if (parsed->scheme != "http" && parsed->scheme != "https") {
+      return report(Status(Code::kInvalidArgument, "url: the scheme must be http or https, got \"" + parsed->scheme + "\"",
+                           {"url"}),
+                    err);
+    }
     auto request = std::make_unique<humus_request>();
     request->request.method = method;
     request->request.url = url;

@@ -15,6 +15,8 @@ AsyncCall::AsyncCall(Client& client, Request request, CallDone done)
       waiter_(&AsyncCall::granted, this) {}
 
 void AsyncCall::cancel() {
+  // Acquire pairs with finish()'s release: once the outcome was delivered, the loop may be gone.
+  if (ended_.load(std::memory_order_acquire)) return;
   token_.cancel();
   loop_.post([self = shared_from_this()] { self->on_cancel(); });
 }
@@ -114,6 +116,7 @@ void AsyncCall::on_cancel() {
 
 void AsyncCall::finish(CallResult result) {
   phase_ = Phase::kDone;
+  ended_.store(true, std::memory_order_release);
   call_.hold(bulkhead::Slot());  // the slot goes back before the caller hears of the outcome
   CallDone done = std::move(done_);
   done(std::move(result));

@@ -3,6 +3,7 @@
 // the bulkhead wait as a queued waiter — so no thread waits for it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -24,7 +25,8 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   AsyncCall(Client& client, Request request, CallDone done);
 
   // Any thread: the call ends as soon as the loop gets to it (kCancelled, or the buffered response of a
-  // cut-short wait). After it ended: nothing.
+  // cut-short wait). After it ended: nothing, and nothing is touched but this object — so a handle may be
+  // cancelled after its client and runtime are gone.
   void cancel();
 
  private:
@@ -47,6 +49,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   transport::EventLoop& loop_;
   bulkhead::Bulkhead::AsyncWaiter waiter_;
   Phase phase_ = Phase::kNew;
+  std::atomic<bool> ended_{false};  // set by finish(), before the caller hears of the outcome
   std::unique_ptr<transport::AsyncAttempt> attempt_;
   transport::EventLoop::TimerId timer_ = 0;
 };

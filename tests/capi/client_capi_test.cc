@@ -168,6 +168,9 @@ TEST_F(CapiClientTest, BadRequestsAreRefusedNamingWhatWasWrong) {
   humus_error_free(err);
   EXPECT_EQ(humus_request_new("GET", "http://user:pw@payments:8080/", &req, &err), HUMUS_E_INVALID_ARGUMENT);
   humus_error_free(err);
+  EXPECT_EQ(humus_request_new("GET", "ftp://payments:8080/", &req, &err), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(humus_error_message(err), "http or https"), nullptr) << humus_error_message(err);
+  humus_error_free(err);
 
   ASSERT_EQ(humus_request_new("GET", "http://payments:8080/", &req, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_request_set_header(req, "X-Note", "a\r\nInjected: 1", &err), HUMUS_E_INVALID_ARGUMENT);
@@ -212,6 +215,29 @@ TEST_F(CapiClientTest, CancelTokenEndsAHangingCall) {
   humus_error_free(err);
   humus_request_free(req);
   humus_cancel_free(cancel);
+}
+
+void count_done(void* user, humus_status, humus_response* resp, humus_error* err) {
+  humus_response_free(resp);
+  humus_error_free(err);
+  ++*static_cast<std::atomic<int>*>(user);
+}
+
+TEST_F(CapiClientTest, ACallHandleOutlivesItsClientAndRuntime) {
+  make_client(R"({"base_url": "http://payments:8080"})");
+  humus_request* req = nullptr;
+  ASSERT_EQ(humus_request_new("GET", "http://payments:8080/", &req, nullptr), HUMUS_OK);
+  std::atomic<int> done{0};
+  humus_call* call = nullptr;
+  ASSERT_EQ(humus_client_submit(client_, req, count_done, &done, &call, nullptr), HUMUS_OK);
+  humus_request_free(req);
+  humus_client_free(client_);  // waits for the call to end
+  client_ = nullptr;
+  humus_runtime_free(rt_);
+  rt_ = nullptr;
+  EXPECT_EQ(done.load(), 1);
+  humus_call_cancel(call);  // the call has ended and its runtime is gone: nothing happens
+  humus_call_free(call);
 }
 
 TEST(CapiRuntime, OptionsAreCheckedNamingEveryBadKey) {
