@@ -1,0 +1,137 @@
+package humushttp
+
+/*
+#include <humus_http.h>
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"context"
+	"net/http"
+	"sync"
+)
+
+// Call is an asynchronous call in flight on the runtime's event loop (Client.Start). Its methods are safe
+// for concurrent use.
+type Call struct {
+	client  *clientCore
+	req     *http.Request
+	sentURL string
+	onDone  func(*Response, error)
+	done    chan struct{}
+	resp    *Response // set before done is closed
+	err     error     // set before done is closed
+
+	mu     sync.Mutex
+	native *C.humus_call // guarded by mu; nil until Start has it and after the call ended
+	ended  bool          // guarded by mu
+	stop   func() bool   // guarded by mu: stops the context watcher
+}
+
+// Start begins the call and returns at once (humus_client_submit): every rule of Do applies — bulkhead
+// (waiting on a timer, not a goroutine), breaker, retries, deadline — and concurrent calls share the
+// client's connections (HTTP/2 multiplexes them). A request that cannot be built fails here.
+//
+// done, when not nil, receives the outcome exactly once on the runtime's event-loop thread, before Wait
+// returns it: it must not block, and a blocking Do from it is refused (ErrMisuse). Cancelling req's context
+// cancels the call, as does Call.Cancel. Safe for concurrent use.
+func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...CallOption) (*Call, error) {
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.core.acquire(); err != nil {
+		return nil, err
+	}
+	ctx := req.Context()
+	o := collectCallOptions(ctx, opts)
+	bound, err := callBound(ctx, &o, c.core.rt.virtual)
+	if err != nil {
+		c.core.release()
+		return nil, err
+	}
+	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, nil)
+	if err != nil {
+		c.core.release()
+		return nil, err
+	}
+	defer C.humus_request_free(native) // submit copies it
+
+	call := &Call{client: c.core, req: req, sentURL: sentURL, onDone: done, done: make(chan struct{})}
+	h := newHandle(call)
+	var handle *C.humus_call
+	var cerr *C.humus_error
+	if st := C.humusgo_client_submit(c.core.native, native, C.uintptr_t(h), &handle, &cerr); st != C.HUMUS_OK {
+		deleteHandle(h) // never submitted: no completion will delete it
+		c.core.release()
+		return nil, takeError(st, cerr)
+	}
+	call.mu.Lock()
+	if call.ended { // it completed before submit returned
+		C.humus_call_free(handle)
+	} else {
+		call.native = handle
+		if ctx.Done() != nil {
+			call.stop = context.AfterFunc(ctx, call.Cancel)
+		}
+	}
+	call.mu.Unlock()
+	return call, nil
+}
+
+// Cancel cancels the call: it ends as soon as the event loop gets to it (ErrCancelled, or the response
+// buffered before a retry). Nothing once it has ended. Safe from any goroutine, callbacks included.
+func (call *Call) Cancel() {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.native != nil && !call.ended {
+		C.humus_call_cancel(call.native)
+	}
+}
+
+// Done is closed once the call has ended and Wait has its outcome. Safe for concurrent use.
+func (call *Call) Done() <-chan struct{} { return call.done }
+
+// Wait waits for the call to end and returns its outcome, the same one done received (if done read the
+// body, it is read). The error is an *Error as Do's. Safe for concurrent use: every waiter gets the same
+// outcome (read the Body from one goroutine).
+func (call *Call) Wait() (*Response, error) {
+	<-call.done
+	return call.resp, call.err
+}
+
+// complete runs once, on the event-loop thread, with the library's outcome (ours to free).
+func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *C.humus_error) {
+	var r *Response
+	var err error
+	if status == C.HUMUS_OK {
+		r = newResponse(resp, call.req, call.sentURL)
+	} else {
+		e := takeError(status, cerr)
+		e.cause = contextCause(call.req.Context(), e.Status)
+		err = e
+	}
+	call.mu.Lock()
+	call.ended = true
+	native, stop := call.native, call.stop
+	call.native, call.stop = nil, nil
+	call.mu.Unlock()
+	if native != nil {
+		C.humus_call_free(native)
+	}
+	if stop != nil {
+		stop()
+	}
+	if call.onDone != nil {
+		if panicked := guard("call done", func() error { call.onDone(r, err); return nil }); panicked != nil {
+			if r != nil {
+				r.Body.Close()
+			}
+			r, err = nil, panicked
+		}
+	}
+	call.resp, call.err = r, err
+	close(call.done)
+	call.client.releaseOffLoop()
+}

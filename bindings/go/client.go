@@ -1,0 +1,250 @@
+package humushttp
+
+/*
+#include <humus_http.h>
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"net/http"
+	"runtime"
+	"sync"
+)
+
+// Client is one dependency's client (SPEC §1): its connections, circuit breaker, retry budget and bulkhead,
+// all in the C core. Build one per dependency and share it: every method is safe for concurrent use.
+//
+// Close frees the native client; calls in flight finish first (the free waits for the last of them), and
+// calls started after Close fail with ErrClosed. A Client that becomes unreachable without Close is closed by
+// a cleanup, so NewClient's *http.Client, which has no Close, frees its native client when the garbage
+// collector finds it unused.
+type Client struct {
+	core    *clientCore
+	cleanup runtime.Cleanup
+}
+
+// clientCore holds the native client and counts its holders: the Client's own reference and one per call
+// in flight. The C ABI forbids freeing a client while a blocking call runs on it.
+type clientCore struct {
+	native *C.humus_client
+	rt     *runtimeCore
+
+	mu     sync.Mutex
+	refs   int  // guarded by mu
+	closed bool // guarded by mu
+}
+
+// Open builds a client for settings.BaseURL's origin. Invalid settings are an *Error with ErrConfig naming
+// every bad key (rules across fields included: Go settings reach the library as one JSON load, SPEC §3.2),
+// or ErrProgram for nil callbacks (SPEC §3.3). Safe for concurrent use.
+func Open(settings Settings, opts ...Option) (*Client, error) {
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	var o clientOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rt, err := o.runtimeCore()
+	if err != nil {
+		return nil, err
+	}
+	if !rt.acquire() {
+		return nil, closedError("runtime")
+	}
+	native, err := buildClient(rt.native, settings, &o)
+	if err != nil {
+		rt.release()
+		return nil, err
+	}
+	live.clients.Add(1)
+	core := &clientCore{native: native, rt: rt, refs: 1}
+	c := &Client{core: core}
+	c.cleanup = runtime.AddCleanup(c, (*clientCore).closeOwner, core)
+	return c, nil
+}
+
+// NewClient is SPEC §17.4's constructor: a standard *http.Client whose Transport is the C core, so Go code,
+// generated clients and SDKs use it as any client. Its CheckRedirect returns the 3xx the core did not follow
+// (another origin's, SPEC §2); its Timeout and the request context's deadline bound the call; cancelling the
+// context cancels the native call. The native client is freed by a cleanup once the *http.Client and its
+// Transport are unreachable; use Open and Client.Close to free it at a moment of your choosing, and
+// ClientOf to reach the breaker. Safe for concurrent use.
+func NewClient(settings Settings, opts ...Option) (*http.Client, error) {
+	c, err := Open(settings, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.HTTPClient(), nil
+}
+
+func (o *clientOptions) runtimeCore() (*runtimeCore, error) {
+	if o.runtime != nil {
+		return o.runtime.core, nil
+	}
+	return theDefaultRuntime()
+}
+
+// buildClient makes the native settings, installs the Go callbacks and builds the client. The settings object
+// is freed here: the client keeps a copy, and the callbacks' handles until it is freed.
+func buildClient(rt *C.humus_runtime, settings Settings, o *clientOptions) (*C.humus_client, error) {
+	if o.classifierSet && o.classifier == nil {
+		return nil, &Error{Status: StatusProgram, Message: "classifier: WithClassifier was given a nil func (SPEC §3.3)",
+			Fields: []string{"classify"}}
+	}
+	if o.policy != nil && (o.policy.Trip == nil || o.policy.Probe == nil) {
+		return nil, &Error{Status: StatusProgram, Message: "breaker policy: Trip and Probe must both be set (SPEC §3.3)",
+			Fields: []string{"breaker_policy.trip", "breaker_policy.probe"}}
+	}
+	s, err := settings.native()
+	if err != nil {
+		return nil, err
+	}
+	defer C.humus_settings_free(s)
+	var cerr *C.humus_error
+	if o.classifier != nil {
+		h := newHandle(o.classifier)
+		if st := C.humusgo_set_classifier(s, C.uintptr_t(h), &cerr); st != C.HUMUS_OK {
+			deleteHandle(h) // refused: the library did not take it
+			return nil, takeError(st, cerr)
+		}
+	}
+	if o.policy != nil {
+		h := newHandle(o.policy)
+		if st := C.humusgo_set_breaker_policy(s, C.uintptr_t(h), &cerr); st != C.HUMUS_OK {
+			deleteHandle(h)
+			return nil, takeError(st, cerr)
+		}
+	}
+	var native *C.humus_client
+	if st := C.humus_client_new(rt, s, &native, &cerr); st != C.HUMUS_OK {
+		return nil, takeError(st, cerr)
+	}
+	return native, nil
+}
+
+// Close frees the native client once the calls in flight have returned; calls started afterwards fail with
+// an *Error whose Status is StatusMisuse and whose cause is ErrClosed. Response bodies already returned stay
+// readable (the core buffered them). Close is idempotent, never blocks, and is safe for concurrent use.
+func (c *Client) Close() error {
+	c.cleanup.Stop()
+	c.core.closeOwner()
+	return nil
+}
+
+func (c *clientCore) closeOwner() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.release()
+}
+
+// acquire takes a reference for a call; an error once the client is closed.
+func (c *clientCore) acquire() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return closedError("client")
+	}
+	c.refs++
+	return nil
+}
+
+// release drops a reference; the last one frees the native client and releases the runtime. Must not run
+// on the runtime's event-loop thread (see releaseOffLoop).
+func (c *clientCore) release() {
+	c.mu.Lock()
+	c.refs--
+	last := c.refs == 0
+	c.mu.Unlock()
+	if last {
+		C.humus_client_free(c.native)
+		live.clients.Add(-1)
+		c.rt.release()
+	}
+}
+
+// releaseOffLoop is release for code on the event-loop thread (an asynchronous completion): freeing the
+// client there would be completed later by the library, but freeing the runtime there would have the loop
+// join itself, so the release moves to a goroutine of its own.
+func (c *clientCore) releaseOffLoop() {
+	c.mu.Lock()
+	last := c.refs == 1
+	if !last {
+		c.refs--
+	}
+	c.mu.Unlock()
+	if last {
+		go c.release()
+	}
+}
+
+// HTTPClient is a new *http.Client over this client (see NewClient): its Transport is the C core and its
+// CheckRedirect hands back the 3xx the core did not follow. Each call returns a fresh *http.Client sharing
+// this Client; set its Timeout or Jar as you like. Safe for concurrent use.
+func (c *Client) HTTPClient() *http.Client {
+	return &http.Client{
+		Transport: c.Transport(),
+		// The core follows redirects within the origin itself (SPEC §2); what reaches net/http is a 3xx to
+		// another origin, which this client must not follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Transport is the http.RoundTripper over this client. Safe for concurrent use.
+func (c *Client) Transport() *Transport { return &Transport{client: c} }
+
+// ClientOf is the Client behind an *http.Client made by NewClient or HTTPClient (false for any other), to
+// read its breaker or close it. Safe for concurrent use.
+func ClientOf(hc *http.Client) (*Client, bool) {
+	if t, ok := hc.Transport.(*Transport); ok {
+		return t.client, true
+	}
+	return nil, false
+}
+
+// BreakerState is the circuit breaker's state now, after any due open → half-open advance (SPEC §9.2).
+// Safe for concurrent use, as every accessor of the breaker and the budget.
+func (c *Client) BreakerState() (CircuitState, error) {
+	if err := c.core.acquire(); err != nil {
+		return 0, err
+	}
+	defer c.core.release()
+	var state C.int32_t
+	if st := C.humus_client_breaker_state(c.core.native, &state); st != C.HUMUS_OK {
+		return 0, &Error{Status: Status(st), Message: "humus_client_breaker_state failed"}
+	}
+	return CircuitState(state), nil
+}
+
+// BreakerCounts are the breaker's counts now (SPEC §9.3), after any due advance.
+func (c *Client) BreakerCounts() (BreakerCounts, error) {
+	if err := c.core.acquire(); err != nil {
+		return BreakerCounts{}, err
+	}
+	defer c.core.release()
+	var counts C.humus_breaker_counts
+	if st := C.humus_client_breaker_counts(c.core.native, &counts); st != C.HUMUS_OK {
+		return BreakerCounts{}, &Error{Status: Status(st), Message: "humus_client_breaker_counts failed"}
+	}
+	return countsFrom(&counts), nil
+}
+
+// BudgetTokens is the retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed
+// in the window for the ratio policy.
+func (c *Client) BudgetTokens() (float64, error) {
+	if err := c.core.acquire(); err != nil {
+		return 0, err
+	}
+	defer c.core.release()
+	var tokens C.double
+	if st := C.humus_client_budget_tokens(c.core.native, &tokens); st != C.HUMUS_OK {
+		return 0, &Error{Status: Status(st), Message: "humus_client_budget_tokens failed"}
+	}
+	return float64(tokens), nil
+}

@@ -1,0 +1,217 @@
+package humushttp
+
+/*
+#include <humus_http.h>
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"context"
+	"net/http"
+	"runtime/cgo"
+	"time"
+)
+
+// Do makes one call on the calling goroutine — every attempt, wait and redirect within the origin (SPEC §6)
+// — and returns the response whatever its status (a 404, a 500 or the last 503 are responses, SPEC §6.6). It
+// fails only when no response came: an *Error (errors.Is with ErrTimeout, ErrRejected, ErrConnect, ...).
+//
+// req.Body is read whole and closed (the core keeps a copy, so every attempt can replay it). The request's
+// context bounds the call: its deadline becomes the call's deadline, and its cancellation cancels the native
+// call; the error then also matches context.DeadlineExceeded or context.Canceled. opts (and those attached
+// with WithCallOptions / WithCallContext) set the per-call rules. Safe for concurrent use; the goroutine
+// blocks in C for the call (cgo releases its P, so other goroutines run).
+func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.core.acquire(); err != nil {
+		return nil, err
+	}
+	defer c.core.release()
+	ctx := req.Context()
+	o := collectCallOptions(ctx, opts)
+	bound, err := callBound(ctx, &o, c.core.rt.virtual)
+	if err != nil {
+		return nil, err
+	}
+
+	var state *callState
+	var stateHandle cgo.Handle
+	if ctx.Done() != nil {
+		state = newCallState(ctx, bound.coreEndsDeadline)
+		defer state.free()
+		stateHandle = newHandle(state)
+		defer deleteHandle(stateHandle)
+	}
+	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, state.nativeToken())
+	if err != nil {
+		return nil, err
+	}
+	defer C.humus_request_free(native)
+
+	state.watch()
+	var resp *C.humus_response
+	var cerr *C.humus_error
+	var callbackErr C.uintptr_t
+	status := C.humusgo_client_do(c.core.native, native, C.uintptr_t(stateHandle), &resp, &cerr, &callbackErr)
+	state.unwatch()
+	cause := takeCallbackError(callbackErr)
+	if status != C.HUMUS_OK {
+		e := takeError(status, cerr)
+		if e.Status == StatusCallback && cause != nil {
+			e.cause = cause
+		} else {
+			e.cause = contextCause(ctx, e.Status)
+		}
+		return nil, e
+	}
+	return newResponse(resp, req, sentURL), nil
+}
+
+// bound is the per-call deadline handed to the core (humus_request_set_timeout_ms).
+type bound struct {
+	ms  int64
+	set bool
+	// The core's own deadline comes no later than the context's, on a real clock: the context's deadline
+	// then needs no cancellation (the core ends the call with StatusTimeout at that moment itself).
+	coreEndsDeadline bool
+}
+
+// callBound merges the Timeout option and the context's deadline. A context already done fails at once,
+// before anything is built or sent. The context's remaining time is rounded down to whole milliseconds, so
+// the core's deadline comes first and the outcome is the core's timeout rather than a race with the
+// context's own timer (with http.Client.Timeout, net/http rewrites errors that end after its timer fired).
+func callBound(ctx context.Context, o *callOptions, virtual bool) (bound, error) {
+	if err := ctx.Err(); err != nil {
+		return bound{}, contextDoneError(err)
+	}
+	var b bound
+	if o.hasTimeout {
+		b.ms, b.set = durationToMs(o.timeout), true // <= 0 is refused by the core, naming "timeout"
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		remaining := time.Until(deadline)
+		if remaining < time.Millisecond {
+			return bound{}, contextDoneError(context.DeadlineExceeded)
+		}
+		if remaining <= time.Hour { // beyond the core's maximum; the settings' timeout (<= 1h) ends it sooner
+			ms := int64(remaining / time.Millisecond)
+			if !b.set || ms < b.ms {
+				b.ms, b.set = ms, true
+			}
+			b.coreEndsDeadline = !virtual && b.ms <= ms
+		}
+	}
+	return b, nil
+}
+
+func contextDoneError(err error) *Error {
+	e := &Error{Status: StatusCancelled, Message: "the request's context was cancelled before the call started", cause: err}
+	if err == context.DeadlineExceeded {
+		e.Status, e.Message = StatusTimeout, "the request's context deadline passed before the call started"
+	}
+	return e
+}
+
+// contextCause is the context's error to wrap in a call's *Error, when the context is why the call ended.
+func contextCause(ctx context.Context, status Status) error {
+	err := ctx.Err()
+	switch status {
+	case StatusCancelled:
+		return err
+	case StatusTimeout:
+		if err == context.DeadlineExceeded {
+			return err
+		}
+		// The core's deadline fires up to 1 ms before the context's (see callBound).
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= 2*time.Millisecond {
+			return context.DeadlineExceeded
+		}
+	}
+	return nil
+}
+
+// callState is a blocking call whose context can end: the native cancel token, and the watcher that
+// triggers it. A nil *callState (context.Background) does nothing.
+type callState struct {
+	ctx              context.Context
+	token            *C.humus_cancel
+	coreEndsDeadline bool
+	stop             func() bool
+	stopped          chan struct{}
+}
+
+func newCallState(ctx context.Context, coreEndsDeadline bool) *callState {
+	s := &callState{ctx: ctx, coreEndsDeadline: coreEndsDeadline}
+	C.humus_cancel_new(&s.token)
+	return s
+}
+
+func (s *callState) nativeToken() *C.humus_cancel {
+	if s == nil {
+		return nil
+	}
+	return s.token
+}
+
+// watch triggers the token when the context ends (context.AfterFunc: no goroutine until then).
+func (s *callState) watch() {
+	if s == nil {
+		return
+	}
+	s.stopped = make(chan struct{})
+	s.stop = context.AfterFunc(s.ctx, func() {
+		defer close(s.stopped)
+		s.cancelIfDone()
+	})
+}
+
+// unwatch stops the watcher, waiting for it if it already started: the token is freed next.
+func (s *callState) unwatch() {
+	if s == nil || s.stop == nil {
+		return
+	}
+	if !s.stop() {
+		<-s.stopped
+	}
+}
+
+func (s *callState) cancelIfDone() {
+	err := s.ctx.Err()
+	if err == nil || (err == context.DeadlineExceeded && s.coreEndsDeadline) {
+		return
+	}
+	C.humus_cancel_trigger(s.token)
+}
+
+func (s *callState) free() { C.humus_cancel_free(s.token) }
+
+// Transport is the http.RoundTripper whose calls are the C core's (Client.Do); get one from
+// Client.Transport. It is what NewClient's *http.Client uses; it may also serve any *http.Client, whose
+// CheckRedirect should then return http.ErrUseLastResponse (a 3xx reaching net/http is another origin's,
+// which this client refuses). Safe for concurrent use.
+type Transport struct {
+	client *Client
+}
+
+// RoundTrip makes the call (Client.Do) and returns its *http.Response; errors are *Error values. Safe for
+// concurrent use.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.client == nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &Error{Status: StatusMisuse, Message: "a zero humushttp.Transport has no client: use Client.Transport"}
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Response, nil
+}
+
+// Client is the Client this transport calls through. Safe for concurrent use.
+func (t *Transport) Client() *Client { return t.client }

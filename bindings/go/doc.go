@@ -1,0 +1,26 @@
+// Package humushttp is the Go binding of humus_http, a resilient HTTP client whose C++ core (libcurl
+// underneath) is exported through a stable C ABI (include/humus_http.h). Retries with full-jitter backoff
+// and a retry budget, a circuit breaker, a bulkhead, deadlines and Retry-After all live in the core, and
+// behave the same from C, Python, Go and Rust (SPEC §18's conformance vectors run through each binding).
+//
+// The entry point is NewClient, which returns a standard *http.Client whose Transport is the C core:
+//
+//	client, err := humushttp.NewClient(humushttp.Settings{BaseURL: "https://payments:8443", Timeout: 2 * time.Second})
+//	resp, err := client.Get("https://payments:8443/pay")
+//	if errors.Is(err, humushttp.ErrRejected) { /* the breaker is open: nothing was sent */ }
+//
+// Open returns the *Client itself, for Close, the breaker's state and counts, the retry budget, and the
+// lower-level Do and Start that report the attempts made. Runtime carries what clients share: the resolve
+// overrides, the fault switch, and for tests a virtual clock and a mock transport (SPEC §16).
+//
+// Thread-safety follows the C ABI: Client, Runtime, Transport and Call are safe for concurrent use; Settings
+// are plain values; a Response is used by one goroutine (its Body may be closed while another reads it).
+// Callbacks (Classifier, BreakerPolicy, MockTransport) may run on several threads at once and must be safe
+// for concurrent use. Each identifier's comment says more.
+//
+// What the binding cannot express, and why (the C ABI decides): response bodies are buffered whole by the
+// core before a call returns (no streaming, no 1xx, no trailers); request bodies are read whole for the same
+// reason (they are replayed on retries); there is no Host override, no per-request TLS state
+// (http.Response.TLS is nil), no proxy (the core reads no proxy settings by design, SPEC §10.4) and no
+// transparent decompression (bodies arrive as the server sent them, Content-Encoding included).
+package humushttp

@@ -1,0 +1,161 @@
+/* The C side of the Go binding: see glue.h. */
+#include "glue.h"
+
+#include <string.h>
+
+#include "_cgo_export.h"
+
+/* Per OS thread: whether a blocking call runs on it, the first Go callback failure of that call, and the
+ * call's state handle. A blocking call's callbacks run on its caller's thread (humus_client_do drives the
+ * attempts there), which is also where the Go goroutine that made the call sits during the cgo call. */
+static __thread int in_blocking_call;
+static __thread uintptr_t blocking_call_error;
+static __thread uintptr_t blocking_call_state;
+
+uintptr_t humusgo_keep_callback_error(uintptr_t handle) {
+  if (!in_blocking_call || blocking_call_error != 0) return handle;
+  blocking_call_error = handle;
+  return 0;
+}
+
+uintptr_t humusgo_current_call(void) { return in_blocking_call ? blocking_call_state : 0; }
+
+humus_status humusgo_client_do(humus_client *c, const humus_request *r, uintptr_t call_state,
+                               humus_response **out, humus_error **err, uintptr_t *callback_error) {
+  /* Saved and restored: a callback may itself make a blocking call on another client. */
+  const int outer_in = in_blocking_call;
+  const uintptr_t outer_error = blocking_call_error;
+  const uintptr_t outer_state = blocking_call_state;
+  humus_status status;
+  in_blocking_call = 1;
+  blocking_call_error = 0;
+  blocking_call_state = call_state;
+  status = humus_client_do(c, r, out, err);
+  *callback_error = blocking_call_error;
+  in_blocking_call = outer_in;
+  blocking_call_error = outer_error;
+  blocking_call_state = outer_state;
+  return status;
+}
+
+static void call_done(void *user_data, humus_status status, humus_response *resp, humus_error *err) {
+  humusgoCallDone((uintptr_t)user_data, status, resp, err);
+}
+
+humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uintptr_t handle, humus_call **call,
+                                   humus_error **err) {
+  return humus_client_submit(c, r, call_done, (void *)handle, call, err);
+}
+
+humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_t header_count, int has_context,
+                                 const void *body, size_t body_len, int32_t retry, int has_timeout,
+                                 int64_t timeout_ms, humus_cancel *cancel, humus_request **out, humus_error **err) {
+#define AT(i) (offsets[(i)] == HUMUSGO_NONE ? NULL : buf + offsets[(i)])
+  humus_request *r = NULL;
+  humus_status status = humus_request_new(AT(HUMUSGO_OFF_METHOD), AT(HUMUSGO_OFF_URL), &r, err);
+  size_t i;
+  if (status != HUMUS_OK) return status;
+  for (i = 0; i < header_count && status == HUMUS_OK; i++) {
+    status = humus_request_set_header(r, AT(HUMUSGO_OFF_HEADERS + 2 * i), AT(HUMUSGO_OFF_HEADERS + 2 * i + 1), err);
+  }
+  if (status == HUMUS_OK && offsets[HUMUSGO_OFF_IDEMPOTENCY_KEY] != HUMUSGO_NONE) {
+    status = humus_request_set_idempotency_key(r, AT(HUMUSGO_OFF_IDEMPOTENCY_KEY), err);
+  }
+  if (status == HUMUS_OK && has_context) {
+    status = humus_request_set_context(r, AT(HUMUSGO_OFF_TRACEPARENT), AT(HUMUSGO_OFF_TRACESTATE),
+                                       AT(HUMUSGO_OFF_BAGGAGE), AT(HUMUSGO_OFF_REQUEST_ID),
+                                       AT(HUMUSGO_OFF_AUTHORIZATION), err);
+  }
+  /* The three setters below report only through humus_last_error(). */
+  if (status == HUMUS_OK && body_len > 0) status = humus_request_set_body(r, body, body_len);
+  if (status == HUMUS_OK && retry != 0) status = humus_request_set_retry(r, retry);
+  if (status == HUMUS_OK && has_timeout) status = humus_request_set_timeout_ms(r, timeout_ms);
+  if (status == HUMUS_OK && cancel != NULL) status = humus_request_set_cancel(r, cancel);
+  if (status != HUMUS_OK) {
+    humus_request_free(r);
+    return status;
+  }
+  *out = r;
+  return HUMUS_OK;
+#undef AT
+}
+
+void humusgo_response_read(humus_response *resp, humusgo_response_info *info) {
+  info->status = humus_response_status(resp);
+  info->attempts = humus_response_attempts(resp);
+  info->header_count = humus_response_header_count(resp);
+  info->body = NULL;
+  info->body_len = 0;
+  if (humus_response_body(resp, &info->body, &info->body_len, NULL) != HUMUS_OK) {
+    info->body = NULL;
+    info->body_len = 0;
+  }
+  info->http_version = humus_response_http_version(resp);
+  info->url = humus_response_url(resp);
+}
+
+void humusgo_response_headers(const humus_response *resp, humusgo_header *out, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    if (humus_response_header_at(resp, i, &out[i].name, &out[i].value) != HUMUS_OK) {
+      out[i].name = "";
+      out[i].value = "";
+    }
+    out[i].name_len = strlen(out[i].name);
+    out[i].value_len = strlen(out[i].value);
+  }
+}
+
+void humusgo_attempt_read(const humus_attempt *a, humusgo_attempt_info *info) {
+  info->method = humus_attempt_method(a);
+  info->status = humus_attempt_status(a);
+  info->error = humus_attempt_error(a);
+  info->error_message = humus_attempt_error_message(a);
+  info->number = humus_attempt_number(a);
+}
+
+/* --- Callback tables ------------------------------------------------------------------------------- */
+
+static void destroy_handle(void *user_data) { humusgoDeleteHandle((uintptr_t)user_data); }
+
+static humus_status classify(void *user_data, const humus_attempt *attempt, humus_classification *out) {
+  return humusgoClassify((uintptr_t)user_data, (humus_attempt *)attempt, out);
+}
+
+humus_status humusgo_set_classifier(humus_settings *s, uintptr_t handle, humus_error **err) {
+  humus_classifier table = HUMUS_CLASSIFIER_INIT;
+  table.classify = classify;
+  table.user_data = (void *)handle;
+  table.destroy = destroy_handle;
+  return humus_settings_set_classifier(s, &table, err);
+}
+
+static humus_status trip(void *user_data, const humus_breaker_counts *counts, int32_t *open) {
+  return humusgoTrip((uintptr_t)user_data, (humus_breaker_counts *)counts, open);
+}
+
+static humus_status probe(void *user_data, const humus_breaker_counts *counts, int32_t *decision) {
+  return humusgoProbe((uintptr_t)user_data, (humus_breaker_counts *)counts, decision);
+}
+
+humus_status humusgo_set_breaker_policy(humus_settings *s, uintptr_t handle, humus_error **err) {
+  humus_breaker_policy table = HUMUS_BREAKER_POLICY_INIT;
+  table.trip = trip;
+  table.probe = probe;
+  table.user_data = (void *)handle;
+  table.destroy = destroy_handle;
+  return humus_settings_set_breaker_policy(s, &table, err);
+}
+
+static humus_status respond(void *user_data, const humus_mock_request *request, humus_mock_reply *reply) {
+  return humusgoMockRespond((uintptr_t)user_data, (humus_mock_request *)request, reply);
+}
+
+humus_status humusgo_set_mock_transport(humus_runtime *rt, uintptr_t handle, humus_error **err) {
+  humus_mock_transport table = HUMUS_MOCK_TRANSPORT_INIT;
+  if (handle == 0) return humus_runtime_set_mock_transport(rt, NULL, err);
+  table.respond = respond;
+  table.user_data = (void *)handle;
+  table.destroy = destroy_handle;
+  return humus_runtime_set_mock_transport(rt, &table, err);
+}

@@ -1,0 +1,92 @@
+/*
+ * The C side of the Go binding (glue.c): callback tables whose functions call the Go trampolines of
+ * callbacks.go, and a few functions that do in one cgo crossing what would otherwise take many.
+ *
+ * Every `uintptr_t handle` is a runtime/cgo.Handle: an integer, never a Go pointer, so C may keep it.
+ */
+#ifndef HUMUSGO_GLUE_H
+#define HUMUSGO_GLUE_H
+
+#include <humus_http.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An absent string in the offsets of humusgo_request_new. */
+#define HUMUSGO_NONE UINT32_MAX
+
+/* Positions in the offsets array of humusgo_request_new; the headers' (name, value) pairs follow. */
+enum {
+  HUMUSGO_OFF_METHOD = 0,
+  HUMUSGO_OFF_URL,
+  HUMUSGO_OFF_IDEMPOTENCY_KEY,
+  HUMUSGO_OFF_TRACEPARENT,
+  HUMUSGO_OFF_TRACESTATE,
+  HUMUSGO_OFF_BAGGAGE,
+  HUMUSGO_OFF_REQUEST_ID,
+  HUMUSGO_OFF_AUTHORIZATION,
+  HUMUSGO_OFF_HEADERS
+};
+
+/* Builds a request from NUL-terminated strings at `offsets` into `buf` (Go memory, read during the call only):
+ * method, url, then the optional parts, then `header_count` (name, value) pairs. `has_context` says whether
+ * humus_request_set_context is called. `retry` 0 leaves the default; `has_timeout` sets timeout_ms.
+ * On failure *err is set when the failing function takes one; otherwise *err stays NULL and the details are
+ * in humus_last_error() on this thread (the caller holds its OS thread to read them). */
+humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_t header_count, int has_context,
+                                 const void *body, size_t body_len, int32_t retry, int has_timeout,
+                                 int64_t timeout_ms, humus_cancel *cancel, humus_request **out, humus_error **err);
+
+/* humus_client_do, marking this thread as inside a blocking call so Go callbacks it runs can hand back their
+ * failure (*callback_error: a handle to the first one, or 0) and see the call's state (`call_state`, a
+ * handle or 0) to cancel it at once when its context ended inside the callback. */
+humus_status humusgo_client_do(humus_client *c, const humus_request *r, uintptr_t call_state,
+                               humus_response **out, humus_error **err, uintptr_t *callback_error);
+
+/* humus_client_submit with the Go completion trampoline; `handle` identifies the Go call. */
+humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uintptr_t handle, humus_call **call,
+                                   humus_error **err);
+
+/* Called by a Go callback that failed: keeps `handle` as this blocking call's failure and returns 0, or
+ * returns `handle` (for the caller to delete) when this thread is in no blocking call or one is kept. */
+uintptr_t humusgo_keep_callback_error(uintptr_t handle);
+/* The call-state handle of the blocking call this thread is in, or 0. */
+uintptr_t humusgo_current_call(void);
+
+/* Callback tables whose user_data is `handle`; its destroy deletes the handle. On failure the handle is the
+ * caller's to delete, as the C ABI says. */
+humus_status humusgo_set_classifier(humus_settings *s, uintptr_t handle, humus_error **err);
+humus_status humusgo_set_breaker_policy(humus_settings *s, uintptr_t handle, humus_error **err);
+humus_status humusgo_set_mock_transport(humus_runtime *rt, uintptr_t handle, humus_error **err);
+
+/* A response's scalars, read in one crossing. Strings live as long as the response. */
+typedef struct humusgo_response_info {
+  int32_t status;
+  int32_t attempts;
+  size_t header_count;
+  const void *body;
+  size_t body_len;
+  const char *http_version;
+  const char *url;
+} humusgo_response_info;
+void humusgo_response_read(humus_response *resp, humusgo_response_info *info);
+/* One response header: borrowed strings with their lengths, so Go copies them without a strlen call each. */
+typedef struct humusgo_header {
+  const char *name;
+  size_t name_len;
+  const char *value;
+  size_t value_len;
+} humusgo_header;
+/* The first `n` headers (n <= humus_response_header_count), in the order received. */
+void humusgo_response_headers(const humus_response *resp, humusgo_header *out, size_t n);
+
+/* One attempt as a classifier sees it, read in one crossing. Strings live for the callback. */
+typedef struct humusgo_attempt_info {
+  const char *method;
+  int32_t status;
+  humus_status error;
+  const char *error_message;
+  int32_t number;
+} humusgo_attempt_info;
+void humusgo_attempt_read(const humus_attempt *a, humusgo_attempt_info *info);
+
+#endif /* HUMUSGO_GLUE_H */

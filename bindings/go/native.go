@@ -1,0 +1,109 @@
+package humushttp
+
+/*
+#cgo pkg-config: humus_http
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// The ABI major this binding was compiled against must be the one loaded at run time (STYLE.md: version
+// both ways). A mismatch is kept here and returned by every constructor rather than panicking at init.
+var loadErr = checkVersion()
+
+func checkVersion() error {
+	loaded := int(C.humus_version_number())
+	if loaded/10000 != C.HUMUS_VERSION_MAJOR {
+		return &Error{Status: StatusMisuse, Message: fmt.Sprintf(
+			"libhumus_http %s is loaded; this binding was built against ABI major %d (header %s)",
+			C.GoString(C.humus_version()), C.HUMUS_VERSION_MAJOR, C.HUMUS_VERSION_STRING)}
+	}
+	return nil
+}
+
+// Version is the version of the loaded libhumus_http, e.g. "0.1.0". Safe for concurrent use.
+func Version() string { return C.GoString(C.humus_version()) }
+
+// takeError turns an error the library wrote through `humus_error **` into an *Error and frees it. When err
+// is NULL (a function without an err parameter failed) it reads humus_last_error(), which is only right on
+// the OS thread that made the failing call: callers hold that thread (runtime.LockOSThread) around both.
+func takeError(status C.humus_status, err *C.humus_error) *Error {
+	if err == nil {
+		last := C.humus_last_error()
+		if last != nil && C.humus_error_status(last) == status {
+			return errorFrom(last)
+		}
+		return &Error{Status: Status(status), Message: Status(status).String() + " (no detail was reported)"}
+	}
+	defer C.humus_error_free(err)
+	return errorFrom(err)
+}
+
+func errorFrom(e *C.humus_error) *Error {
+	out := &Error{
+		Status:     Status(C.humus_error_status(e)),
+		Message:    C.GoString(C.humus_error_message(e)),
+		Attempts:   int(C.humus_error_attempts(e)),
+		RetryAfter: msToDuration(int64(C.humus_error_retry_after_ms(e))),
+	}
+	if n := int(C.humus_error_field_count(e)); n > 0 {
+		out.Fields = make([]string, 0, n)
+		for i := 0; i < n; i++ {
+			if f := C.humus_error_field(e, C.size_t(i)); f != nil {
+				out.Fields = append(out.Fields, C.GoString(f))
+			}
+		}
+	}
+	return out
+}
+
+// withThread runs f on a locked OS thread, so a humus_last_error() read in f sees f's own failure.
+func withThread[T any](f func() T) T {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return f()
+}
+
+// cstrings packs Go strings NUL-terminated into one Go byte slice and remembers their offsets, so one cgo call
+// can take many strings without a C allocation each. Go memory holding no Go pointers may be passed to C for
+// the duration of a call; the library copies what it keeps.
+type cstrings struct {
+	buf     []byte
+	offsets []uint32
+}
+
+func (p *cstrings) add(s string) {
+	p.offsets = append(p.offsets, uint32(len(p.buf)))
+	p.buf = append(p.buf, s...)
+	p.buf = append(p.buf, 0)
+}
+
+func (p *cstrings) none() { p.offsets = append(p.offsets, C.HUMUSGO_NONE) }
+
+func (p *cstrings) optional(s string) {
+	if s == "" {
+		p.none()
+	} else {
+		p.add(s)
+	}
+}
+
+// cbytes is a pointer to b's first byte for a C call (nil when empty).
+func cbytes(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// cstr is s NUL-terminated in Go memory, to pass to a C function that reads it during the call only.
+func cstr(s string) *C.char {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return (*C.char)(unsafe.Pointer(&b[0]))
+}

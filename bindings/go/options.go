@@ -1,0 +1,130 @@
+package humushttp
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Option configures a client being built (Open, NewClient). Options are plain values: safe to share
+// between goroutines and reuse.
+type Option func(*clientOptions)
+
+type clientOptions struct {
+	runtime       *Runtime
+	classifier    Classifier
+	classifierSet bool // WithClassifier was used, possibly with nil (refused)
+	policy        *BreakerPolicy
+}
+
+// WithRuntime builds the client from rt (its clock, resolve overrides, mock transport) instead of the
+// default runtime. The runtime's native object lives at least as long as the client.
+func WithRuntime(rt *Runtime) Option { return func(o *clientOptions) { o.runtime = rt } }
+
+// WithClassifier installs a Go classifier (SPEC §5.4) in place of the settings' preset. A nil func is an
+// *Error with ErrProgram when the client is built (SPEC §3.3).
+func WithClassifier(f Classifier) Option {
+	return func(o *clientOptions) { o.classifier, o.classifierSet = f, true }
+}
+
+// WithBreakerPolicy installs Go trip and probe policies (SPEC §9.3) in place of the built-in ones.
+func WithBreakerPolicy(p BreakerPolicy) Option { return func(o *clientOptions) { o.policy = &p } }
+
+// CallOption is a per-call setting: pass it to Client.Do or Client.Start, or attach it to a request's
+// context with WithCallOptions so a call through *http.Client carries it. The CallOptions are RetryMode
+// values, IdempotencyKey and Timeout. Plain values: safe to share between goroutines and reuse.
+type CallOption interface{ applyCall(*callOptions) }
+
+type callOptionFunc func(*callOptions)
+
+func (f callOptionFunc) applyCall(o *callOptions) { f(o) }
+
+type callOptions struct {
+	retry          RetryMode
+	idempotencyKey string
+	hasKey         bool
+	timeout        time.Duration
+	hasTimeout     bool
+	context        *CallContext
+}
+
+// RetryMode is the caller's per-call override of the retry rules (SPEC §4). A RetryMode is itself a
+// CallOption: client.Do(req, humushttp.RetryForbid). A plain value.
+type RetryMode int32
+
+// Retry modes.
+const (
+	RetryDefault RetryMode = 0 // the rules decide
+	RetryForbid  RetryMode = 1 // exactly one attempt
+	RetryForce   RetryMode = 2 // vouch for a request the rules would not retry (budget, deadline, breaker still apply)
+)
+
+func (m RetryMode) applyCall(o *callOptions) { o.retry = m }
+
+// IdempotencyKey sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). An empty
+// key, or one with CR, LF or NUL, is refused with ErrInvalidArgument.
+func IdempotencyKey(key string) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.idempotencyKey = key; o.hasKey = true })
+}
+
+// Timeout is the caller's bound on the whole call, on the runtime's clock (virtual clocks included); the call
+// ends at the earlier of it, the context's deadline and the settings' timeout. It must be > 0 and <= 1h:
+// anything else is refused with ErrInvalidArgument (deadlines cannot be turned off, SPEC §8).
+func Timeout(d time.Duration) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.timeout = d; o.hasTimeout = true })
+}
+
+// CallContext is what the request being served carries, passed on to the dependency (SPEC §12): its W3C
+// trace context and baggage, its X-Request-ID (sent only when given) and its Authorization (sent only with
+// the setting forward_authorization, and only a Bearer token). Empty parts are left unset. A plain value.
+type CallContext struct {
+	Traceparent   string
+	Tracestate    string
+	Baggage       string
+	RequestID     string
+	Authorization string
+}
+
+// CallContextFromRequest is the call context of an incoming server request: its traceparent, tracestate,
+// baggage, X-Request-ID and Authorization headers. It only reads r, as any reader of a request may.
+func CallContextFromRequest(r *http.Request) CallContext {
+	return CallContext{
+		Traceparent:   r.Header.Get("Traceparent"),
+		Tracestate:    r.Header.Get("Tracestate"),
+		Baggage:       r.Header.Get("Baggage"),
+		RequestID:     r.Header.Get("X-Request-Id"),
+		Authorization: r.Header.Get("Authorization"),
+	}
+}
+
+// WithCallContext returns a context carrying cc: every call made with it (through *http.Client or Client)
+// passes cc on (SPEC §12: in Go, the call context travels in the request's context.Context). Contexts
+// are immutable: safe for concurrent use.
+func WithCallContext(ctx context.Context, cc CallContext) context.Context {
+	return WithCallOptions(ctx, callOptionFunc(func(o *callOptions) { c := cc; o.context = &c }))
+}
+
+type callOptionsKey struct{}
+
+// WithCallOptions returns a context carrying opts, for calls made through *http.Client (whose Do takes no
+// options): req = req.WithContext(humushttp.WithCallOptions(ctx, humushttp.RetryForbid)). Options already
+// in ctx come first; Client.Do's own options come last and win. Safe for concurrent use.
+func WithCallOptions(ctx context.Context, opts ...CallOption) context.Context {
+	prev, _ := ctx.Value(callOptionsKey{}).([]CallOption)
+	all := make([]CallOption, 0, len(prev)+len(opts))
+	all = append(append(all, prev...), opts...)
+	return context.WithValue(ctx, callOptionsKey{}, all)
+}
+
+func collectCallOptions(ctx context.Context, opts []CallOption) callOptions {
+	var o callOptions
+	if fromCtx, ok := ctx.Value(callOptionsKey{}).([]CallOption); ok {
+		for _, opt := range fromCtx {
+			opt.applyCall(&o)
+		}
+	}
+	for _, opt := range opts {
+		opt.applyCall(&o)
+	}
+	return o
+}

@@ -1,0 +1,219 @@
+package humushttp
+
+/*
+#include <string.h>
+#include <humus_http.h>
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Response is a call's response: a standard *http.Response (status, every header, the body, Request.URL
+// the URL of the last request after the redirects the core followed) plus what net/http has no field for.
+//
+// The body was read whole by the core before the call returned (the C ABI buffers it, which is also what
+// lets the core retry after reading a failed response, SPEC §7); Body reads that buffer without copying it
+// again and frees it when read to the end or closed. Close the Body as with any *http.Response. A Response
+// is not safe for concurrent use, except that Body.Close may race Body.Read.
+type Response struct {
+	*http.Response
+	Attempts int // attempts the call made, every redirect's included
+}
+
+// newResponse takes ownership of resp; sentURL is the URL the request was made with.
+func newResponse(resp *C.humus_response, req *http.Request, sentURL string) *Response {
+	live.responses.Add(1)
+	var info C.humusgo_response_info
+	C.humusgo_response_read(resp, &info)
+
+	header := readHeaders(resp, int(info.header_count))
+
+	out := &http.Response{
+		StatusCode: int(info.status),
+		Status:     statusLine(int(info.status)),
+		Header:     header,
+		Request:    req,
+	}
+	if view(info.http_version) == "2" {
+		out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/2.0", 2, 0
+	} else {
+		out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
+	}
+	if final := view(info.url); req != nil && final != "" && final != sentURL { // redirected within the origin
+		if u, err := url.Parse(strings.Clone(final)); err == nil {
+			moved := new(http.Request)
+			*moved = *req
+			moved.URL = u
+			out.Request = moved
+		}
+	}
+
+	if info.body_len == 0 {
+		out.Body = http.NoBody
+		out.ContentLength = contentLength(req, header, 0)
+		freeResponse(resp)
+	} else {
+		b := &body{native: resp, data: unsafe.Slice((*byte)(info.body), int(info.body_len))}
+		b.cleanup = runtime.AddCleanup(b, freeResponse, resp)
+		out.Body = b
+		out.ContentLength = int64(info.body_len)
+	}
+	return &Response{Response: out, Attempts: int(info.attempts)}
+}
+
+// readHeaders copies every header into an http.Header (names canonicalised, repeated names in order) with
+// two allocations for all the text and all the values rather than a few per header.
+func readHeaders(resp *C.humus_response, n int) http.Header {
+	header := make(http.Header, n)
+	if n == 0 {
+		return header
+	}
+	raw := make([]C.humusgo_header, n)
+	C.humusgo_response_headers(resp, &raw[0], C.size_t(n))
+	total := 0
+	for _, h := range raw {
+		total += int(h.name_len) + int(h.value_len)
+	}
+	buf := make([]byte, 0, total)
+	for _, h := range raw {
+		buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(h.name)), int(h.name_len))...)
+		buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(h.value)), int(h.value_len))...)
+	}
+	text := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+	values := make([]string, n)
+	at := 0
+	for i, h := range raw {
+		name := text[at : at+int(h.name_len)]
+		at += int(h.name_len)
+		values[i] = text[at : at+int(h.value_len)]
+		at += int(h.value_len)
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		if prev, ok := header[key]; ok {
+			header[key] = append(prev, values[i])
+		} else {
+			header[key] = values[i : i+1 : i+1] // shares the backing array; an append copies
+		}
+	}
+	return header
+}
+
+// contentLength is what net/http would report: the body's length, or for a HEAD the Content-Length the
+// server announced (-1 when none).
+func contentLength(req *http.Request, header http.Header, n int64) int64 {
+	if req != nil && req.Method == http.MethodHead {
+		if v, err := strconv.ParseInt(header.Get("Content-Length"), 10, 64); err == nil {
+			return v
+		}
+		return -1
+	}
+	return n
+}
+
+// statusLines are "200 OK" and the like, made once rather than per response.
+var statusLines = func() (lines [600]string) {
+	for code := range lines {
+		if text := http.StatusText(code); text != "" {
+			lines[code] = strconv.Itoa(code) + " " + text
+		}
+	}
+	return lines
+}()
+
+func statusLine(code int) string {
+	if code >= 0 && code < len(statusLines) && statusLines[code] != "" {
+		return statusLines[code]
+	}
+	return strconv.Itoa(code)
+}
+
+// view is a C string as a Go string without copying: only for comparing or copying while the C memory lives.
+func view(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return unsafe.String((*byte)(unsafe.Pointer(s)), int(C.strlen(s)))
+}
+
+func freeResponse(resp *C.humus_response) {
+	C.humus_response_free(resp)
+	live.responses.Add(-1)
+}
+
+// body reads the core's buffer in place: data aliases the C response's memory, valid until native is freed.
+type body struct {
+	mu      sync.Mutex
+	native  *C.humus_response // nil once freed
+	data    []byte
+	off     int
+	closed  bool
+	cleanup runtime.Cleanup // frees native if the body is dropped unclosed
+}
+
+var errBodyClosed = errors.New("humushttp: read on closed response body")
+
+func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errBodyClosed
+	}
+	if b.off >= len(b.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[b.off:])
+	b.off += n
+	if b.off == len(b.data) {
+		b.free() // read to the end: nothing more to keep
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// WriteTo hands the rest of the buffer to w in one Write (io.Copy uses it), then frees it.
+func (b *body) WriteTo(w io.Writer) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errBodyClosed
+	}
+	if b.off >= len(b.data) {
+		return 0, nil
+	}
+	n, err := w.Write(b.data[b.off:])
+	b.off += n
+	if b.off == len(b.data) {
+		b.free()
+	}
+	return int64(n), err
+}
+
+func (b *body) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.free()
+	return nil
+}
+
+// free releases the C response; b.mu is held. Afterwards Read reports EOF (or, once closed, errBodyClosed).
+func (b *body) free() {
+	if b.native == nil {
+		return
+	}
+	b.cleanup.Stop()
+	freeResponse(b.native)
+	b.native = nil
+	b.data, b.off = nil, 0
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What CI runs for the Go binding (bindings/go): stages the library (scripts/stage.sh dev: the dev preset,
+# installed into build/stage-dev), then, against that prefix through pkg-config as a user's program would,
+# checks gofmt, runs go vet and `go test -race` — the conformance vectors, the integration tests against the
+# local test server (tests/server, needs `python3 -m pip install -r tests/server/requirements.txt`), the leak
+# check. Go's caches stay in their default locations.
+#
+#   scripts/test-go.sh [go test flags...]        e.g. -run TestVectors
+#
+# Environment:
+#   HUMUS_PREFIX=dir   use a library already installed there instead of running scripts/stage.sh dev
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+fail() {
+  echo "test-go: $*" >&2
+  exit 1
+}
+
+command -v go >/dev/null 2>&1 ||
+  fail "the go command is missing: install Go >= 1.24 (https://go.dev/dl/) and put it on PATH"
+command -v pkg-config >/dev/null 2>&1 || fail "pkg-config is missing (cgo finds libhumus_http through it)"
+command -v python3 >/dev/null 2>&1 || fail "python3 is missing (the integration tests spawn tests/server)"
+
+if [ -n "${HUMUS_PREFIX:-}" ]; then
+  prefix=$HUMUS_PREFIX
+else
+  prefix=$(scripts/stage.sh dev | tail -n 1)
+fi
+[ -f "$prefix/lib/pkgconfig/humus_http.pc" ] || fail "no humus_http.pc under $prefix/lib/pkgconfig"
+
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+libdir=$(pkg-config --variable=libdir humus_http)
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CGO_ENABLED=1 # -race and the binding itself need cgo
+
+cd "$root/bindings/go"
+echo "test-go: $(go version), libhumus_http $(pkg-config --modversion humus_http) from $prefix"
+
+unformatted=$(gofmt -l .)
+[ -z "$unformatted" ] || fail "not gofmt-formatted: $unformatted"
+go vet ./...
+# -v: every vector prints its "vector <name>: ok" line, as the C++ runner does.
+go test -race -count=1 -p 2 -v "$@" ./...
