@@ -23,6 +23,11 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# The Go and Rust bindings' toolchains are usually installed by other means (go.dev, rustup); only when a
+# command is missing altogether are Debian's packages taken (the bindings need Go >= 1.24, Rust >= 1.77, and
+# say so if the packaged ones are older).
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
+command -v cargo >/dev/null 2>&1 || missing+=(cargo)
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} system packages present"
 else
