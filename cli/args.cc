@@ -38,6 +38,7 @@ constexpr Flag kFlags[] = {
     {"resolve", 0, true, Scope::kFetch},
     {"attempt-timeout", 0, true, Scope::kFetch},
     {"idempotency-key", 0, true, Scope::kFetch},
+    {"inject-fault", 0, true, Scope::kFetch},
     {"settings", 0, true, Scope::kFetch},
     {"trace", 0, false, Scope::kFetch},
     {"metrics", 0, false, Scope::kFetch},
@@ -201,6 +202,12 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
   } else if (n == "idempotency-key") {
     if (value.empty()) return shown + ": needs a key";
     f.idempotency_key = value;
+  } else if (n == "inject-fault") {
+    // The scenario travels as a baggage member: its separators and spaces cannot be part of it.
+    if (value.empty() || value.find_first_of(" \t,;\"\\") != std::string::npos) {
+      return shown + ": expected ACTION[@P] or POINT=ACTION[@P] (like status:503@0.5), got " + quoted(value);
+    }
+    f.faults.push_back(value);
   } else if (n == "settings") {
     if (value.empty()) return shown + ": needs a file name";
     f.settings_file = value;
@@ -413,6 +420,12 @@ Options as curl spells them (short flags combine: -sfi):
 The client's own options:
       --attempt-timeout T      bound on one attempt, dial to response headers (attempt_timeout, default 5s)
       --idempotency-key KEY    send Idempotency-Key: KEY, making a post retryable
+      --inject-fault FAULT     make the client fail on purpose (SPEC §14, repeatable): ACTION[@P] for the
+                               URL's own origin, or POINT=ACTION[@P] for another (http:HOST:PORT). ACTION is
+                               abort (the connection is lost), delay:T (wait T before sending, within
+                               --attempt-timeout) or status:N (answer N without sending); P the probability
+                               of each attempt, 0..1 (default 1). The client treats these as real outcomes:
+                               classified, retried, counted. The scenario is not sent to the server
       --settings FILE          the client's settings as JSON (SPEC §3: base_url, timeout, retry_budget,
                                breaker, trip, probe, bulkhead, tls, classify, ...); the flags above win
                                over the file; base_url defaults to the URL's origin

@@ -20,6 +20,7 @@
 
 #include "capi.h"
 #include "exit_codes.h"
+#include "faults.h"
 #include "metrics.h"
 #include "trace.h"
 
@@ -330,6 +331,7 @@ int run_fetch(const FetchOptions& o) {
   }
 
   Json runtime_options = Json::object();
+  if (!o.faults.empty()) runtime_options["faults"] = true;
   if (!o.resolve.empty()) {
     Json& resolve = runtime_options["resolve"];
     resolve = Json::object();
@@ -365,11 +367,24 @@ int run_fetch(const FetchOptions& o) {
   if (!o.data.empty() && !has_header(o, "Content-Type")) {
     sent_headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
   }
-  for (const auto& [name, value] : sent_headers) {
+  // The fault scenario joins the baggage a -H gives, else it is the call context's baggage.
+  std::string fault_member;
+  if (!o.faults.empty()) fault_member = cli::fault_member(o.faults, cli::fault_point(effective.value("base_url", "")));
+  for (auto& [name, value] : sent_headers) {
+    if (!fault_member.empty() && strcasecmp(name.c_str(), "baggage") == 0) {
+      value += "," + fault_member;
+      fault_member.clear();
+    }
     if (humus_request_set_header(request.get(), name.c_str(), value.c_str(), &raw_error) != HUMUS_OK) {
       Error e(raw_error);
       return report({exit_code::kUsage, "-H '" + name + "': " + describe(e.get())});
     }
+  }
+  if (!fault_member.empty() &&
+      humus_request_set_context(request.get(), nullptr, nullptr, fault_member.c_str(), nullptr, nullptr,
+                                &raw_error) != HUMUS_OK) {
+    Error e(raw_error);
+    return report({exit_code::kUsage, "--inject-fault: " + describe(e.get())});
   }
   if (o.idempotency_key &&
       humus_request_set_idempotency_key(request.get(), o.idempotency_key->c_str(), &raw_error) != HUMUS_OK) {
@@ -457,6 +472,10 @@ int run_fetch(const FetchOptions& o) {
         o.repeat > 1 ? "call " + std::to_string(i + 1) + " of " + std::to_string(o.repeat) + ": " : "";
     if (!r.response) {
       const humus_error* e = r.error.get();
+      if (!o.faults.empty() && humus_error_field_count(e) == 1 && std::strcmp(humus_error_field(e, 0), "baggage") == 0) {
+        status = report({exit_code::kUsage, "--inject-fault: " + describe(e)});  // the scenario cannot be read
+        continue;
+      }
       std::string message = which + humus_status_name(humus_error_status(e)) + ": " + describe(e) +
                             " (after " + attempts_text(humus_error_attempts(e)) + ")";
       if (humus_error_status(e) == HUMUS_E_REJECTED) {

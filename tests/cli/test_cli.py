@@ -42,7 +42,8 @@ def one_line_error(stderr: str) -> str:
 
 FLAGS = ["-H, --header", "-d, --data", "--data-binary", "-o, --output", "-i, --include", "-f, --fail",
          "-s, --silent", "-v, --verbose", "--cacert", "--cert", "--key", "--retry", "-m, --max-time",
-         "--connect-timeout", "--resolve", "--attempt-timeout", "--idempotency-key", "--settings", "--trace",
+         "--connect-timeout", "--resolve", "--attempt-timeout", "--idempotency-key", "--inject-fault",
+         "--settings", "--trace",
          "--metrics",
          "--repeat", "--concurrency", "--duration", "--rate", "--plot"]
 EXIT_CODES = [0, 1, 2, 3, 6, 7, 8, 16, 22, 23, 26, 28, 35, 56, 58, 60, 77, 78, 120, 121]
@@ -96,6 +97,7 @@ def test_version(run) -> None:
     (["get", "http://x/", "--concurrency", "2"], "--concurrency: 2 is more than the calls"),
     (["get", "http://x/", "--include=yes"], "--include: takes no value"),
     (["get", "http://x/", "--idempotency-key", ""], "--idempotency-key: needs a key"),
+    (["get", "http://x/", "--inject-fault", "status:503, abort"], "--inject-fault: expected ACTION[@P]"),
     (["get", "http://x/", "--plot", "x.svg"], "--plot: only for 'humus-http demo'"),
     (["demo", "-H", "X: y"], "-H: not for 'humus-http demo'"),
     (["demo", "http://x/"], "demo: unexpected argument"),
@@ -374,6 +376,42 @@ def test_idempotency_key_makes_a_post_retryable(run, server: TestServer) -> None
     records = server.requests("/pay")
     assert len(records) == 2
     assert all(header(r, "idempotency-key") == "order-17" for r in records)
+
+
+def test_inject_fault_fails_the_attempts_without_reaching_the_server(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/f"), "--inject-fault", "status:503", "--trace", "-f")
+    assert result.returncode == 22  # the injected 503, retried to the limit like a real one, then --fail
+    assert result.stderr.count("trace: attempt") == 3, result.stderr
+    assert server.requests("/f") == []
+
+    aborted = run("get", server.url("http", "/f"), "--inject-fault", "abort", "--retry", "0")
+    assert aborted.returncode == 56  # a lost connection
+    assert "humus.fault" in one_line_error(aborted.stderr)
+    assert server.requests("/f") == []
+
+
+def test_inject_fault_for_another_point_leaves_the_call_alone_and_is_not_sent(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/f"), "--inject-fault", "http:ledger:8443=abort",
+                 "-H", "baggage: tenant=acme")
+    assert result.returncode == 0, result.stderr
+    [received] = server.requests("/f")
+    assert header(received, "baggage") == "tenant=acme"  # the scenario stays with the client
+
+
+def test_inject_fault_delay_waits_before_sending(run, server: TestServer) -> None:
+    start = time.monotonic()
+    result = run("get", server.url("http", "/f"), "--inject-fault", "delay:300ms")
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - start >= 0.3
+    assert len(server.requests("/f")) == 1
+
+
+def test_an_unreadable_fault_exits_2_naming_the_flag(run, server: TestServer) -> None:
+    result = run("get", server.url("http", "/f"), "--inject-fault", "explode")
+    assert result.returncode == 2
+    line = one_line_error(result.stderr)
+    assert "--inject-fault" in line and "explode" in line
+    assert server.requests("/f") == []
 
 
 def test_settings_file_configures_the_client_and_flags_win(run, server: TestServer, tmp_path: Path) -> None:
