@@ -7,12 +7,15 @@ bulkhead per dependency — over a C++ core and libcurl (HTTP/1.1 and HTTP/2 ove
         response = client.get("/v1/health").raise_for_status()
 
 ``Client`` blocks (releasing the GIL while it waits); ``AsyncClient`` is its asyncio twin. Both take the
-settings of SPEC §3 as keyword arguments, or their JSON form through ``from_settings``.
+settings of SPEC §3 as keyword arguments, or their JSON form through ``from_settings``. A ``Runtime`` with a
+virtual clock and a mock transport (``MockReply``, ``humus_http.testing``) tests code that calls a dependency
+without sockets or real waits (SPEC §16).
 """
 from __future__ import annotations
 
 from . import _native
 from ._async import AsyncClient
+from ._cancel import CancelToken
 from ._client import Client, QueryParams
 from ._context import CallContext
 from ._errors import (
@@ -28,7 +31,9 @@ from ._errors import (
     UpstreamError,
     UpstreamTimeoutError,
     UpstreamTLSError,
+    call_error,
 )
+from ._mock import MockHandler, MockReply, MockRequest
 from ._response import Headers, HeaderTypes, Response
 from ._settings import (
     TLS,
@@ -61,8 +66,9 @@ __all__ = [
     "BreakerCounts",
     "BreakerPolicy",
     "Bulkhead",
-    "CallContext",
     "BulkheadFullError",
+    "CallContext",
+    "CancelToken",
     "CancelledCallError",
     "CircuitOpenError",
     "Classification",
@@ -75,6 +81,9 @@ __all__ = [
     "HeaderTypes",
     "Headers",
     "InvalidRequestError",
+    "MockHandler",
+    "MockReply",
+    "MockRequest",
     "Probe",
     "ProbeDecision",
     "ProtocolError",
@@ -87,6 +96,7 @@ __all__ = [
     "UpstreamError",
     "UpstreamTLSError",
     "UpstreamTimeoutError",
+    "call_error",
     "core_version",
     "default_classify",
     "preset_classify",

@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from . import _native
+from ._cancel import CancelToken
 from ._client import _ABSOLUTE, _RETRY_MODES, QueryParams, _BaseClient, _timeout_ms
 from ._context import ContextTypes, context_parts
 from ._errors import from_native
@@ -40,14 +41,18 @@ class AsyncClient(_BaseClient):
     async def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
                       params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
                       idempotency_key: str | None = None, retry: bool | None = None,
-                      timeout: float | None = None, context: ContextTypes | None = None) -> Response:
-        """Makes one call, as Client.request() does, without blocking the asyncio loop."""
+                      timeout: float | None = None, context: ContextTypes | None = None,
+                      cancel: CancelToken | None = None) -> Response:
+        """Makes one call, as Client.request() does, without blocking the asyncio loop. ``cancel`` (a
+        CancelToken) ends it early from any thread or callback, like cancelling the awaiting task does, except
+        that the call's own outcome is raised (CancelledCallError, with its attempts) instead of
+        asyncio.CancelledError."""
         return await self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry,
-                                timeout, context)
+                                timeout, context, cancel)
 
     async def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
                     content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
-                    timeout: float | None, context: ContextTypes | None) -> Response:
+                    timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
         if headers is None and params is None and content is None and json is None:
             target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
             hdrs: list[tuple[str, str]] | None = None
@@ -59,7 +64,7 @@ class AsyncClient(_BaseClient):
         try:
             call = self._native.submit(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
                                        0 if timeout is None else _timeout_ms(timeout), self._bridge_for(loop),
-                                       future, context_parts(context))
+                                       future, context_parts(context), None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         try:
@@ -72,46 +77,56 @@ class AsyncClient(_BaseClient):
         raise from_native(raw, self.origin)
 
     async def get(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                  idempotency_key: str | None = None, retry: bool | None = None,
-                  timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                  idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+                  context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """A GET (see request())."""
-        return await self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return await self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def head(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                   idempotency_key: str | None = None, retry: bool | None = None,
-                   timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                   idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+                   context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """A HEAD (see request())."""
-        return await self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return await self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def options(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                      idempotency_key: str | None = None, retry: bool | None = None,
-                      timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                      idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+                      context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """An OPTIONS (see request())."""
-        return await self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return await self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def delete(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                     idempotency_key: str | None = None, retry: bool | None = None,
-                     timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                     idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+                     context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """A DELETE (see request())."""
-        return await self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return await self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
                    content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-                   retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                   retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
+                   cancel: CancelToken | None = None) -> Response:
         """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return await self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout, context)
+        return await self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
                   content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-                  retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                  retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
+                  cancel: CancelToken | None = None) -> Response:
         """A PUT (see request())."""
-        return await self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout, context)
+        return await self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
                     content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-                    retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                    retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
+                    cancel: CancelToken | None = None) -> Response:
         """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return await self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout, context)
+        return await self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout,
+                                context, cancel)
 
     async def aclose(self) -> None:
         """Closes the client: calls still in flight are cancelled (they raise CancelledCallError) and later

@@ -12,12 +12,15 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from . import _native
+from ._cancel import CancelToken
 from ._context import ContextTypes, context_parts
 from ._errors import from_native
 from ._response import HeaderTypes, Response, encode_body, request_headers
 from ._settings import (
+    _STATES,
     TLS,
     Breaker,
+    BreakerCounts,
     BreakerPolicy,
     Bulkhead,
     Classifier,
@@ -104,7 +107,8 @@ def _timeout_ms(timeout: float | None) -> int:
         return 0
     if not timeout > 0:
         return -1
-    return max(1, math.ceil(timeout * 1000))
+    # Rounded to the microsecond first: 2.007 s * 1000 is 2007.0000000000002 in binary floating point.
+    return max(1, math.ceil(round(timeout * 1000, 3)))
 
 
 class _BaseClient:
@@ -193,6 +197,37 @@ class _BaseClient:
         return self._native.breaker_state
 
     @property
+    def breaker_counts(self) -> BreakerCounts:
+        """The circuit breaker's counts now (SPEC §9.3): its state, the counts since that state began and the last
+        ``window`` results, as a breaker policy sees them (read lazily, as breaker_state). Thread-safe."""
+        state, *counts = self._native.breaker_counts()
+        return BreakerCounts(_STATES.get(state, "unknown"), *counts)
+
+    @property
+    def budget_tokens(self) -> float:
+        """The retry budget's balance now (SPEC §6.4): the tokens of a ``"token_bucket"`` budget, or the retries a
+        ``"ratio"`` budget still allows in its window. A retry needs more than half a token. Thread-safe."""
+        return self._native.budget_tokens()
+
+    @classmethod
+    def from_client(cls, other: _BaseClient) -> Self:
+        """A client of this class over the same dependency client as ``other`` (a Client or an AsyncClient):
+        the same connections, circuit breaker, retry budget and bulkhead, so blocking and asyncio code calling
+        one dependency count against one breaker. Each closes independently; the connections close with the
+        last. RuntimeError when ``other`` is closed."""
+        if not isinstance(other, _BaseClient):
+            raise TypeError(f"from_client takes a humus_http Client or AsyncClient, not {type(other).__name__}")
+        client = cls.__new__(cls)
+        client.base_url = other.base_url
+        client.origin = other.origin
+        client._prefix = other._prefix
+        client._runtime = other._runtime
+        client._native = other._native.share()
+        with _open_lock:
+            _open_clients.add(client)
+        return client
+
+    @property
     def is_closed(self) -> bool:
         """True once close() (or aclose()) ran."""
         return self._native.closed
@@ -216,21 +251,22 @@ class Client(_BaseClient):
 
     def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
                 params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
-                idempotency_key: str | None = None, retry: bool | None = None,
-                timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+                context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """Makes one call: every attempt, wait and redirect, and returns the response whatever its status (the
         last 503 included). ``url`` is joined onto ``base_url`` unless absolute (then it must be on the
         client's origin). ``idempotency_key`` sets the Idempotency-Key header, making the request safe to send
         twice; ``retry=False`` makes one attempt, ``retry=True`` vouches for a request the rules would not
         retry; ``timeout`` (seconds) bounds this call below the client's; ``context`` (a CallContext, or the
-        incoming request's headers) carries the request being served on to the dependency (SPEC §12). Raises
-        an UpstreamError subclass when no response came, or the exception a callback raised."""
+        incoming request's headers) carries the request being served on to the dependency (SPEC §12);
+        ``cancel`` (a CancelToken) lets another thread or a callback end the call early. Raises an
+        UpstreamError subclass when no response came, or the exception a callback raised."""
         return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout,
-                          context)
+                          context, cancel)
 
     def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
               content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
-              timeout: float | None, context: ContextTypes | None) -> Response:
+              timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
         # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
         if headers is None and params is None and content is None and json is None:
             target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
@@ -240,7 +276,8 @@ class Client(_BaseClient):
             target, hdrs, body = self._encode(url, headers, params, content, json)
         try:
             raw = self._native.request(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
-                                       0 if timeout is None else _timeout_ms(timeout), context_parts(context))
+                                       0 if timeout is None else _timeout_ms(timeout), context_parts(context),
+                                       None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         if type(raw) is _NativeResponse:
@@ -248,46 +285,52 @@ class Client(_BaseClient):
         raise from_native(raw, self.origin)  # type: ignore[arg-type]
 
     def get(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-            idempotency_key: str | None = None, retry: bool | None = None,
-            timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+            idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+            context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """A GET (see request())."""
-        return self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
 
     def head(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-             idempotency_key: str | None = None, retry: bool | None = None,
-             timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+             idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+             context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """A HEAD (see request())."""
-        return self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
 
     def options(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                idempotency_key: str | None = None, retry: bool | None = None,
-                timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+                idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+                context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """An OPTIONS (see request())."""
-        return self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
 
     def delete(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-               idempotency_key: str | None = None, retry: bool | None = None,
-               timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+               idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+               context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """A DELETE (see request())."""
-        return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout, context)
+        return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
 
     def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
              content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-             retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+             retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
+             cancel: CancelToken | None = None) -> Response:
         """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout, context)
+        return self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout, context,
+                          cancel)
 
     def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
             content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-            retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+            retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
+            cancel: CancelToken | None = None) -> Response:
         """A PUT (see request())."""
-        return self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout, context)
+        return self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout, context,
+                          cancel)
 
     def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
               content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-              retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None) -> Response:
+              retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
+              cancel: CancelToken | None = None) -> Response:
         """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout, context)
+        return self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout, context,
+                          cancel)
 
     def close(self) -> None:
         """Closes the client: later calls raise RuntimeError; a call in flight on another thread finishes

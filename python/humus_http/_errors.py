@@ -5,6 +5,7 @@ Exceptions are plain values: create, raise and read them from any thread.
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from . import _native
@@ -25,6 +26,7 @@ __all__ = [
     "UpstreamError",
     "UpstreamTLSError",
     "UpstreamTimeoutError",
+    "call_error",
 ]
 
 
@@ -33,18 +35,21 @@ class UpstreamError(Exception):
 
     ``status`` is the C status name (``"HUMUS_E_TIMEOUT"``), ``message`` what went wrong, ``origin`` the
     client's origin (``"https://payments:8443"``, empty when none is known yet), ``attempts`` the attempts the
-    call made (0 when it failed before sending anything) and ``fields`` the settings keys or header names the
-    error is about. Exceptions are plain values, safe to read from any thread.
+    call made (0 when it failed before sending anything), ``fields`` the settings keys or header names the
+    error is about, and ``elapsed`` how long the call took on its runtime's clock (whole milliseconds; virtual
+    time on a virtual clock), None when the error did not come from a call (settings, a request refused before
+    it was sent). Exceptions are plain values, safe to read from any thread.
     """
 
     def __init__(self, message: str, *, status: str = "HUMUS_E_UNKNOWN", origin: str = "", attempts: int = 0,
-                 fields: tuple[str, ...] = ()) -> None:
+                 fields: tuple[str, ...] = (), elapsed: timedelta | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.origin = origin
         self.attempts = attempts
         self.fields = fields
+        self.elapsed = elapsed
 
     def __str__(self) -> str:
         where = f" on {self.origin}" if self.origin else ""
@@ -76,8 +81,8 @@ class CircuitOpenError(UpstreamError):
     open."""
 
     def __init__(self, message: str, *, retry_after: float, status: str = "HUMUS_E_REJECTED", origin: str = "",
-                 attempts: int = 0, fields: tuple[str, ...] = ()) -> None:
-        super().__init__(message, status=status, origin=origin, attempts=attempts, fields=fields)
+                 attempts: int = 0, fields: tuple[str, ...] = (), elapsed: timedelta | None = None) -> None:
+        super().__init__(message, status=status, origin=origin, attempts=attempts, fields=fields, elapsed=elapsed)
         self.retry_after = retry_after
 
 
@@ -98,7 +103,8 @@ class InvalidRequestError(UpstreamError, ValueError):
 
 
 class CancelledCallError(UpstreamError):
-    """The native call was cancelled (e.g. its client was closed while it was in flight)."""
+    """The native call was cancelled: its CancelToken was cancelled, or its client was closed while it was in
+    flight."""
 
 
 class HTTPStatusError(UpstreamError):
@@ -106,7 +112,8 @@ class HTTPStatusError(UpstreamError):
     and ``status_code`` its status."""
 
     def __init__(self, message: str, *, response: Response) -> None:
-        super().__init__(message, status="HTTP_STATUS", origin=response.origin, attempts=response.attempts)
+        super().__init__(message, status="HTTP_STATUS", origin=response.origin, attempts=response.attempts,
+                         elapsed=response.elapsed)
         self.response = response
         self.status_code = response.status_code
 
@@ -132,6 +139,23 @@ _KINDS: dict[str, type[UpstreamError]] = {
 }
 
 
+# Where from_native leaves, on a callback's exception, the UpstreamError of the call it ended (call_error()).
+_CALL_ERROR = "_humus_http_call_error"
+
+
+def call_error(exc: BaseException) -> UpstreamError | None:
+    """How the call ended that ``exc`` ended, for an exception a callback raised (a classifier, a breaker policy,
+    a mock transport handler): the call raises the callback's own exception, and this returns an UpstreamError
+    with status ``"HUMUS_E_CALLBACK"``, the call's ``attempts``, ``origin``, ``elapsed`` and the core's message.
+    None for an exception no callback of a call raised (an UpstreamError is its own record)."""
+    found = getattr(exc, _CALL_ERROR, None)
+    return found if isinstance(found, UpstreamError) else None
+
+
+def _elapsed(info: _native.ErrorInfo) -> timedelta | None:
+    return None if info.elapsed_ms < 0 else timedelta(milliseconds=info.elapsed_ms)
+
+
 def from_native(info: _native.ErrorInfo, origin: str) -> BaseException:
     """The exception for what a C call reported: the one a Python callback raised (for HUMUS_E_CALLBACK), else
     the UpstreamError subclass of the status."""
@@ -139,9 +163,16 @@ def from_native(info: _native.ErrorInfo, origin: str) -> BaseException:
         exc: BaseException = info.exception
         exc.add_note(f"humus_http: raised by a callback of the client for {origin}; the call ended "
                      f"after {info.attempts} attempt(s)")
+        record = UpstreamError(info.message, status=info.status_name, origin=origin, attempts=info.attempts,
+                               fields=info.fields, elapsed=_elapsed(info))
+        try:
+            setattr(exc, _CALL_ERROR, record)
+        except (AttributeError, TypeError):  # an exception type that takes no attributes: the note remains
+            pass
         return exc
     if info.status_name == "HUMUS_E_REJECTED":
         return CircuitOpenError(info.message, retry_after=info.retry_after_ms / 1000.0, status=info.status_name,
-                                origin=origin, attempts=info.attempts, fields=info.fields)
+                                origin=origin, attempts=info.attempts, fields=info.fields, elapsed=_elapsed(info))
     kind = _KINDS.get(info.status_name, UpstreamError)
-    return kind(info.message, status=info.status_name, origin=origin, attempts=info.attempts, fields=info.fields)
+    return kind(info.message, status=info.status_name, origin=origin, attempts=info.attempts, fields=info.fields,
+                elapsed=_elapsed(info))

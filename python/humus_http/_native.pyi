@@ -22,11 +22,18 @@ class ErrorInfo:
     @property
     def retry_after_ms(self) -> int: ...
     @property
+    def elapsed_ms(self) -> int:
+        """The call's duration on the runtime's clock; -1 when the error did not come from a call."""
+    @property
     def exception(self) -> BaseException | None: ...
 
 class Runtime:
     """A humus_runtime: event loop, clock, name overrides."""
     def __init__(self, options_json: str) -> None: ...
+    def advance_ms(self, ms: int) -> None:
+        """Moves a virtual clock forward (humus_runtime_advance_ms)."""
+    def elapsed_ms(self) -> int:
+        """Milliseconds the runtime's clock has advanced since it was made."""
 
 class Attempt:
     """One attempt as a classifier sees it; valid only during that call."""
@@ -58,6 +65,8 @@ class Response:
     @property
     def attempts(self) -> int: ...
     @property
+    def elapsed_ms(self) -> int: ...
+    @property
     def http_version(self) -> str: ...
     @property
     def url(self) -> str: ...
@@ -74,6 +83,13 @@ class Call:
     """An asynchronous call in flight; cancel() ends it early."""
     def cancel(self) -> None: ...
 
+class Cancel:
+    """A cancel token (humus_cancel) that also cancels submitted calls."""
+    def __init__(self) -> None: ...
+    def trigger(self) -> None: ...
+    @property
+    def triggered(self) -> bool: ...
+
 class Client:
     """A humus_client and its runtime."""
     def __init__(self, runtime: Runtime, settings_json: str,
@@ -85,9 +101,33 @@ class Client:
     def closed(self) -> bool: ...
     @property
     def breaker_state(self) -> str: ...
+    def breaker_counts(self) -> tuple[int, int, int, int, int, int, int, int]: ...
+    def budget_tokens(self) -> float: ...
+    def share(self) -> Client:
+        """Another owner of the same C client."""
     def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
                 idempotency_key: str | None, retry: int, timeout_ms: int,
-                context: tuple[str | None, ...] | None = None) -> Response | ErrorInfo: ...
+                context: tuple[str | None, ...] | None = None,
+                cancel: Cancel | None = None) -> Response | ErrorInfo: ...
     def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
                idempotency_key: str | None, retry: int, timeout_ms: int, bridge: Bridge,
-               future: Any, context: tuple[str | None, ...] | None = None) -> Call: ...
+               future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
+
+# The testing kit (testing.cpp): the mock transport and status names.
+
+class MockRequestView:
+    """A request as the mock transport sees it; valid only during that callback."""
+    @property
+    def method(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    def header(self, name: str) -> str | None: ...
+    def body(self) -> bytes: ...
+
+def set_mock_transport(runtime: Runtime,
+                       respond: Callable[[MockRequestView], tuple[Any, ...]] | None) -> None:
+    """Installs (or with None removes) the mock transport of a runtime for the clients built afterwards."""
+def status_name(status: int) -> str:
+    """The C name of a status number ("HUMUS_E_UNKNOWN" for one this version does not know)."""
+def status_number(name: str) -> int | None:
+    """The number of a C status name ("HUMUS_E_CONNECT" -> 300), or None for an unknown name."""

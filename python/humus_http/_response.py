@@ -5,6 +5,7 @@ import codecs
 import http
 import json as jsonlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, Self, overload
 
@@ -97,16 +98,18 @@ class Response:
 
     ``status_code``, ``headers`` (case-insensitive, multi-value), ``content`` (bytes), ``text``, ``json()``,
     ``raise_for_status()`` (returns the response when 2xx), ``iter_bytes()``, ``http_version`` (``"HTTP/1.1"``
-    or ``"HTTP/2"``), ``url`` (after redirects within the origin), ``attempts`` (attempts the call made).
-    ``close()`` (or leaving a ``with`` block) frees the native buffer; what was read stays readable. Read it from
-    one thread at a time.
+    or ``"HTTP/2"``), ``url`` (after redirects within the origin), ``attempts`` (attempts the call made),
+    ``elapsed`` (the call's duration on its runtime's clock). ``close()`` (or leaving a ``with`` block) frees
+    the native buffer; what was read stays readable. Read it from one thread at a time.
     """
 
-    __slots__ = ("_attempts", "_content", "_headers", "_http_version", "_native", "_url", "origin", "status_code")
+    __slots__ = ("_attempts", "_content", "_elapsed_ms", "_headers", "_http_version", "_native", "_url", "origin",
+                 "status_code")
 
     def __init__(self, native: _native.Response, origin: str) -> None:
         self._native: _native.Response | None = native
         self.status_code: int = native.status
+        self._elapsed_ms: int = native.elapsed_ms
         #: The origin of the client that made the call.
         self.origin = origin
         self._content: bytes | None = None
@@ -160,6 +163,12 @@ class Response:
         if attempts is None:
             attempts = self._attempts = self._live().attempts
         return attempts
+
+    @property
+    def elapsed(self) -> timedelta:
+        """How long the call took, from its start to this response, every attempt, wait and redirect included:
+        whole milliseconds on the runtime's clock (virtual time on a virtual clock). Readable after close()."""
+        return timedelta(milliseconds=self._elapsed_ms)
 
     @property
     def reason_phrase(self) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from . import _native
 from ._errors import ConfigError, from_native
+from ._mock import MockHandler, adapter
 
 __all__ = [
     "TLS",
@@ -263,7 +264,8 @@ class Classification:
 
     def to_native(self) -> tuple[int, int, int]:
         """(retry, breaker, retry_after_ms) as the C ABI spells them."""
-        ms = 0 if self.retry_after is None else math.ceil(self.retry_after * 1000)
+        # Rounded to the microsecond first: 2.007 s * 1000 is 2007.0000000000002 in binary floating point.
+        ms = 0 if self.retry_after is None else math.ceil(round(self.retry_after * 1000, 3))
         return (2 if self.retry else 1), _BREAKER_VERDICTS[self.breaker], ms
 
     @classmethod
@@ -305,24 +307,98 @@ def classifier_adapter(classify: Classifier) -> Callable[[_native.Attempt], tupl
 
 
 class Runtime:
-    """Process-wide machinery shared by clients (SPEC §1): the event-loop thread of asynchronous calls and
-    the name overrides. ``resolve`` maps ``"host:port"`` to ``"address:port"`` (like curl ``--resolve``): the
-    connection goes to the address while TLS still verifies the name. Clients built without ``runtime=`` share
-    one default runtime. Thread-safe; it lives as long as a client built from it."""
+    """Process-wide machinery shared by clients (SPEC §1): the event-loop thread of asynchronous calls, the clock
+    and the name overrides. Clients built without ``runtime=`` share one default runtime (a real clock, no
+    overrides). Thread-safe; it lives as long as a client built from it.
 
-    def __init__(self, *, resolve: Mapping[str, str] | None = None) -> None:
+    ``resolve`` maps ``"host:port"`` to ``"address:port"`` (like curl ``--resolve``): the connection goes to the
+    address while TLS still verifies the name.
+
+    ``clock="virtual"`` gives the runtime a virtual clock (SPEC §16.1): every wait of its clients (backoff,
+    Retry-After, ``open_for``, ``probe_timeout``, budget windows, mock delays and attempt timeouts) runs on it,
+    and it moves on its own whenever every call in flight waits only on timers, so a 2 s Retry-After costs no
+    real time. ``advance_ms()`` moves it by hand (between calls, e.g. past a breaker's ``open_for``). A virtual
+    clock needs the mock transport: ``mock=`` (or ``set_mock_transport()`` before building a client) answers
+    every attempt with a Python handler instead of a socket. ``seed`` fixes the random draws of the backoff (the
+    same seed, the same waits). See ``humus_http.testing`` for a scripted mock and a pytest fixture.
+    """
+
+    def __init__(self, *, resolve: Mapping[str, str] | None = None, clock: Literal["real", "virtual"] = "real",
+                 seed: int | None = None, mock: MockHandler | None = None) -> None:
         options: dict[str, Any] = {}
         if resolve is not None:
             options["resolve"] = {str(k): _json_value(v) for k, v in resolve.items()}
+        if clock != "real":
+            options["clock"] = _json_value(clock)
+        if seed is not None:
+            options["seed"] = _json_value(seed)
         try:
             self._native = _native.Runtime(json.dumps(options))
         except _native.Failure as failure:
             raise from_native(failure.args[0], "") from None
+        self._clock = clock
+        self._seed = seed
+        # Every handler installed, kept for the clients built with it (the extension holds them weakly).
+        self._mock_boxes: list[object] = []
+        if mock is not None:
+            self.set_mock_transport(mock)
 
     @property
     def native(self) -> _native.Runtime:
         """The extension's handle (for humus_http's clients)."""
         return self._native
+
+    @property
+    def clock(self) -> str:
+        """``"real"`` or ``"virtual"``."""
+        return self._clock
+
+    @property
+    def seed(self) -> int | None:
+        """The seed of the virtual clock's random draws, None when none was given."""
+        return self._seed
+
+    def elapsed_ms(self) -> int:
+        """Whole milliseconds the runtime's clock has advanced since the runtime was made: virtual time on a
+        virtual clock, real time on a real one. Thread-safe, also inside callbacks."""
+        return self._native.elapsed_ms()
+
+    def advance_ms(self, ms: int) -> None:
+        """Moves the virtual clock forward by ``ms`` milliseconds (an int >= 0), waking the waits that come due
+        (an open breaker's ``open_for``, a budget window). Raises RuntimeError on a real clock, ValueError for a
+        negative ``ms``. Thread-safe."""
+        if isinstance(ms, bool) or not isinstance(ms, int):
+            raise TypeError(f"Runtime.advance_ms: ms must be an int of milliseconds, not {type(ms).__name__}")
+        if ms < 0:
+            raise ValueError(f"Runtime.advance_ms: ms must be >= 0, not {ms}")
+        if self._clock != "virtual":
+            raise RuntimeError("Runtime.advance_ms: this runtime's clock is real; only a virtual clock "
+                               "(Runtime(clock='virtual')) can be advanced")
+        try:
+            self._native.advance_ms(ms)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], "") from None
+
+    def set_mock_transport(self, handler: MockHandler | None) -> None:
+        """Installs ``handler`` as the mock transport (SPEC §16.2) of the clients built afterwards from this
+        runtime (clients built before keep what they had); None removes it. ``handler(request)`` receives a
+        MockRequest for each attempt and returns a MockReply; it runs on the thread that drives the attempt,
+        holding the GIL, possibly on several threads at once. An exception it raises fails that attempt and the
+        call raises it. The runtime keeps the handler as long as the runtime lives. Thread-safe."""
+        if handler is None:
+            _native.set_mock_transport(self._native, None)
+            return
+        if not callable(handler):
+            raise TypeError(f"Runtime.set_mock_transport: the handler must be callable, not {handler!r}")
+        box, respond = adapter(handler)
+        self._mock_boxes.append(box)
+        try:
+            _native.set_mock_transport(self._native, respond)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], "") from None
+
+    def __repr__(self) -> str:
+        return f"<humus_http.Runtime clock={self._clock}>"
 
 
 _default_lock = threading.Lock()

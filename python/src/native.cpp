@@ -2,6 +2,8 @@
 // python/humus_http. Every handle lives in an RAII owner; the GIL is released around every call that may wait
 // (the network, the bulkhead, a breaker lock a callback may hold, the event loop); callbacks into Python take
 // it. Nothing here knows the C++ core: the C header is the whole contract.
+#include "native.h"
+
 #include <fcntl.h>
 #include <pybind11/pybind11.h>
 #include <signal.h>
@@ -27,37 +29,8 @@ namespace {
 
 // ---- Interpreter helpers ----------------------------------------------------------------------------------
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
-// Holds the GIL on any thread, the runtime's event-loop thread included. The first acquisition on a thread
-// Python does not know keeps that thread's state for the thread's life (one extra PyGILState_Ensure), so the
-// loop thread does not create and destroy a thread state for every callback.
-class Gil {
- public:
-  Gil() : state_(ensure()) {}
-  ~Gil() { PyGILState_Release(state_); }
-  Gil(const Gil&) = delete;
-  Gil& operator=(const Gil&) = delete;
-
- private:
-  static PyGILState_STATE ensure() {
-    thread_local bool seen = false;
-    if (seen) return PyGILState_Ensure();
-    seen = true;
-    const bool foreign = PyGILState_GetThisThreadState() == nullptr;
-    const PyGILState_STATE state = PyGILState_Ensure();
-    if (foreign) (void)PyGILState_Ensure();  // never released: the thread state lives as long as the thread
-    return state;
-  }
-
-  PyGILState_STATE state_;
-};
+using humus_py::Gil;  // native.h: shared with testing.cpp
+using humus_py::interpreter_finalizing;
 
 // threading.main_thread().ident: the only thread Python runs signal handlers on.
 unsigned long g_main_thread = 0;
@@ -115,6 +88,9 @@ struct ErrorInfo {
   int32_t attempts = 0;
   std::vector<std::string> fields;
   int64_t retry_after_ms = 0;
+  // How long the call took on the runtime's clock (SPEC §16.1), whole milliseconds; -1 when the error did not
+  // come from a call (settings, a request refused before it was sent).
+  int64_t elapsed_ms = -1;
   py::object exception = py::none();
 };
 
@@ -179,6 +155,18 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
   humus_runtime* get() const { return rt_; }
+
+  // The virtual clock (SPEC §16.1). Advancing wakes the waits that come due, whose callbacks need the GIL.
+  void advance_ms(int64_t ms) {
+    humus_error* err = nullptr;
+    humus_status st;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_runtime_advance_ms(rt_, ms, &err);
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+  }
+  int64_t elapsed_ms() const { return humus_runtime_elapsed_ms(rt_); }
 
  private:
   humus_runtime* rt_ = nullptr;
@@ -300,13 +288,14 @@ void destroy_policy(void* user_data) {
 // A whole response (the body is in memory). Read-only accessors; close() frees it early.
 class Response {
  public:
-  explicit Response(humus_response* r) : r_(r) {}
+  Response(humus_response* r, int64_t elapsed_ms) : r_(r), elapsed_ms_(elapsed_ms) {}
   const humus_response* get() const {
     if (!r_) throw std::runtime_error("the response is closed");
     return r_.get();
   }
   int32_t status() const { return humus_response_status(get()); }
   int32_t attempts() const { return humus_response_attempts(get()); }
+  int64_t elapsed_ms() const { return elapsed_ms_; }
   std::string http_version() const { return humus_response_http_version(get()); }
   std::string url() const { return humus_response_url(get()); }
   py::bytes body() const {
@@ -337,21 +326,25 @@ class Response {
 
  private:
   ResponsePtr r_;
+  int64_t elapsed_ms_;  // the call's duration on the runtime's clock
 };
 
-// GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo.
-py::object outcome(humus_status status, humus_response* resp, humus_error* err,
-                   PyObject* callback_exception) {
+// GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo. `elapsed_ms`: the call's
+// duration on the runtime's clock.
+py::object outcome(humus_status status, humus_response* resp, humus_error* err, PyObject* callback_exception,
+                   int64_t elapsed_ms) {
   if (status == HUMUS_OK) {
     Py_XDECREF(callback_exception);  // a callback failed yet the call succeeded: nothing to report
-    return py::cast(new Response(resp), py::return_value_policy::take_ownership);
+    return py::cast(new Response(resp, elapsed_ms), py::return_value_policy::take_ownership);
   }
   ResponsePtr drop(resp);
   if (status != HUMUS_E_CALLBACK && callback_exception != nullptr) {
     Py_DECREF(callback_exception);
     callback_exception = nullptr;
   }
-  return py::cast(make_error(status, ErrorPtr(err), callback_exception));
+  ErrorInfo info = make_error(status, ErrorPtr(err), callback_exception);
+  info.elapsed_ms = elapsed_ms;
+  return py::cast(std::move(info));
 }
 
 // ---- Asynchronous completions -----------------------------------------------------------------------------
@@ -384,11 +377,11 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
 
   // Loop thread, no GIL. Takes ownership of every pointer.
   void push(PyObject* future, humus_status status, humus_response* resp, humus_error* err,
-            PyObject* exception) {
+            PyObject* exception, int64_t elapsed_ms) {
     bool schedule = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      items_.push_back(Item{future, status, resp, err, exception});
+      items_.push_back(Item{future, status, resp, err, exception, elapsed_ms});
       schedule = !scheduled_;
       scheduled_ = true;
     }
@@ -416,7 +409,7 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
     static PyObject* const set_result_name = PyUnicode_InternFromString("set_result");
     for (Item& item : batch) {
       py::object future = py::reinterpret_steal<py::object>(item.future);
-      py::object result = outcome(item.status, item.resp, item.err, item.exception);
+      py::object result = outcome(item.status, item.resp, item.err, item.exception, item.elapsed_ms);
       if (!future.attr(py::handle(done_name))().cast<bool>())
         future.attr(py::handle(set_result_name))(result);
     }
@@ -429,6 +422,7 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
     humus_response* resp;
     humus_error* err;
     PyObject* exception;
+    int64_t elapsed_ms;
   };
   py::object call_soon_;
   std::mutex mu_;
@@ -438,12 +432,15 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
 
 struct AsyncPending {
   std::shared_ptr<Bridge> bridge;
-  PyObject* future;  // owned
+  PyObject* future;   // owned
+  humus_runtime* rt;  // outlives the call (the client holds it)
+  int64_t start_ms;   // the runtime's clock when the call was submitted
 };
 
 void async_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
   std::unique_ptr<AsyncPending> pending(static_cast<AsyncPending*>(user_data));
-  pending->bridge->push(pending->future, status, resp, err, take_callback_exception());
+  const int64_t elapsed = humus_runtime_elapsed_ms(pending->rt) - pending->start_ms;
+  pending->bridge->push(pending->future, status, resp, err, take_callback_exception(), elapsed);
 }
 
 // A blocking call made on the main thread while another wakeup fd is installed (see SignalWatch) runs on the
@@ -457,29 +454,109 @@ struct SyncWaiter {
   humus_response* resp = nullptr;
   humus_error* err = nullptr;
   PyObject* exception = nullptr;
+  humus_runtime* rt = nullptr;
+  int64_t start_ms = 0;    // the runtime's clock when the call was submitted
+  int64_t elapsed_ms = 0;  // guarded by mu
 };
 
 void sync_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
   auto* w = static_cast<SyncWaiter*>(user_data);
   PyObject* exception = take_callback_exception();
+  const int64_t end_ms = humus_runtime_elapsed_ms(w->rt);
   std::lock_guard<std::mutex> lock(
       w->mu);  // notified under the lock: the waiter may free `w` once it sees done
   w->status = status;
   w->resp = resp;
   w->err = err;
   w->exception = exception;
+  w->elapsed_ms = end_ms - w->start_ms;
   w->done = true;
   w->cv.notify_one();
+}
+
+// ---- Cancel tokens ----------------------------------------------------------------------------------------
+
+using CancelPtr = std::unique_ptr<humus_cancel, Deleter<humus_cancel, humus_cancel_free>>;
+
+// The handle of a call submitted to the event loop, shared by its Call object (or the blocking call polling
+// it) and the cancel token it was made with; freed by the last of them.
+struct CallRef {
+  explicit CallRef(humus_call* c) : call(c) {}
+  CallPtr call;
+};
+
+// A caller's cancel token: a humus_cancel for blocking calls (humus_request_set_cancel), which also cancels
+// the calls submitted with it through their handles (humus_client_submit does not use a request's token).
+// Triggered once, it cancels every call made with it, now and later. Thread-safe; needs no GIL.
+class Cancel {
+ public:
+  Cancel() {
+    humus_cancel* raw = nullptr;
+    if (humus_cancel_new(&raw) != HUMUS_OK) throw std::bad_alloc();
+    token_.reset(raw);
+  }
+  humus_cancel* token() const { return token_.get(); }
+
+  void trigger() {
+    std::vector<std::shared_ptr<CallRef>> calls;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (triggered_) return;
+      triggered_ = true;
+      for (const std::weak_ptr<CallRef>& w : calls_) {
+        if (std::shared_ptr<CallRef> c = w.lock()) calls.push_back(std::move(c));
+      }
+      calls_.clear();
+    }
+    humus_cancel_trigger(token_.get());
+    for (const std::shared_ptr<CallRef>& c : calls) humus_call_cancel(c->call.get());
+  }
+
+  bool triggered() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return triggered_;
+  }
+
+  // A call submitted with this token: cancelled at once when the token already was.
+  void attach(const std::shared_ptr<CallRef>& call) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!triggered_) {
+        std::erase_if(calls_, [](const std::weak_ptr<CallRef>& w) { return w.expired(); });
+        calls_.push_back(call);
+        return;
+      }
+    }
+    humus_call_cancel(call->call.get());
+  }
+
+ private:
+  CancelPtr token_;
+  mutable std::mutex mu_;
+  bool triggered_ = false;                     // guarded by mu_
+  std::vector<std::weak_ptr<CallRef>> calls_;  // guarded by mu_: submitted calls still referenced elsewhere
+};
+
+// The outcome of a call submitted with a token triggered before it started, as the core reports a blocking
+// call's (HUMUS_E_CANCELLED, no attempt, no time): such a call is not submitted at all, since a submitted
+// call could reach the transport before its handle is cancelled.
+ErrorInfo cancelled_before_start() {
+  ErrorInfo info;
+  info.status = HUMUS_E_CANCELLED;
+  info.status_name = humus_status_name(HUMUS_E_CANCELLED);
+  info.message = "cancelled before the call started: its cancel token was already cancelled";
+  info.elapsed_ms = 0;
+  return info;
 }
 
 // The handle of an asynchronous call: cancel() ends it early (the future still receives its outcome).
 class Call {
  public:
-  explicit Call(humus_call* c) : c_(c) {}
-  void cancel() { humus_call_cancel(c_.get()); }
+  explicit Call(std::shared_ptr<CallRef> c) : c_(std::move(c)) {}
+  void cancel() { humus_call_cancel(c_->call.get()); }
 
  private:
-  CallPtr c_;
+  std::shared_ptr<CallRef> c_;
 };
 
 // ---- Ctrl-C during a blocking call on the main thread -----------------------------------------------------
@@ -498,8 +575,6 @@ int set_wakeup_fd(int fd) {
   if (value == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
   return static_cast<int>(value);
 }
-
-using CancelPtr = std::unique_ptr<humus_cancel, Deleter<humus_cancel, humus_cancel_free>>;
 
 // Python runs signal handlers only on the main thread, between bytecodes; a main thread blocked in
 // humus_client_do would run them only when the call ends. While such a call runs, the watch installs its own
@@ -610,6 +685,7 @@ class ClientHandle {
   ClientHandle(const ClientHandle&) = delete;
   ClientHandle& operator=(const ClientHandle&) = delete;
   humus_client* get() const { return c_; }
+  humus_runtime* runtime() const { return runtime_->get(); }
 
  private:
   std::shared_ptr<Runtime> runtime_;  // outlives the client
@@ -675,6 +751,12 @@ class Client {
     handle_ = std::make_shared<ClientHandle>(std::move(runtime), c);
   }
 
+  // Another owner of this client's C client (its connections, breaker, budget, bulkhead): each owner closes
+  // its own share; the C client is freed with the last one.
+  static std::unique_ptr<Client> share(Client& of) {
+    return std::unique_ptr<Client>(new Client(of.acquire()));
+  }
+
   ~Client() { close(); }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -720,39 +802,85 @@ class Client {
     }
   }
 
+  // The breaker's counts (SPEC §9.3) as the eight integers of the policy adapters.
+  py::tuple breaker_counts() {
+    std::shared_ptr<ClientHandle> h = acquire();
+    humus_breaker_counts counts{};
+    counts.version = HUMUS_BREAKER_COUNTS_VERSION;
+    humus_status st;
+    {
+      py::gil_scoped_release nogil;  // as breaker_state: a policy callback may hold the breaker's lock
+      st = humus_client_breaker_counts(h->get(), &counts);
+      h.reset();
+    }
+    if (st != HUMUS_OK) fail(st, nullptr);
+    return counts_tuple(&counts);
+  }
+
+  // The retry budget's balance (SPEC §6.4).
+  double budget_tokens() {
+    std::shared_ptr<ClientHandle> h = acquire();
+    double tokens = 0;
+    humus_status st;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_client_budget_tokens(h->get(), &tokens);
+      h.reset();
+    }
+    if (st != HUMUS_OK) fail(st, nullptr);
+    return tokens;
+  }
+
   // A blocking call: a Response, or an ErrorInfo when no response came. Argument errors raise Failure.
+  // `cancel` (may be null) ends it early.
   py::object request(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
-                     int32_t retry, int64_t timeout_ms, py::handle context) {
+                     int32_t retry, int64_t timeout_ms, py::handle context,
+                     const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
     const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms, context);
     Py_XDECREF(take_callback_exception());  // nothing stale from a call that ended otherwise
-    if (PyThread_get_thread_ident() == g_main_thread) return request_on_main(std::move(h), build_or_fail(p));
+    if (PyThread_get_thread_ident() == g_main_thread) {
+      // The main thread's own token is Ctrl-C's (SignalWatch); a caller's token cancels the call through its
+      // handle instead, while this thread polls for signals.
+      if (cancel) {
+        RequestPtr req = build_or_fail(p);
+        if (cancel->triggered()) return py::cast(cancelled_before_start());
+        return request_polling(std::move(h), std::move(req), cancel);
+      }
+      return request_on_main(std::move(h), build_or_fail(p));
+    }
     // Built and sent without the GIL: other threads run while this one parses, allocates and waits.
     Built b;
     humus_response* resp = nullptr;
     humus_error* err = nullptr;
     humus_status st = HUMUS_OK;
+    int64_t elapsed = 0;
     {
       py::gil_scoped_release nogil;
       b = build(p);
       if (b.status == HUMUS_OK) {
+        if (cancel) humus_request_set_cancel(b.req.get(), cancel->token());
+        const int64_t start = humus_runtime_elapsed_ms(h->runtime());
         st = humus_client_do(h->get(), b.req.get(), &resp, &err);
+        elapsed = humus_runtime_elapsed_ms(h->runtime()) - start;
         b.req.reset();
       }
       h.reset();  // may be the last share after a close(): frees the client without the GIL
     }
     if (b.status != HUMUS_OK) fail(b.status, std::move(b.err));
-    return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr);
+    return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr, elapsed);
   }
 
   // An asynchronous call: `future` (an asyncio.Future of `bridge`'s loop) receives a Response or an
   // ErrorInfo.
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
               int32_t retry, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge, py::object future,
-              py::handle context) {
+              py::handle context, const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
     RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, timeout_ms, context));
-    auto pending = std::make_unique<AsyncPending>(AsyncPending{bridge, future.release().ptr()});
+    if (cancel && cancel->triggered()) throw Failure{cancelled_before_start()};
+    auto pending = std::make_unique<AsyncPending>(
+        AsyncPending{bridge, future.release().ptr(), h->runtime(), humus_runtime_elapsed_ms(h->runtime())});
     humus_call* call = nullptr;
     humus_error* err = nullptr;
     const humus_status st = humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
@@ -761,7 +889,9 @@ class Client {
       fail(st, ErrorPtr(err));
     }
     (void)pending.release();  // async_done owns it now
-    return Call(call);
+    auto ref = std::make_shared<CallRef>(call);
+    if (cancel) cancel->attach(ref);
+    return Call(std::move(ref));
   }
 
  private:
@@ -770,13 +900,16 @@ class Client {
     humus_response* resp = nullptr;
     humus_error* err = nullptr;
     humus_status st;
+    int64_t elapsed = 0;
     {
       py::gil_scoped_release nogil;
+      const int64_t start = humus_runtime_elapsed_ms(h->runtime());
       st = humus_client_do(h->get(), req.get(), &resp, &err);
+      elapsed = humus_runtime_elapsed_ms(h->runtime()) - start;
       req.reset();
       h.reset();  // may be the last share after a close(): frees the client without the GIL
     }
-    return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr);
+    return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr, elapsed);
   }
 
   // The main thread: the call runs here, cancelled by the signal watch on SIGINT; when another wakeup fd is
@@ -939,14 +1072,18 @@ class Client {
     return std::move(b.req);
   }
 
-  static py::object request_polling(std::shared_ptr<ClientHandle> h, RequestPtr req) {
+  static py::object request_polling(std::shared_ptr<ClientHandle> h, RequestPtr req,
+                                    const std::shared_ptr<Cancel>& cancel = nullptr) {
     SyncWaiter w;
+    w.rt = h->runtime();
+    w.start_ms = humus_runtime_elapsed_ms(w.rt);
     humus_call* raw = nullptr;
     humus_error* err = nullptr;
     const humus_status st = humus_client_submit(h->get(), req.get(), sync_done, &w, &raw, &err);
     req.reset();
     if (st != HUMUS_OK) fail(st, ErrorPtr(err));
-    CallPtr call(raw);
+    auto call = std::make_shared<CallRef>(raw);
+    if (cancel) cancel->attach(call);
     bool interrupted = false;
     for (;;) {
       bool done = false;
@@ -958,7 +1095,7 @@ class Client {
       if (done) break;
       if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt): end the call, then re-raise
         interrupted = true;
-        humus_call_cancel(call.get());
+        humus_call_cancel(call->call.get());
         py::gil_scoped_release nogil;
         std::unique_lock<std::mutex> lock(w.mu);
         w.cv.wait(lock, [&] { return w.done; });
@@ -973,18 +1110,32 @@ class Client {
     if (interrupted) {
       PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
       PyErr_Fetch(&type, &value, &traceback);  // kept aside while the outcome is dropped
-      outcome(w.status, w.resp, w.err, w.exception);
+      outcome(w.status, w.resp, w.err, w.exception, w.elapsed_ms);
       PyErr_Restore(type, value, traceback);
       throw py::error_already_set();
     }
-    return outcome(w.status, w.resp, w.err, w.exception);
+    return outcome(w.status, w.resp, w.err, w.exception, w.elapsed_ms);
   }
+
+  explicit Client(std::shared_ptr<ClientHandle> handle) : handle_(std::move(handle)) {}
 
   std::mutex mu_;
   std::shared_ptr<ClientHandle> handle_;  // guarded by mu_; empty once closed
 };
 
 }  // namespace
+
+// ---- Shared with the other translation units (native.h) ---------------------------------------------------
+
+namespace humus_py {
+
+void keep_callback_exception() { store_callback_exception(); }
+
+void raise_failure(humus_status status, humus_error* err) { fail(status, ErrorPtr(err)); }
+
+humus_runtime* runtime_of(py::handle runtime) { return runtime.cast<Runtime&>().get(); }
+
+}  // namespace humus_py
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "humus_http's extension: thin wrappers over the C ABI of libhumus_http (include/humus_http.h).";
@@ -1023,11 +1174,16 @@ PYBIND11_MODULE(_native, m) {
                                return t;
                              })
       .def_readonly("retry_after_ms", &ErrorInfo::retry_after_ms)
+      .def_readonly("elapsed_ms", &ErrorInfo::elapsed_ms)
       .def_readonly("exception", &ErrorInfo::exception);
 
   py::class_<Runtime, std::shared_ptr<Runtime>>(m, "Runtime",
                                                 "A humus_runtime: event loop, clock, name overrides.")
-      .def(py::init<const std::string&>(), py::arg("options_json"));
+      .def(py::init<const std::string&>(), py::arg("options_json"))
+      .def("advance_ms", &Runtime::advance_ms, py::arg("ms"),
+           "Moves a virtual clock forward (humus_runtime_advance_ms).")
+      .def("elapsed_ms", &Runtime::elapsed_ms, py::call_guard<py::gil_scoped_release>(),
+           "Milliseconds the runtime's clock has advanced since it was made.");
 
   py::class_<Attempt>(m, "Attempt", "One attempt as a classifier sees it; valid only during that call.")
       .def_property_readonly("method",
@@ -1073,6 +1229,7 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Response>(m, "Response", "A whole response (humus_response); close() frees it.")
       .def_property_readonly("status", &Response::status)
       .def_property_readonly("attempts", &Response::attempts)
+      .def_property_readonly("elapsed_ms", &Response::elapsed_ms)
       .def_property_readonly("http_version", &Response::http_version)
       .def_property_readonly("url", &Response::url)
       .def("body", &Response::body)
@@ -1084,7 +1241,13 @@ PYBIND11_MODULE(_native, m) {
       .def("drain", &Bridge::drain);
 
   py::class_<Call>(m, "Call", "An asynchronous call in flight; cancel() ends it early.")
-      .def("cancel", &Call::cancel);
+      .def("cancel", &Call::cancel, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<Cancel, std::shared_ptr<Cancel>>(
+      m, "Cancel", "A cancel token (humus_cancel) that also cancels submitted calls.")
+      .def(py::init<>())
+      .def("trigger", &Cancel::trigger, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("triggered", &Cancel::triggered);
 
   py::class_<Client>(m, "Client", "A humus_client and its runtime.")
       .def(py::init<std::shared_ptr<Runtime>, const std::string&, py::object, py::object, py::object>(),
@@ -1093,10 +1256,15 @@ PYBIND11_MODULE(_native, m) {
       .def("close", &Client::close)
       .def_property_readonly("closed", &Client::closed)
       .def_property_readonly("breaker_state", &Client::breaker_state)
+      .def("breaker_counts", &Client::breaker_counts)
+      .def("budget_tokens", &Client::budget_tokens)
+      .def("share", &Client::share, "Another owner of the same C client.")
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"),
-           py::arg("context") = py::none())
+           py::arg("context") = py::none(), py::arg("cancel") = py::none())
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
-           py::arg("future"), py::arg("context") = py::none());
+           py::arg("future"), py::arg("context") = py::none(), py::arg("cancel") = py::none());
+
+  humus_py::register_testing(m);
 }

@@ -1,5 +1,6 @@
 """Fixtures: the project's test server (tests/server/, real sockets: plain HTTP/1.1 and HTTP/2 over TLS) for
-the whole session, a runtime that resolves its TLS name, and client factories that close what they made."""
+the whole session, a runtime that resolves its TLS name, and client factories that close what they made; the
+conformance vectors' report lines, repeated in the session's summary."""
 from __future__ import annotations
 
 import sys
@@ -81,3 +82,28 @@ def make_async_client(server: TestServer,
 def listener(request: pytest.FixtureRequest) -> str:
     """Plain HTTP/1.1, then HTTP/2 over TLS."""
     return str(request.param)
+
+
+# --- The conformance vectors' report (test_vectors.py) ---------------------------------------------------------
+
+_VECTOR_LINES = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def report_vector(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """report_vector(line): prints a vector's "vector <name>: ok|FAIL ..." line and keeps it for the summary."""
+    lines = request.config.stash.setdefault(_VECTOR_LINES, [])
+
+    def report(line: str) -> None:
+        print(line)
+        lines.append(line)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    lines = config.stash.get(_VECTOR_LINES, [])
+    if lines:
+        terminalreporter.section("conformance vectors")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -1,0 +1,61 @@
+// What the translation units of humus_http._native share: holding the GIL from any thread, handing a
+// callback's Python exception back to the call it ended, raising a C ABI failure, and the registration of the
+// testing kit (testing.cpp). Everything else stays private to its .cpp file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+
+#include "humus_http.h"
+
+namespace humus_py {
+
+namespace py = pybind11;
+
+inline bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// Holds the GIL on any thread, the runtime's event-loop thread included. The first acquisition on a thread
+// Python does not know keeps that thread's state for the thread's life (one extra PyGILState_Ensure), so the
+// loop thread does not create and destroy a thread state for every callback.
+class Gil {
+ public:
+  Gil() : state_(ensure()) {}
+  ~Gil() { PyGILState_Release(state_); }
+  Gil(const Gil&) = delete;
+  Gil& operator=(const Gil&) = delete;
+
+ private:
+  static PyGILState_STATE ensure() {
+    thread_local bool seen = false;
+    if (seen) return PyGILState_Ensure();
+    seen = true;
+    const bool foreign = PyGILState_GetThisThreadState() == nullptr;
+    const PyGILState_STATE state = PyGILState_Ensure();
+    if (foreign) (void)PyGILState_Ensure();  // never released: the thread state lives as long as the thread
+    return state;
+  }
+
+  PyGILState_STATE state_;
+};
+
+// GIL held, a Python error set: keeps it for the call that the failing callback ends (native.cpp), which
+// re-raises it. Clears the error indicator.
+void keep_callback_exception();
+
+// GIL held: raises humus_http._native.Failure for a failed C call (takes `err`, which may be null).
+[[noreturn]] void raise_failure(humus_status status, humus_error* err);
+
+// GIL held: the C runtime of a humus_http._native.Runtime (pybind11's cast error for another object).
+humus_runtime* runtime_of(py::handle runtime);
+
+// testing.cpp: the mock transport (SPEC §16.2) and status names, added to the module.
+void register_testing(py::module_& m);
+
+}  // namespace humus_py
