@@ -362,7 +362,8 @@ HUMUS_API humus_status humus_response_body(humus_response *resp, const void **da
 HUMUS_API const char *humus_response_http_version(const humus_response *resp);
 /* The URL of the last request, after redirects within the origin. */
 HUMUS_API const char *humus_response_url(const humus_response *resp);
-/* Frees a response; NULL is accepted. */
+/* Frees a response; NULL is accepted. A response is a plain value: the breaker counted its attempt when it
+ * was classified, so it may outlive its client and runtime, and freeing it counts nothing. */
 HUMUS_API void humus_response_free(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
