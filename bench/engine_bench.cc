@@ -449,16 +449,32 @@ int64_t humus_sequential(humus_client* c, const humus_request* r, int64_t n, std
   return errors;
 }
 
+// Sinks that do nothing: what telemetry costs the call path itself (SPEC §13; issue goal: <= 5 % CPU).
+void ignore_span(void* /*user*/, const humus_span* /*span*/) {}
+void ignore_record(void* /*user*/, const humus_log_record* /*record*/) {}
+
 class HumusSequential final : public Runner {
  public:
-  HumusSequential(const Target& t, int concurrency)
-      : setup_(humus_runtime_json(t), humus_settings_json(t, concurrency), t.url, nullptr) {}
+  // `traced`: with a span sink and a log sink installed, so every attempt makes its span and traceparent.
+  HumusSequential(const Target& t, int concurrency, bool traced)
+      : setup_(humus_runtime_json(t), humus_settings_json(t, concurrency), t.url, nullptr),
+        name_(traced ? "humus-seq-traced" : "humus-seq") {
+    if (!traced) return;
+    humus_span_sink spans = HUMUS_SPAN_SINK_INIT;
+    spans.span = ignore_span;
+    humus_log_sink logs = HUMUS_LOG_SINK_INIT;
+    logs.record = ignore_record;
+    humus_status st = humus_runtime_set_span_sink(setup_.rt, &spans, nullptr);
+    if (st != HUMUS_OK) die_humus("humus_runtime_set_span_sink", st);
+    if ((st = humus_runtime_set_log_sink(setup_.rt, &logs, nullptr)) != HUMUS_OK) die_humus("humus_runtime_set_log_sink", st);
+  }
   int64_t run(int64_t n, std::vector<double>& lat) override {
-    return humus_sequential(setup_.client, setup_.request, n, lat, "humus-seq");
+    return humus_sequential(setup_.client, setup_.request, n, lat, name_);
   }
 
  private:
   HumusSetup setup_;
+  const char* name_;
 };
 
 // The layer alone: the same call loop, bulkhead, breaker, classifier and budget, answered by the mock
@@ -612,6 +628,7 @@ struct ScenarioDef {
 const ScenarioDef kScenarios[] = {
     {"raw-seq", "raw-seq", true, "libcurl easy handle reused, curl_easy_perform"},
     {"humus-seq", "raw-seq", true, "humus_client_do in a loop (blocking)"},
+    {"humus-seq-traced", "raw-seq", true, "humus-seq with a span sink and a log sink that do nothing"},
     {"raw-multi", "raw-multi", true, "curl_multi, N transfers in flight, one thread"},
     {"humus-async", "raw-multi", true, "humus_client_submit, N calls in flight"},
     {"humus-layer", "raw-seq", false, "humus_client_do on the mock transport (no socket)"},
@@ -709,7 +726,8 @@ int main(int argc, char** argv) {
       const std::string name = def.name;
       if (name == "raw-seq") runner = std::make_unique<RawSequential>(t);
       else if (name == "raw-multi") runner = std::make_unique<RawMulti>(t, opt.concurrency);
-      else if (name == "humus-seq") runner = std::make_unique<HumusSequential>(t, opt.concurrency);
+      else if (name == "humus-seq") runner = std::make_unique<HumusSequential>(t, opt.concurrency, false);
+      else if (name == "humus-seq-traced") runner = std::make_unique<HumusSequential>(t, opt.concurrency, true);
       else if (name == "humus-async") runner = make_humus_async(t, opt.concurrency);
       else if (name == "humus-seq-via-loop") runner = std::make_unique<HumusSeqViaLoop>(t, opt.concurrency);
       rows.push_back(Row{t.proto, &def, std::move(runner), {}});
@@ -816,6 +834,14 @@ int main(int argc, char** argv) {
                   median_of(*raw, [](const Sample& s) { return s.cpu_us_per_req; }),
                   median_of(*hs, [](const Sample& s) { return s.cpu_us_per_req; }),
                   median(per_round(*hs, *raw, [](const Sample& a, const Sample& b) { return a.rps / b.rps; })));
+    }
+    const Row* traced = find_row(rows, proto, "humus-seq-traced");
+    if (traced != nullptr && hs != nullptr) {
+      std::printf("  %s telemetry (spans + logs, sinks doing nothing) vs humus-seq: CPU %+.1f %% per request "
+                  "(goal <= 5 %%)\n",
+                  proto.c_str(), 100 * (median(per_round(*traced, *hs, [](const Sample& a, const Sample& b) {
+                                          return a.cpu_us_per_req / b.cpu_us_per_req;
+                                        })) - 1));
     }
     const Row* multi = find_row(rows, proto, "raw-multi");
     const Row* async = find_row(rows, proto, "humus-async");

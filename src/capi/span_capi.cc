@@ -31,8 +31,10 @@ humus_span_attribute number(const char* key, int64_t value) { return {key, HUMUS
 
 void deliver(const SpanSinkTable& sink, const humus::telemetry::Span& s) {
   namespace t = humus::telemetry;
-  const std::string trace_id = t::to_hex(s.trace_id), span_id = t::to_hex(s.span_id);
-  const std::string parent = s.parent_span_id ? t::to_hex(*s.parent_span_id) : std::string();
+  char trace_id[33], span_id[17], parent[17] = "";
+  t::write_hex(s.trace_id.data(), s.trace_id.size(), trace_id);
+  t::write_hex(s.span_id.data(), s.span_id.size(), span_id);
+  if (s.parent_span_id) t::write_hex(s.parent_span_id->data(), s.parent_span_id->size(), parent);
   humus_span_attribute attributes[8];
   size_t n = 0;
   attributes[n++] = text("url.full", s.url_full);
@@ -47,9 +49,9 @@ void deliver(const SpanSinkTable& sink, const humus::telemetry::Span& s) {
   humus_span c{};
   c.version = HUMUS_SPAN_VERSION;
   c.name = s.name.c_str();
-  c.trace_id = trace_id.c_str();
-  c.span_id = span_id.c_str();
-  c.parent_span_id = parent.c_str();
+  c.trace_id = trace_id;
+  c.span_id = span_id;
+  c.parent_span_id = parent;
   c.tracestate = s.tracestate.c_str();
   c.trace_flags = s.trace_flags;
   c.start_unix_ns = unix_ns(s.start);

@@ -18,6 +18,8 @@ class Headers {
   // Replaces every field of that name with one.
   void set(std::string name, std::string value);
   void remove(std::string_view name);
+  // Replaces the value of the i-th field (reusing its storage when it fits).
+  void replace_value(size_t i, std::string_view value) { fields_[i].second.assign(value); }
   // The first value of `name`, or nullptr.
   const std::string* find(std::string_view name) const;
   bool contains(std::string_view name) const { return find(name) != nullptr; }

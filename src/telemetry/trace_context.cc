@@ -61,24 +61,32 @@ std::optional<TraceParent> parse_traceparent(std::string_view h) {
   return p;
 }
 
-std::string to_hex(const uint8_t* bytes, size_t size) {
+void write_hex(const uint8_t* bytes, size_t size, char* out) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * size, '0');
   for (size_t i = 0; i < size; ++i) {
     out[2 * i] = kDigits[bytes[i] >> 4];
     out[2 * i + 1] = kDigits[bytes[i] & 0xf];
   }
+  out[2 * size] = '\0';
+}
+
+std::string to_hex(const uint8_t* bytes, size_t size) {
+  std::string out(2 * size, '0');
+  write_hex(bytes, size, out.data());  // writes the NUL into the string's own terminator slot
   return out;
 }
 
 std::string format_traceparent(const TraceId& trace, const SpanId& span, uint8_t flags) {
-  std::string out = "00-";
-  out += to_hex(trace);
-  out += '-';
-  out += to_hex(span);
-  out += '-';
-  out += to_hex(&flags, 1);
-  return out;
+  char out[56];  // "00-" 32 "-" 16 "-" 2, and the NUL
+  out[0] = '0';
+  out[1] = '0';
+  out[2] = '-';
+  write_hex(trace.data(), trace.size(), out + 3);
+  out[35] = '-';
+  write_hex(span.data(), span.size(), out + 36);
+  out[52] = '-';
+  write_hex(&flags, 1, out + 53);
+  return std::string(out, 55);
 }
 
 TraceId new_trace_id(Random& random) {

@@ -31,6 +31,8 @@ std::string format_traceparent(const TraceId& trace, const SpanId& span, uint8_t
 
 // Lowercase hex of the bytes (32 characters for a trace id, 16 for a span id).
 std::string to_hex(const uint8_t* bytes, size_t size);
+// The same into `out`, which holds 2 * size + 1 characters; NUL-terminated. No allocation.
+void write_hex(const uint8_t* bytes, size_t size, char* out);
 template <size_t N>
 std::string to_hex(const std::array<uint8_t, N>& id) {
   return to_hex(id.data(), N);

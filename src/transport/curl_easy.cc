@@ -1,5 +1,7 @@
 #include "transport/curl_easy.h"
 
+#include <cstring>
+
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -252,7 +254,9 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     last_had_body_ = has_body;
   }
 
-  if (!headers_ || r.headers.fields() != last_headers_.fields()) {
+  if (headers_ && patch_header_values(r.headers)) {
+    // Same names, same value lengths: the list libcurl reads at each perform was rewritten in place.
+  } else if (!headers_ || r.headers.fields() != last_headers_.fields()) {
     std::vector<std::string> lines;
     lines.reserve(r.headers.size() + 2);
     // No "Expect: 100-continue" round trip: the client's own timeouts bound a slow dependency.
@@ -265,6 +269,10 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     }
     headers_ = make_slist(lines);
     last_headers_ = r.headers;
+    header_nodes_.clear();
+    curl_slist* node = headers_.get();
+    for (size_t skip = lines.size() - r.headers.size(); skip > 0; --skip) node = node->next;
+    for (; node != nullptr; node = node->next) header_nodes_.push_back(node);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers_.get());
   }
 
@@ -277,6 +285,27 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
   }
   state_.reset(r.allow_resend);
   error_[0] = '\0';
+}
+
+bool CurlEasy::patch_header_values(const Headers& next) {
+  const auto& was = last_headers_.fields();
+  const auto& now = next.fields();
+  if (was.size() != now.size() || header_nodes_.size() != now.size()) return false;
+  bool changed = false;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (was[i].first != now[i].first || was[i].second.size() != now[i].second.size()) return false;
+    changed = changed || was[i].second != now[i].second;
+  }
+  if (!changed) return true;
+  // Only values changed, each to one of the same length (an attempt's own traceparent, SPEC §13.1): rewriting
+  // the bytes after "Name: " in the list's own strings spares rebuilding the whole list per attempt.
+  for (size_t i = 0; i < now.size(); ++i) {
+    const std::string& value = now[i].second;
+    if (value.empty() || was[i].second == value) continue;
+    std::memcpy(header_nodes_[i]->data + now[i].first.size() + 2, value.data(), value.size());
+    last_headers_.replace_value(i, value);
+  }
+  return true;
 }
 
 WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {

@@ -58,6 +58,9 @@ class CurlEasy {
 
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
+  // When `next` differs from the headers last set only in values of unchanged lengths, writes those values
+  // into the list in place and returns true; false when the list must be rebuilt.
+  bool patch_header_values(const Headers& next);
 
   CURL* easy_;
   AttemptState state_;
@@ -66,6 +69,7 @@ class CurlEasy {
   // What the handle was last set to (see prepare()).
   Slist headers_;
   Headers last_headers_;
+  std::vector<curl_slist*> header_nodes_;  // the nodes of headers_ holding last_headers_' fields, in order
   std::string last_url_;
   std::string last_method_;
   bool last_had_body_ = false;

@@ -95,6 +95,34 @@ TEST_F(ClientServerTest, PlainHttp11GetReachesTheServer) {
   EXPECT_TRUE(saw_trace);
 }
 
+// Header values that change between calls but keep their length are rewritten in the connection's header
+// list rather than rebuilt (curl_easy.cc); every request must still carry its own values, in order.
+TEST_F(ClientServerTest, HeaderValuesOfOneLengthChangingPerCallAreEachSent) {
+  for (const char* listener : {"http", "https"}) {
+    server().reset();
+    auto c = make(listener);
+    const std::vector<std::string> values = {"aaaa", "bbbb", "bbbb", "cccc", "dddddd", "eeee"};
+    for (const std::string& v : values) {
+      Request r = req(listener, "/same-length");
+      r.headers.add("X-Seq", v);
+      r.headers.add("X-Fixed", "1");
+      ASSERT_TRUE(c->execute(r).ok()) << listener;
+    }
+    const auto records = server().requests("/same-length");
+    ASSERT_EQ(records.size(), values.size()) << listener;
+    for (size_t i = 0; i < values.size(); ++i) {
+      int seen = 0;
+      for (const auto& h : records[i]["headers"]) {
+        if (h[0] == "x-seq") {
+          EXPECT_EQ(h[1], values[i]) << listener << " request " << i;
+          ++seen;
+        }
+      }
+      EXPECT_EQ(seen, 1) << listener << " request " << i;
+    }
+  }
+}
+
 TEST_F(ClientServerTest, HttpsOffersHttp2AndFallsBackToHttp11ByAlpn) {
   auto h2 = make("https");
   CallResult a = h2->execute(req("https", "/alpn"));
