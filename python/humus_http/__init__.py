@@ -7,13 +7,16 @@ bulkhead per dependency — over a C++ core and libcurl (HTTP/1.1 and HTTP/2 ove
         response = client.get("/v1/health").raise_for_status()
 
 ``Client`` blocks (releasing the GIL while it waits); ``AsyncClient`` is its asyncio twin. Both take the
-settings of SPEC §3 as keyword arguments, or their JSON form through ``from_settings``. A ``Runtime`` with a
-virtual clock and a mock transport (``MockReply``, ``humus_http.testing``) tests code that calls a dependency
-without sockets or real waits (SPEC §16).
+settings of SPEC §3 as keyword arguments, or their JSON form through ``from_settings``; ``Upstreams`` builds
+them by name from one configuration file (SPEC §15). A ``Runtime`` with a virtual clock and a mock transport
+(``MockReply``, ``humus_http.testing``) tests code that calls a dependency without sockets or real waits
+(SPEC §16). A ``Runtime`` also carries the telemetry (SPEC §13): a span per attempt (``Span``; bridged into the
+OpenTelemetry SDK by ``humus_http.otel``), a log record per breaker state change (``LogRecord``), metrics in
+the Prometheus format, readiness, and failure injection (``faults=True``, SPEC §14).
 """
 from __future__ import annotations
 
-from . import _native
+from . import _native, otel
 from ._async import AsyncClient
 from ._cancel import CancelToken
 from ._client import Client, QueryParams
@@ -27,6 +30,7 @@ from ._errors import (
     HTTPStatusError,
     InvalidRequestError,
     ProtocolError,
+    UnknownUpstreamError,
     UpstreamConnectError,
     UpstreamError,
     UpstreamTimeoutError,
@@ -53,6 +57,8 @@ from ._settings import (
     default_classify,
     preset_classify,
 )
+from ._telemetry import LogRecord, LogSink, Span, SpanSink
+from ._upstreams import Upstreams
 
 __version__ = "0.1.0"
 #: The version of the C core linked into the extension.
@@ -81,6 +87,8 @@ __all__ = [
     "HeaderTypes",
     "Headers",
     "InvalidRequestError",
+    "LogRecord",
+    "LogSink",
     "MockHandler",
     "MockReply",
     "MockRequest",
@@ -91,13 +99,18 @@ __all__ = [
     "Response",
     "RetryBudget",
     "Runtime",
+    "Span",
+    "SpanSink",
     "Trip",
+    "UnknownUpstreamError",
     "UpstreamConnectError",
     "UpstreamError",
     "UpstreamTLSError",
     "UpstreamTimeoutError",
+    "Upstreams",
     "call_error",
     "core_version",
     "default_classify",
+    "otel",
     "preset_classify",
 ]

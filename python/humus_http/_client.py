@@ -1,18 +1,16 @@
 """The blocking client, and what it shares with the asynchronous one: settings, URLs, request encoding."""
 from __future__ import annotations
 
-import atexit
 import json as jsonlib
 import math
-import threading
 import urllib.parse
-import weakref
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Literal, Self
 
 from . import _native
+from ._at_exit import CloseAtExit
 from ._cancel import CancelToken
+from ._closing import Closing
 from ._context import ContextTypes, context_parts
 from ._errors import from_native
 from ._response import HeaderTypes, Response, encode_body, request_headers
@@ -45,18 +43,8 @@ _RETRY_MODES = {None: 0, False: 1, True: 2}  # HUMUS_RETRY_MODE_DEFAULT, _FORBID
 _ABSOLUTE = ("http://", "https://", "HTTP://", "HTTPS://")
 _NativeResponse = _native.Response
 
-# Clients still open at interpreter exit are closed before Python finalizes, while the event-loop thread can
-# still take the GIL to deliver what is in flight.
-_open_clients: weakref.WeakSet[_BaseClient] = weakref.WeakSet()
-_open_lock = threading.Lock()
-
-
-@atexit.register
-def _close_open_clients() -> None:
-    with _open_lock:
-        clients = list(_open_clients)
-    for client in clients:
-        client._close_native()
+# Closed at exit before Python finalizes (see _at_exit.py).
+_open_clients: CloseAtExit[_BaseClient] = CloseAtExit(lambda client: client._close_native())
 
 
 def _origin_of(base_url: str) -> str:
@@ -162,8 +150,7 @@ class _BaseClient:
                                           trip_fn, probe_fn)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
-        with _open_lock:
-            _open_clients.add(self)
+        _open_clients.add(self)
 
     # --- requests -------------------------------------------------------------------------------------------
 
@@ -217,14 +204,18 @@ class _BaseClient:
         last. RuntimeError when ``other`` is closed."""
         if not isinstance(other, _BaseClient):
             raise TypeError(f"from_client takes a humus_http Client or AsyncClient, not {type(other).__name__}")
+        return cls._adopt(other._native.share(), other.base_url, other.origin, other._runtime)
+
+    @classmethod
+    def _adopt(cls, native: _native.Client, base_url: str, origin: str, runtime: Runtime) -> Self:
+        """A client of this class over a native client made elsewhere (another client's share, a registry's)."""
         client = cls.__new__(cls)
-        client.base_url = other.base_url
-        client.origin = other.origin
-        client._prefix = other._prefix
-        client._runtime = other._runtime
-        client._native = other._native.share()
-        with _open_lock:
-            _open_clients.add(client)
+        client.base_url = base_url
+        client.origin = origin
+        client._prefix = _prefix_of(base_url)
+        client._runtime = runtime
+        client._native = native
+        _open_clients.add(client)
         return client
 
     @property
@@ -234,11 +225,10 @@ class _BaseClient:
 
     def _close_native(self) -> None:
         self._native.close()
-        with _open_lock:
-            _open_clients.discard(self)
+        _open_clients.discard(self)
 
 
-class Client(_BaseClient):
+class Client(_BaseClient, Closing):
     """A blocking client for one dependency (SPEC §1): its connections, circuit breaker, retry budget and
     bulkhead. Build it once and share it: every method is thread-safe, and the GIL is released while a call
     waits. On the main thread a call can be interrupted by Ctrl-C (KeyboardInterrupt within ~50 ms).
@@ -336,13 +326,6 @@ class Client(_BaseClient):
         """Closes the client: later calls raise RuntimeError; a call in flight on another thread finishes
         first, then the connections are closed. Idempotent, thread-safe."""
         self._close_native()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<humus_http.Client {self.origin}{' closed' if self.is_closed else ''}>"

@@ -22,6 +22,7 @@ __all__ = [
     "HTTPStatusError",
     "InvalidRequestError",
     "ProtocolError",
+    "UnknownUpstreamError",
     "UpstreamConnectError",
     "UpstreamError",
     "UpstreamTLSError",
@@ -96,6 +97,19 @@ class CrossOriginError(UpstreamError):
 
 class ConfigError(UpstreamError, ValueError):
     """Settings (or runtime options) are invalid; ``fields`` lists every bad key, the message says why."""
+
+
+class UnknownUpstreamError(UpstreamError, KeyError):
+    """``Upstreams.client(name)`` (or ``async_client``) for a name the configuration does not have. The message
+    lists the configured names; ``name`` is the one asked for and ``configured`` the names there are. A
+    KeyError too, as a lookup in a mapping raises."""
+
+    def __init__(self, message: str, *, name: str, configured: tuple[str, ...],
+                 status: str = "HUMUS_E_INVALID_ARGUMENT", origin: str = "", attempts: int = 0,
+                 fields: tuple[str, ...] = ("name",), elapsed: timedelta | None = None) -> None:
+        super().__init__(message, status=status, origin=origin, attempts=attempts, fields=fields, elapsed=elapsed)
+        self.name = name
+        self.configured = configured
 
 
 class InvalidRequestError(UpstreamError, ValueError):

@@ -113,6 +113,36 @@ class Client:
                idempotency_key: str | None, retry: int, timeout_ms: int, bridge: Bridge,
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
 
+class Upstreams:
+    """A humus_upstreams registry: clients by name (SPEC §15.1)."""
+    def __init__(self, runtime: Runtime, document: str) -> None: ...
+    def close(self) -> None:
+        """Releases this share of the registry."""
+    @property
+    def closed(self) -> bool: ...
+    def names(self) -> tuple[str, ...]:
+        """The upstreams' names, sorted."""
+    def client(self, name: str) -> Client:
+        """A Client over the registry's client of that name (the registry stays alive while it is open)."""
+    def readiness_json(self) -> str:
+        """The readiness report of the registry's clients."""
+
+# Telemetry (telemetry.cpp): the span and log sinks, metrics and readiness.
+
+def set_span_sink(runtime: Runtime, adapter: Callable[[tuple[Any, ...]], None] | None, user: object) -> None:
+    """Installs (or with adapter None removes) the span sink of a runtime for the calls that start afterwards;
+    adapter(tuple) receives each attempt's span, and an exception it raises is reported against `user` through
+    sys.unraisablehook."""
+def set_log_sink(runtime: Runtime, adapter: Callable[[tuple[Any, ...]], None] | None, user: object) -> None:
+    """Installs (or with adapter None removes) the log sink of a runtime; adapter(tuple) receives each log
+    record, and an exception it raises is reported against `user` through sys.unraisablehook."""
+def metrics_prometheus(runtime: Runtime) -> str:
+    """The runtime's metrics in the Prometheus text format 0.0.4."""
+def metrics_json(runtime: Runtime) -> str:
+    """The runtime's metrics as JSON text."""
+def readiness_json(runtime: Runtime) -> str:
+    """The readiness report of every live client of the runtime, as JSON text."""
+
 # The testing kit (testing.cpp): the mock transport and status names.
 
 class MockRequestView:

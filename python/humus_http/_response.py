@@ -6,10 +6,10 @@ import http
 import json as jsonlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from types import TracebackType
-from typing import Any, Self, overload
+from typing import Any, overload
 
 from . import _native
+from ._closing import Closing
 from ._errors import HTTPStatusError
 
 __all__ = ["HeaderTypes", "Headers", "Response"]
@@ -93,7 +93,7 @@ def _reason(status: int) -> str:
         return ""
 
 
-class Response:
+class Response(Closing):
     """One call's response, whole in memory, shaped like httpx.Response.
 
     ``status_code``, ``headers`` (case-insensitive, multi-value), ``content`` (bytes), ``text``, ``json()``,
@@ -259,13 +259,6 @@ class Response:
     def is_closed(self) -> bool:
         """True once close() ran."""
         return self._native is None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Response [{self.status_code} {self.reason_phrase}]>"

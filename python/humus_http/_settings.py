@@ -15,11 +15,14 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import _native
 from ._errors import ConfigError, from_native
 from ._mock import MockHandler, adapter
+
+if TYPE_CHECKING:
+    from ._telemetry import LogSink, SpanSink
 
 __all__ = [
     "TLS",
@@ -307,9 +310,10 @@ def classifier_adapter(classify: Classifier) -> Callable[[_native.Attempt], tupl
 
 
 class Runtime:
-    """Process-wide machinery shared by clients (SPEC §1): the event-loop thread of asynchronous calls, the clock
-    and the name overrides. Clients built without ``runtime=`` share one default runtime (a real clock, no
-    overrides). Thread-safe; it lives as long as a client built from it.
+    """Process-wide machinery shared by clients (SPEC §1): the event-loop thread of asynchronous calls, the clock,
+    the name overrides, the telemetry sinks and the failure-injection switch. Clients built without ``runtime=``
+    share one default runtime (a real clock, no overrides, no sinks, faults off). Thread-safe; it lives as long
+    as a client built from it.
 
     ``resolve`` maps ``"host:port"`` to ``"address:port"`` (like curl ``--resolve``): the connection goes to the
     address while TLS still verifies the name.
@@ -321,10 +325,29 @@ class Runtime:
     clock needs the mock transport: ``mock=`` (or ``set_mock_transport()`` before building a client) answers
     every attempt with a Python handler instead of a socket. ``seed`` fixes the random draws of the backoff (the
     same seed, the same waits). See ``humus_http.testing`` for a scripted mock and a pytest fixture.
+
+    ``span_sink`` receives one ``Span`` per attempt (SPEC §13.1; ``humus_http.otel.span_sink()`` bridges them
+    into the OpenTelemetry SDK) and ``log_sink`` one ``LogRecord`` per breaker state change (SPEC §13.3); see
+    ``set_span_sink()`` and ``set_log_sink()``. With a span sink, each attempt sends its own ``traceparent``
+    (child of the call context's); without one, the caller's ``traceparent`` and ``tracestate`` pass through.
+    ``metrics_prometheus()``, ``metrics_json()`` and ``readiness()`` report on every client of the runtime.
+
+    ``faults=True`` turns failure injection on (SPEC §14): a call whose baggage — ``context=`` (a CallContext's
+    ``baggage``, or the incoming request's ``baggage`` header) or the call's own ``baggage`` header — carries the
+    member ``humus.fault`` has its attempts to the named points fail. The member's value is ``|``-separated
+    ``point=action[@probability]`` items (percent-encoding honoured): the point of a client is
+    ``http:<host>:<port>`` of its origin, the action ``abort`` (a lost connection), ``delay:<duration>`` (a wait
+    before sending, within ``attempt_timeout``) or ``status:<code>`` (an empty synthetic answer), the probability
+    1 unless given. For example ``baggage: humus.fault=http:payments:8443=status:503@0.5|http:ledger:8443=abort``.
+    These are real outcomes to the client: classified, retried, counted by the breaker and the metrics. The
+    member is removed from the baggage sent unless the client has ``forward_scenario=True``; a member that
+    cannot be read fails the call with InvalidRequestError naming ``baggage``. With faults off (the default),
+    baggage is neither read nor changed.
     """
 
     def __init__(self, *, resolve: Mapping[str, str] | None = None, clock: Literal["real", "virtual"] = "real",
-                 seed: int | None = None, mock: MockHandler | None = None) -> None:
+                 seed: int | None = None, mock: MockHandler | None = None, span_sink: SpanSink | None = None,
+                 log_sink: LogSink | None = None, faults: bool = False) -> None:
         options: dict[str, Any] = {}
         if resolve is not None:
             options["resolve"] = {str(k): _json_value(v) for k, v in resolve.items()}
@@ -332,16 +355,23 @@ class Runtime:
             options["clock"] = _json_value(clock)
         if seed is not None:
             options["seed"] = _json_value(seed)
+        if faults is not False:
+            options["faults"] = _json_value(faults)
         try:
             self._native = _native.Runtime(json.dumps(options))
         except _native.Failure as failure:
             raise from_native(failure.args[0], "") from None
         self._clock = clock
         self._seed = seed
+        self._faults = bool(faults)
         # Every handler installed, kept for the clients built with it (the extension holds them weakly).
         self._mock_boxes: list[object] = []
         if mock is not None:
             self.set_mock_transport(mock)
+        if span_sink is not None:
+            self.set_span_sink(span_sink)
+        if log_sink is not None:
+            self.set_log_sink(log_sink)
 
     @property
     def native(self) -> _native.Runtime:
@@ -357,6 +387,11 @@ class Runtime:
     def seed(self) -> int | None:
         """The seed of the virtual clock's random draws, None when none was given."""
         return self._seed
+
+    @property
+    def faults(self) -> bool:
+        """True when failure injection (SPEC §14, the ``humus.fault`` baggage member) is on."""
+        return self._faults
 
     def elapsed_ms(self) -> int:
         """Whole milliseconds the runtime's clock has advanced since the runtime was made: virtual time on a
@@ -397,8 +432,78 @@ class Runtime:
         except _native.Failure as failure:
             raise from_native(failure.args[0], "") from None
 
+    def set_span_sink(self, sink: SpanSink | None) -> None:
+        """Installs ``sink`` as the span sink (SPEC §13.1) for the calls that start afterwards, on every client of
+        the runtime; None removes it (calls then send the caller's ``traceparent`` unchanged and make no spans).
+
+        ``sink(span)`` receives each attempt's ``Span`` when the attempt ends, on the thread that ended it (the
+        caller's for a blocking call, the runtime's event-loop thread for an asynchronous one), possibly on
+        several threads at once, holding the GIL: it must be thread-safe and fast, and must not close a client.
+        A call's spans arrive in the order of its attempts. An exception the sink raises does not reach the
+        call: it is reported through ``sys.unraisablehook`` (with the sink as the report's ``object``); a
+        KeyboardInterrupt (Ctrl-C arriving while the sink runs on the main thread) cancels the blocking call,
+        which raises it. The runtime holds the sink until it is replaced or the runtime is freed (a sink that
+        refers to its runtime keeps both alive). Thread-safe."""
+        from ._telemetry import span_adapter
+        self._set_sink("set_span_sink", _native.set_span_sink, sink, span_adapter)
+
+    def set_log_sink(self, sink: LogSink | None) -> None:
+        """Installs ``sink`` as the log sink (SPEC §13.3) of every client of the runtime at once; None removes
+        it. ``sink(record)`` receives a ``LogRecord`` for each circuit breaker state change (and for an upstream
+        whose ``base_url`` an environment variable overrode), on the thread whose call caused it, holding the GIL,
+        with the same rules as a span sink (thread-safe, fast, exceptions to ``sys.unraisablehook``). The records
+        of one breaker arrive in order. Thread-safe."""
+        from ._telemetry import log_adapter
+        self._set_sink("set_log_sink", _native.set_log_sink, sink, log_adapter)
+
+    def _set_sink(self, method: str, install: Callable[[_native.Runtime, Any, Any], None], sink: Any,
+                  make_adapter: Callable[[Any], Callable[[tuple[Any, ...]], None]]) -> None:
+        if sink is not None and not callable(sink):
+            raise TypeError(f"Runtime.{method}: the sink must be callable or None, not {sink!r}")
+        try:
+            install(self._native, None if sink is None else make_adapter(sink), sink)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], "") from None
+
+    def metrics_prometheus(self) -> str:
+        """The metrics of SPEC §13.2, summed over the runtime's clients by origin (freed clients' counts stay),
+        in the Prometheus text exposition format 0.0.4: ``http_client_request_duration_seconds`` and
+        ``http_client_request_body_size_bytes`` (histograms), ``humus_circuit_state{humus_circuit_state=...}``
+        (breakers per state, read now), ``humus_circuit_transitions_total``,
+        ``humus_circuit_calls_total{humus_circuit_outcome=...}`` and
+        ``humus_retry_decisions_total{humus_retry_decision=...}``, each labelled ``server_address`` and
+        ``server_port``. Serve it as ``text/plain; version=0.0.4``. Thread-safe."""
+        try:
+            return _native.metrics_prometheus(self._native)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], "") from None
+
+    def metrics_json(self) -> dict[str, Any]:
+        """The same metrics as a dict: ``{"metrics": [{"name", "unit", "type"`` (``"histogram"``, ``"gauge"`` or
+        ``"counter"``), ``"bounds"`` (histograms), ``"points": [{"attributes": {"server.address",
+        "server.port"`` and the instrument's own attribute``}, "value"`` or ``"count", "sum", "bucket_counts"``
+        (per bucket, not cumulative)``}]}]}``, with the OpenTelemetry names (``"humus.circuit.calls"``).
+        Thread-safe."""
+        return self._json_report(_native.metrics_json)
+
+    def readiness(self) -> dict[str, Any]:
+        """A readiness report (SPEC §15.2) of every live client of the runtime, in the order they were made:
+        ``{"status": "ok" | "degraded", "clients": [{"origin", "state": "closed" | "open" | "half_open",
+        "retry_after_ms", "counts": {...}}]}``. ``"degraded"`` when any breaker is not closed; never
+        ``"unavailable"``: a dependency being down does not make this service unready. Reading advances a due
+        open breaker to half-open. Thread-safe."""
+        return self._json_report(_native.readiness_json)
+
+    def _json_report(self, report: Callable[[_native.Runtime], str]) -> dict[str, Any]:
+        try:
+            text = report(self._native)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], "") from None
+        result: dict[str, Any] = json.loads(text)
+        return result
+
     def __repr__(self) -> str:
-        return f"<humus_http.Runtime clock={self._clock}>"
+        return f"<humus_http.Runtime clock={self._clock}{' faults' if self._faults else ''}>"
 
 
 _default_lock = threading.Lock()

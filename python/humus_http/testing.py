@@ -35,11 +35,11 @@ import importlib.util
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from ._async import AsyncClient
 from ._client import Client
+from ._closing import Closing
 from ._mock import MockReply, MockRequest
 from ._settings import Runtime
 
@@ -71,7 +71,7 @@ class RecordedRequest:
         raise KeyError(f"RecordedRequest.header({name!r}): not recorded; list it in MockTransport(record_headers=)")
 
 
-class MockTransport:
+class MockTransport(Closing):
     """A scripted dependency answering the clients built from its runtime (SPEC §16.2), on a virtual clock
     unless ``clock="real"``. ``seed`` fixes the backoff's random draws. ``record_headers`` names the request
     headers kept for each RecordedRequest (``Idempotency-Key``, ``traceparent``, ...).
@@ -177,13 +177,6 @@ class MockTransport:
             clients, self._clients = self._clients, []
         for c in clients:
             c.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<humus_http.testing.MockTransport clock={self.runtime.clock} requests={len(self.requests)}>"

@@ -31,6 +31,8 @@ namespace {
 
 using humus_py::Gil;  // native.h: shared with testing.cpp
 using humus_py::interpreter_finalizing;
+using humus_py::release_shared;
+using humus_py::without_gil;
 
 // threading.main_thread().ident: the only thread Python runs signal handlers on.
 unsigned long g_main_thread = 0;
@@ -145,12 +147,7 @@ class Runtime {
   ~Runtime() {
     // Joins the event-loop thread, which may be waiting for the GIL in a callback.
     if (rt_ == nullptr) return;
-    if (PyGILState_Check() != 0) {
-      py::gil_scoped_release nogil;
-      humus_runtime_free(rt_);
-    } else {
-      humus_runtime_free(rt_);
-    }
+    without_gil([this] { humus_runtime_free(rt_); });
   }
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -668,19 +665,37 @@ class SignalWatch {
 
 // ---- Client -----------------------------------------------------------------------------------------------
 
+// An upstreams registry (SPEC §15.1) and the runtime it was built on. Shared by the Upstreams object and by
+// every client handle over one of its clients (the registry owns those clients): freed with the last of them.
+class UpstreamsHandle {
+ public:
+  UpstreamsHandle(std::shared_ptr<Runtime> runtime, humus_upstreams* u)
+      : runtime_(std::move(runtime)), u_(u) {}
+  ~UpstreamsHandle() {
+    // Frees the registry's clients, waiting for their asynchronous calls, whose completions may need the GIL.
+    without_gil([this] { humus_upstreams_free(u_); });
+  }
+  UpstreamsHandle(const UpstreamsHandle&) = delete;
+  UpstreamsHandle& operator=(const UpstreamsHandle&) = delete;
+  humus_upstreams* get() const { return u_; }
+  const std::shared_ptr<Runtime>& runtime() const { return runtime_; }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;  // outlives the registry
+  humus_upstreams* u_;
+};
+
 // The C client and the runtime it was built from. Shared by the calls in flight, so that close() while a
 // blocking call runs frees the client only when that call is done (humus_client_free must not overlap one).
+// A client of an upstreams registry is the registry's to free: its handle holds the registry instead.
 class ClientHandle {
  public:
   ClientHandle(std::shared_ptr<Runtime> runtime, humus_client* c) : runtime_(std::move(runtime)), c_(c) {}
+  ClientHandle(std::shared_ptr<UpstreamsHandle> registry, humus_client* c)
+      : runtime_(registry->runtime()), registry_(std::move(registry)), c_(c) {}
   ~ClientHandle() {
     // Waits for the asynchronous calls in flight, whose completions may need the GIL.
-    if (PyGILState_Check() != 0) {
-      py::gil_scoped_release nogil;
-      humus_client_free(c_);
-    } else {
-      humus_client_free(c_);
-    }
+    without_gil([this] { release(); });
   }
   ClientHandle(const ClientHandle&) = delete;
   ClientHandle& operator=(const ClientHandle&) = delete;
@@ -688,7 +703,16 @@ class ClientHandle {
   humus_runtime* runtime() const { return runtime_->get(); }
 
  private:
-  std::shared_ptr<Runtime> runtime_;  // outlives the client
+  void release() {
+    if (registry_) {
+      registry_.reset();  // the last holder of the registry frees it, and this client with it
+    } else {
+      humus_client_free(c_);
+    }
+  }
+
+  std::shared_ptr<Runtime> runtime_;           // outlives the client
+  std::shared_ptr<UpstreamsHandle> registry_;  // the owner of c_, or empty when c_ is this handle's own
   humus_client* c_;
 };
 
@@ -751,6 +775,9 @@ class Client {
     handle_ = std::make_shared<ClientHandle>(std::move(runtime), c);
   }
 
+  // An owner of the C client of `handle` (its own, or a registry's).
+  explicit Client(std::shared_ptr<ClientHandle> handle) : handle_(std::move(handle)) {}
+
   // Another owner of this client's C client (its connections, breaker, budget, bulkhead): each owner closes
   // its own share; the C client is freed with the last one.
   static std::unique_ptr<Client> share(Client& of) {
@@ -763,16 +790,7 @@ class Client {
 
   // Releases this owner's share: the C client is freed now, or by the last call still using it.
   void close() {
-    std::shared_ptr<ClientHandle> h;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      h.swap(handle_);
-    }
-    if (!h) return;
-    if (PyGILState_Check() != 0) {
-      py::gil_scoped_release nogil;
-      h.reset();
-    }
+    release_shared(mu_, handle_);
   }
   bool closed() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1117,10 +1135,89 @@ class Client {
     return outcome(w.status, w.resp, w.err, w.exception, w.elapsed_ms);
   }
 
-  explicit Client(std::shared_ptr<ClientHandle> handle) : handle_(std::move(handle)) {}
-
   std::mutex mu_;
   std::shared_ptr<ClientHandle> handle_;  // guarded by mu_; empty once closed
+};
+
+// ---- Upstreams --------------------------------------------------------------------------------------------
+
+// An upstreams registry (SPEC §15.1): clients by name, built from one JSON document. close() releases this
+// object's share; the registry and its clients are freed once no client handed out still uses them.
+class Upstreams {
+ public:
+  Upstreams(std::shared_ptr<Runtime> runtime, const std::string& document) {
+    humus_upstreams* raw = nullptr;
+    humus_error* err = nullptr;
+    humus_status st;
+    {
+      // Building may deliver a log record (an environment override of a base_url), which takes the GIL.
+      py::gil_scoped_release nogil;
+      st = humus_upstreams_from_json(runtime->get(), document.data(), document.size(), &raw, &err);
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    handle_ = std::make_shared<UpstreamsHandle>(std::move(runtime), raw);
+  }
+  ~Upstreams() { close(); }
+  Upstreams(const Upstreams&) = delete;
+  Upstreams& operator=(const Upstreams&) = delete;
+
+  void close() {
+    release_shared(mu_, handle_);
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !handle_;
+  }
+
+  // The names in sorted order.
+  py::tuple names() {
+    std::shared_ptr<UpstreamsHandle> h = acquire();
+    const size_t n = humus_upstreams_count(h->get());
+    py::tuple out(n);
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = humus_upstreams_name(h->get(), i);
+      out[i] = py::str(name == nullptr ? "" : name);
+    }
+    return out;
+  }
+
+  // A Client over the registry's client `name`, holding the registry; Failure (HUMUS_E_INVALID_ARGUMENT, the
+  // message listing the configured names) for an unknown name.
+  std::unique_ptr<Client> client(const std::string& name) {
+    std::shared_ptr<UpstreamsHandle> h = acquire();
+    humus_client* c = nullptr;
+    humus_error* err = nullptr;
+    const humus_status st = humus_upstreams_client(h->get(), name.c_str(), &c, &err);
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    return std::make_unique<Client>(std::make_shared<ClientHandle>(std::move(h), c));
+  }
+
+  std::string readiness_json() {
+    std::shared_ptr<UpstreamsHandle> h = acquire();
+    char* out = nullptr;
+    size_t len = 0;
+    humus_error* err = nullptr;
+    humus_status st;
+    {
+      py::gil_scoped_release nogil;  // reads the breakers, whose locks a policy callback may hold
+      st = humus_upstreams_readiness_json(h->get(), &out, &len, &err);
+      h.reset();
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    std::string text(out, len);
+    humus_string_free(out);
+    return text;
+  }
+
+ private:
+  std::shared_ptr<UpstreamsHandle> acquire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!handle_) throw std::runtime_error("the upstreams registry is closed");
+    return handle_;
+  }
+
+  std::mutex mu_;
+  std::shared_ptr<UpstreamsHandle> handle_;  // guarded by mu_; empty once closed
 };
 
 }  // namespace
@@ -1266,5 +1363,15 @@ PYBIND11_MODULE(_native, m) {
            py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
            py::arg("future"), py::arg("context") = py::none(), py::arg("cancel") = py::none());
 
+  py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (SPEC §15.1).")
+      .def(py::init<std::shared_ptr<Runtime>, const std::string&>(), py::arg("runtime"), py::arg("document"))
+      .def("close", &Upstreams::close, "Releases this share of the registry.")
+      .def_property_readonly("closed", &Upstreams::closed)
+      .def("names", &Upstreams::names, "The upstreams' names, sorted.")
+      .def("client", &Upstreams::client, py::arg("name"),
+           "A Client over the registry's client of that name (the registry stays alive while it is open).")
+      .def("readiness_json", &Upstreams::readiness_json, "The readiness report of the registry's clients.");
+
   humus_py::register_testing(m);
+  humus_py::register_telemetry(m);
 }

@@ -1,17 +1,42 @@
 // What the translation units of humus_http._native share: holding the GIL from any thread, handing a
 // callback's Python exception back to the call it ended, raising a C ABI failure, and the registration of the
-// testing kit (testing.cpp). Everything else stays private to its .cpp file.
+// testing kit (testing.cpp) and of telemetry (telemetry.cpp). Everything else stays private to its .cpp file.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "humus_http.h"
 
 namespace humus_py {
 
 namespace py = pybind11;
+
+// Runs `work` without the GIL when the calling thread holds it: freeing a runtime, client or registry waits
+// for the event loop, whose callbacks may be waiting for the GIL.
+template <typename Work>
+void without_gil(Work work) {
+  if (PyGILState_Check() != 0) {
+    py::gil_scoped_release nogil;
+    work();
+  } else {
+    work();
+  }
+}
+
+// Empties `slot` under `mu` (a close() other threads may race) and drops what it held without the GIL.
+template <typename T>
+void release_shared(std::mutex& mu, std::shared_ptr<T>& slot) {
+  std::shared_ptr<T> held;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    held.swap(slot);
+  }
+  if (held) without_gil([&] { held.reset(); });
+}
 
 inline bool interpreter_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -57,5 +82,9 @@ humus_runtime* runtime_of(py::handle runtime);
 
 // testing.cpp: the mock transport (SPEC §16.2) and status names, added to the module.
 void register_testing(py::module_& m);
+
+// telemetry.cpp: the span and log sinks (SPEC §13.1, §13.3), the metrics (SPEC §13.2) and readiness
+// (SPEC §15.2) reports, added to the module.
+void register_telemetry(py::module_& m);
 
 }  // namespace humus_py

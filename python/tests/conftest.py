@@ -38,6 +38,17 @@ def runtime(server: TestServer) -> humus_http.Runtime:
 
 
 @pytest.fixture
+def make_runtime(server: TestServer) -> Callable[..., humus_http.Runtime]:
+    """make_runtime(**options): a runtime of the test's own (its metrics, readiness and sinks see only the test's
+    clients), resolving the TLS listeners as ``runtime`` does."""
+    def make(**options: Any) -> humus_http.Runtime:
+        options.setdefault("resolve", {f"payments:{server.port(name)}": f"127.0.0.1:{server.port(name)}"
+                                       for name in TLS_LISTENERS if server.port(name)})
+        return humus_http.Runtime(**options)
+    return make
+
+
+@pytest.fixture
 def path() -> str:
     """A path of this test's own (scripts are per path on the shared server)."""
     return f"/t/{uuid.uuid4().hex}"

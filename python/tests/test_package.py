@@ -28,7 +28,7 @@ def test_the_installed_package_carries_py_typed_and_stubs() -> None:
 
 def test_examples_pass_mypy_strict(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
-    done = mypy(tmp_path, EXAMPLES / "quickstart.py", EXAMPLES / "typed_usage.py")
+    done = mypy(tmp_path, EXAMPLES / "quickstart.py", EXAMPLES / "typed_usage.py", EXAMPLES / "observability.py")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -1,0 +1,140 @@
+"""The OpenTelemetry bridge (humus_http.otel, SPEC §13.1): attempt spans recorded in the SDK with the ids the
+dependency saw. The SDK's tests skip when opentelemetry-sdk is not installed; the package works without it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import humus_http
+import humus_http.otel
+import pytest
+from server_harness import TestServer
+
+MakeRuntime = Callable[..., humus_http.Runtime]
+
+CALLER_TRACE = "0af7651916cd43dd8448eb211c80319c"
+CALLER_SPAN = "b7ad6b7169203331"
+
+
+class Exported:
+    """A TracerProvider whose spans end in an InMemorySpanExporter through a SimpleSpanProcessor."""
+
+    def __init__(self) -> None:
+        sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+        export = pytest.importorskip("opentelemetry.sdk.trace.export")
+        in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+        resources = pytest.importorskip("opentelemetry.sdk.resources")
+        self.exporter = in_memory.InMemorySpanExporter()
+        self.provider = sdk_trace.TracerProvider(resource=resources.Resource.create({"service.name": "checkout"}),
+                                                 shutdown_on_exit=False)
+        self.provider.add_span_processor(export.SimpleSpanProcessor(self.exporter))
+
+    def spans(self) -> list[Any]:
+        return list(self.exporter.get_finished_spans())
+
+
+@pytest.fixture
+def exported() -> Iterator[Exported]:
+    e = Exported()
+    yield e
+    e.provider.shutdown()
+
+
+def traceparent_of(span: Any) -> str:
+    c = span.context
+    return f"00-{c.trace_id:032x}-{c.span_id:016x}-{int(c.trace_flags):02x}"
+
+
+def test_spans_reach_the_sdks_exporters_with_the_ids_the_server_saw(server: TestServer,
+                                                                   make_runtime: MakeRuntime,
+                                                                   make_client: Callable[..., humus_http.Client],
+                                                                   listener: str, path: str,
+                                                                   exported: Exported) -> None:
+    trace_api = pytest.importorskip("opentelemetry.trace")
+    runtime = make_runtime(span_sink=humus_http.otel.span_sink(exported.provider))
+    client = make_client(listener, runtime=runtime)
+    server.script(path, [{"status": 503}, {"status": 200}])
+    context = humus_http.CallContext(traceparent=f"00-{CALLER_TRACE}-{CALLER_SPAN}-01", tracestate="vendor=1")
+    assert client.get(path, context=context).attempts == 2
+
+    first, second = exported.spans()
+    seen = [dict(r["headers"])["traceparent"] for r in server.requests(path)]
+    assert [traceparent_of(first), traceparent_of(second)] == seen
+    for span in (first, second):
+        assert span.name == "GET"
+        assert span.kind == trace_api.SpanKind.CLIENT
+        assert span.context.trace_id == int(CALLER_TRACE, 16)
+        assert span.parent is not None and span.parent.is_remote
+        assert (span.parent.trace_id, span.parent.span_id) == (int(CALLER_TRACE, 16), int(CALLER_SPAN, 16))
+        assert span.context.trace_state.get("vendor") == "1"
+        assert 0 < span.start_time <= span.end_time
+        assert span.instrumentation_scope.name == "humus_http"
+        assert span.resource.attributes["service.name"] == "checkout"
+        assert span.attributes["url.full"] == server.url(listener, path)
+        assert span.attributes["http.request.method"] == "GET"
+    assert first.end_time <= second.start_time
+    assert (first.status.status_code, first.status.description) == (trace_api.StatusCode.ERROR, "503")
+    assert first.attributes["http.response.status_code"] == 503
+    assert "http.request.resend_count" not in first.attributes
+    assert second.status.status_code == trace_api.StatusCode.UNSET
+    assert second.attributes["http.request.resend_count"] == 1
+
+
+def test_a_rejected_attempt_and_a_root_span(server: TestServer, make_runtime: MakeRuntime,
+                                            make_client: Callable[..., humus_http.Client], path: str,
+                                            exported: Exported) -> None:
+    trace_api = pytest.importorskip("opentelemetry.trace")
+    runtime = make_runtime(span_sink=humus_http.otel.span_sink(exported.provider))
+    client = make_client(runtime=runtime, max_attempts=1, trip=humus_http.Trip(consecutive_failures=1))
+    server.script(path, [{"status": 503}])
+    client.get(path)
+    with pytest.raises(humus_http.CircuitOpenError):
+        client.get(path)
+    sent, rejected = exported.spans()
+    assert sent.parent is None and rejected.parent is None  # no call context: root spans
+    assert traceparent_of(sent) == dict(server.requests(path)[0]["headers"])["traceparent"]
+    assert (rejected.status.status_code, rejected.attributes["error.type"]) == (trace_api.StatusCode.ERROR,
+                                                                              "rejected")
+    assert rejected.start_time == rejected.end_time
+
+
+def test_an_unsampled_caller_exports_nothing(make_runtime: MakeRuntime,
+                                             make_client: Callable[..., humus_http.Client], path: str,
+                                             exported: Exported) -> None:
+    runtime = make_runtime(span_sink=humus_http.otel.span_sink(exported.provider))
+    make_client(runtime=runtime).get(path, context={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-00"})
+    assert exported.spans() == []
+
+
+def test_the_global_provider_is_looked_up_at_each_span(make_runtime: MakeRuntime,
+                                                       make_client: Callable[..., humus_http.Client], path: str,
+                                                       exported: Exported,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    trace_api = pytest.importorskip("opentelemetry.trace")
+    client = make_client(runtime=make_runtime(span_sink=humus_http.otel.span_sink()))
+    monkeypatch.setattr(trace_api, "get_tracer_provider", lambda: object())
+    client.get(path)  # not an SDK provider: dropped
+    monkeypatch.setattr(trace_api, "get_tracer_provider", lambda: exported.provider)
+    client.get(path)
+    assert len(exported.spans()) == 1
+
+
+def test_a_provider_that_is_not_the_sdks_is_refused() -> None:
+    pytest.importorskip("opentelemetry.sdk.trace")
+    with pytest.raises(TypeError, match="TracerProvider"):
+        humus_http.otel.span_sink(object())
+
+
+def test_without_the_sdk_the_package_imports_and_the_bridge_names_what_to_install() -> None:
+    code = ("import sys\n"
+            "sys.modules['opentelemetry'] = None\n"  # as if it were not installed
+            "import humus_http\n"
+            "try:\n"
+            "    humus_http.otel.span_sink()\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "opentelemetry-sdk" in done.stdout
