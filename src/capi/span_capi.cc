@@ -9,7 +9,6 @@
 #include "capi/sink_table.h"
 #include "telemetry/span.h"
 
-using humus::Code;
 using humus::Status;
 using humus::capi::guard;
 using humus::capi::null_argument;
@@ -74,12 +73,11 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime* rt, const humu
       rt->runtime.telemetry().set_span_sink(nullptr);
       return HUMUS_OK;
     }
-    if (sink->version != HUMUS_SPAN_SINK_VERSION) {
-      return report(Status(Code::kInvalidArgument, "span sink: unknown version " + std::to_string(sink->version),
-                           {"version"}),
-                    err);
+    if (Status st = humus::capi::check_sink_table(sink->version, HUMUS_SPAN_SINK_VERSION, sink->span != nullptr,
+                                                  "span sink", "span");
+        !st.ok()) {
+      return report(st, err);
     }
-    if (sink->span == nullptr) return report(Status(Code::kProgram, "span sink: span is NULL", {"span"}), err);
     auto owned = std::make_shared<SpanSinkTable>(*sink);
     rt->runtime.telemetry().set_span_sink([owned](const humus::telemetry::Span& s) { deliver(*owned, s); });
     return HUMUS_OK;

@@ -22,7 +22,6 @@ namespace {
 
 using LogSinkTable = humus::capi::SinkTable<humus_log_sink>;
 
-
 }  // namespace
 
 extern "C" {
@@ -35,13 +34,10 @@ HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime* rt, const humus
       rt->runtime.telemetry().set_log_sink(nullptr);
       return HUMUS_OK;
     }
-    if (sink->version != HUMUS_LOG_SINK_VERSION) {
-      return report(Status(Code::kInvalidArgument,
-                           "log sink: unknown version " + std::to_string(sink->version), {"version"}),
-                    err);
-    }
-    if (sink->record == nullptr) {
-      return report(Status(Code::kProgram, "log sink: record is NULL", {"record"}), err);
+    if (Status st = humus::capi::check_sink_table(sink->version, HUMUS_LOG_SINK_VERSION, sink->record != nullptr,
+                                                  "log sink", "record");
+        !st.ok()) {
+      return report(st, err);
     }
     auto owned = std::make_shared<LogSinkTable>(*sink);
     rt->runtime.telemetry().set_log_sink([owned](const humus::telemetry::LogRecord& r) {
