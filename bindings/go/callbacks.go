@@ -155,3 +155,22 @@ func cancelIfDone() {
 		cgo.Handle(h).Value().(*callState).cancelIfDone()
 	}
 }
+
+// The sink trampolines run on a caller's thread or the event-loop thread, possibly several at once. A sink
+// has nothing to report back: its panic is recovered and dropped (it must not unwind into C).
+
+//export humusgoSpan
+func humusgoSpan(h C.uintptr_t, s *C.humus_span) {
+	sink := cgo.Handle(h).Value().(SpanSink)
+	span := spanFrom(s)
+	defer func() { _ = recover() }()
+	sink(span)
+}
+
+//export humusgoLogRecord
+func humusgoLogRecord(h C.uintptr_t, r *C.humus_log_record) {
+	sink := cgo.Handle(h).Value().(LogSink)
+	record := logRecordFrom(r)
+	defer func() { _ = recover() }()
+	sink(record)
+}

@@ -9,7 +9,6 @@ import "C"
 import (
 	"net/http"
 	"runtime"
-	"sync"
 )
 
 // Client is one dependency's client (SPEC §1): its connections, circuit breaker, retry budget and bulkhead,
@@ -29,10 +28,11 @@ type Client struct {
 type clientCore struct {
 	native *C.humus_client
 	rt     *runtimeCore
+	// owner is the registry that owns native (Upstreams.Client): the last release detaches from it instead
+	// of freeing native. nil for a client of Open.
+	owner *upstreamsCore
 
-	mu     sync.Mutex
-	refs   int  // guarded by mu
-	closed bool // guarded by mu
+	ref shared
 }
 
 // Open builds a client for settings.BaseURL's origin. Invalid settings are an *Error with ErrConfig naming
@@ -59,7 +59,8 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	live.clients.Add(1)
-	core := &clientCore{native: native, rt: rt, refs: 1}
+	core := &clientCore{native: native, rt: rt}
+	core.ref.own(core.free)
 	c := &Client{core: core}
 	c.cleanup = runtime.AddCleanup(c, (*clientCore).closeOwner, core)
 	return c, nil
@@ -133,53 +134,36 @@ func (c *Client) Close() error {
 	return nil
 }
 
-func (c *clientCore) closeOwner() {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.closed = true
-	c.mu.Unlock()
-	c.release()
-}
+func (c *clientCore) closeOwner() { c.ref.closeOwner() }
 
 // acquire takes a reference for a call; an error once the client is closed.
 func (c *clientCore) acquire() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if !c.ref.acquire() {
 		return closedError("client")
 	}
-	c.refs++
 	return nil
 }
 
-// release drops a reference; the last one frees the native client and releases the runtime. Must not run
-// on the runtime's event-loop thread (see releaseOffLoop).
-func (c *clientCore) release() {
-	c.mu.Lock()
-	c.refs--
-	last := c.refs == 0
-	c.mu.Unlock()
-	if last {
-		C.humus_client_free(c.native)
-		live.clients.Add(-1)
-		c.rt.release()
+// release drops a reference; the last one frees the native client (or detaches from the registry that owns
+// it) and releases the runtime. Must not run on the runtime's event-loop thread (see releaseOffLoop).
+func (c *clientCore) release() { c.ref.release() }
+
+// free ends the native client's life in this package.
+func (c *clientCore) free() {
+	if c.owner != nil {
+		c.owner.release()
+		return
 	}
+	C.humus_client_free(c.native)
+	live.clients.Add(-1)
+	c.rt.release()
 }
 
 // releaseOffLoop is release for code on the event-loop thread (an asynchronous completion): freeing the
 // client there would be completed later by the library, but freeing the runtime there would have the loop
-// join itself, so the release moves to a goroutine of its own.
+// join itself, so the last release moves to a goroutine of its own.
 func (c *clientCore) releaseOffLoop() {
-	c.mu.Lock()
-	last := c.refs == 1
-	if !last {
-		c.refs--
-	}
-	c.mu.Unlock()
-	if last {
+	if c.ref.releaseUnlessLast() {
 		go c.release()
 	}
 }

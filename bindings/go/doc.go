@@ -11,11 +11,12 @@
 //
 // Open returns the *Client itself, for Close, the breaker's state and counts, the retry budget, and the
 // lower-level Do and Start that report the attempts made. Runtime carries what clients share: the resolve
-// overrides, the fault switch, and for tests a virtual clock and a mock transport (SPEC §16).
+// overrides, the fault switch, the span and log sinks (SPEC §13), and for tests a virtual clock and a mock
+// transport (SPEC §16). OpenUpstreams builds a registry of clients by name from one JSON document (SPEC §15).
 //
-// Thread-safety follows the C ABI: Client, Runtime, Transport and Call are safe for concurrent use; Settings
-// are plain values; a Response is used by one goroutine (its Body may be closed while another reads it).
-// Callbacks (Classifier, BreakerPolicy, MockTransport) may run on several threads at once and must be safe
+// Thread-safety follows the C ABI: Client, Runtime, Upstreams, Transport and Call are safe for concurrent
+// use; Settings are plain values; a Response is used by one goroutine (its Body may be closed while another
+// reads it). Callbacks (Classifier, BreakerPolicy, MockTransport, SpanSink, LogSink) may run on several threads at once and must be safe
 // for concurrent use. Each identifier's comment says more.
 //
 // What the binding cannot express, and why (the C ABI decides): response bodies are buffered whole by the

@@ -159,3 +159,27 @@ humus_status humusgo_set_mock_transport(humus_runtime *rt, uintptr_t handle, hum
   table.destroy = destroy_handle;
   return humus_runtime_set_mock_transport(rt, &table, err);
 }
+
+static void span(void *user_data, const humus_span *s) { humusgoSpan((uintptr_t)user_data, (humus_span *)s); }
+
+humus_status humusgo_set_span_sink(humus_runtime *rt, uintptr_t handle, humus_error **err) {
+  humus_span_sink table = HUMUS_SPAN_SINK_INIT;
+  if (handle == 0) return humus_runtime_set_span_sink(rt, NULL, err);
+  table.span = span;
+  table.user_data = (void *)handle;
+  table.destroy = destroy_handle;
+  return humus_runtime_set_span_sink(rt, &table, err);
+}
+
+static void log_record(void *user_data, const humus_log_record *r) {
+  humusgoLogRecord((uintptr_t)user_data, (humus_log_record *)r);
+}
+
+humus_status humusgo_set_log_sink(humus_runtime *rt, uintptr_t handle, humus_error **err) {
+  humus_log_sink table = HUMUS_LOG_SINK_INIT;
+  if (handle == 0) return humus_runtime_set_log_sink(rt, NULL, err);
+  table.record = log_record;
+  table.user_data = (void *)handle;
+  table.destroy = destroy_handle;
+  return humus_runtime_set_log_sink(rt, &table, err);
+}

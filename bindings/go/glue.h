@@ -57,6 +57,9 @@ uintptr_t humusgo_current_call(void);
 humus_status humusgo_set_classifier(humus_settings *s, uintptr_t handle, humus_error **err);
 humus_status humusgo_set_breaker_policy(humus_settings *s, uintptr_t handle, humus_error **err);
 humus_status humusgo_set_mock_transport(humus_runtime *rt, uintptr_t handle, humus_error **err);
+/* The runtime's span and log sinks; handle 0 removes the sink. */
+humus_status humusgo_set_span_sink(humus_runtime *rt, uintptr_t handle, humus_error **err);
+humus_status humusgo_set_log_sink(humus_runtime *rt, uintptr_t handle, humus_error **err);
 
 /* A response's scalars, read in one crossing. Strings live as long as the response. */
 typedef struct humusgo_response_info {

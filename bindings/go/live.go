@@ -12,6 +12,7 @@ var live struct {
 	clients   atomic.Int64
 	responses atomic.Int64
 	handles   atomic.Int64
+	upstreams atomic.Int64
 }
 
 // newHandle and deleteHandle wrap runtime/cgo handles (how Go values travel as C user data) to count them.

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	stopSharedServer()
 	if code == 0 {
 		if left, ok := settle(func(l humushttp.LiveCounts) bool {
-			return l.Clients == 0 && l.Responses == 0 && l.Handles == 0 && l.Runtimes <= 1 // the default runtime
+			return l.Clients == 0 && l.Responses == 0 && l.Handles == 0 && l.Upstreams == 0 && l.Runtimes <= 1 // the default runtime
 		}); !ok {
 			fmt.Fprintf(os.Stderr, "leak: native objects still held after every test: %+v\n", left)
 			code = 1

@@ -31,6 +31,10 @@ type RuntimeOptions struct {
 	Seed uint64
 	// MockTransport, when set, answers every attempt of the clients built from the runtime (SPEC §16.2).
 	MockTransport MockTransport
+	// SpanSink, when set, receives every attempt's span (SPEC §13.1); see SpanSink and Runtime.SetSpanSink.
+	SpanSink SpanSink
+	// LogSink, when set, receives the log records (SPEC §13.3); see LogSink and Runtime.SetLogSink.
+	LogSink LogSink
 }
 
 // Runtime is the process-wide machinery clients share (SPEC §1): the event loop, the clock, name overrides,
@@ -51,9 +55,7 @@ type runtimeCore struct {
 	native  *C.humus_runtime
 	virtual bool
 
-	mu     sync.Mutex
-	refs   int  // guarded by mu: the Runtime's own reference plus one per live client
-	closed bool // guarded by mu: the Runtime's reference is released
+	ref shared // the Runtime's own reference plus one per live client, registry or call
 }
 
 // NewRuntime makes a runtime. Invalid options are an *Error with ErrConfig naming every bad key. Safe for
@@ -85,11 +87,24 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 		return nil, takeError(st, cerr)
 	}
 	live.runtimes.Add(1)
-	core := &runtimeCore{native: native, virtual: opts.VirtualClock, refs: 1}
+	core := &runtimeCore{native: native, virtual: opts.VirtualClock}
+	core.ref.own(core.free)
 	rt := &Runtime{core: core}
 	rt.cleanup = runtime.AddCleanup(rt, (*runtimeCore).closeOwner, core)
 	if opts.MockTransport != nil {
 		if err := rt.SetMockTransport(opts.MockTransport); err != nil {
+			rt.Close()
+			return nil, err
+		}
+	}
+	if opts.SpanSink != nil {
+		if err := rt.SetSpanSink(opts.SpanSink); err != nil {
+			rt.Close()
+			return nil, err
+		}
+	}
+	if opts.LogSink != nil {
+		if err := rt.SetLogSink(opts.LogSink); err != nil {
 			rt.Close()
 			return nil, err
 		}
@@ -127,27 +142,10 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-func (c *runtimeCore) closeOwner() {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.closed = true
-	c.mu.Unlock()
-	c.release()
-}
+func (c *runtimeCore) closeOwner() { c.ref.closeOwner() }
 
 // acquire takes a reference for a client being built; false once the runtime is closed.
-func (c *runtimeCore) acquire() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.refs++
-	return true
-}
+func (c *runtimeCore) acquire() bool { return c.ref.acquire() }
 
 // held takes a reference for one method call; the caller releases it.
 func (c *runtimeCore) held() (*C.humus_runtime, error) {
@@ -159,15 +157,11 @@ func (c *runtimeCore) held() (*C.humus_runtime, error) {
 
 // release drops a reference and frees the native runtime with the last one. Never called on the runtime's
 // event-loop thread (the loop cannot join itself): completions release on a new goroutine.
-func (c *runtimeCore) release() {
-	c.mu.Lock()
-	c.refs--
-	last := c.refs == 0
-	c.mu.Unlock()
-	if last {
-		C.humus_runtime_free(c.native)
-		live.runtimes.Add(-1)
-	}
+func (c *runtimeCore) release() { c.ref.release() }
+
+func (c *runtimeCore) free() {
+	C.humus_runtime_free(c.native)
+	live.runtimes.Add(-1)
 }
 
 // AdvanceMs moves a virtual clock forward by ms (>= 0), waking the waits that come due. An *Error with
