@@ -120,10 +120,14 @@ TEST_F(AsyncMockTest, BulkheadQueuesBrieflyThenTurnsAway) {
       },
       s);
   Outcomes out;
-  // Two slow calls hold both slots for 2 s; a third waits 500 ms and is turned away.
-  c->submit(get("http://payments:8080/slow"), out.sink());
-  c->submit(get("http://payments:8080/slow"), out.sink());
-  c->submit(get("http://payments:8080/fast"), out.sink());
+  // Two slow calls hold both slots for 2 s; a third waits 500 ms and is turned away. Virtual time stands
+  // still until all three are submitted: otherwise the first could finish before the third arrives.
+  {
+    testing::VirtualClock::Hold still(*runtime_.virtual_clock());
+    c->submit(get("http://payments:8080/slow"), out.sink());
+    c->submit(get("http://payments:8080/slow"), out.sink());
+    c->submit(get("http://payments:8080/fast"), out.sink());
+  }
   std::vector<CallResult> r = out.wait(3);
   int full = 0;
   int ok = 0;
@@ -148,8 +152,11 @@ TEST_F(AsyncMockTest, ACallWaitingBrieflyGetsTheFreedSlot) {
       },
       s);
   Outcomes out;
-  c->submit(get("http://payments:8080/a"), out.sink());
-  c->submit(get("http://payments:8080/b"), out.sink());
+  {
+    testing::VirtualClock::Hold still(*runtime_.virtual_clock());  // both submitted at one instant
+    c->submit(get("http://payments:8080/a"), out.sink());
+    c->submit(get("http://payments:8080/b"), out.sink());
+  }
   std::vector<CallResult> r = out.wait(2);
   EXPECT_TRUE(r[0].ok());
   EXPECT_TRUE(r[1].ok());
