@@ -8,7 +8,7 @@ from typing import Any, Self
 
 from . import _native
 from ._cancel import CancelToken
-from ._client import _ABSOLUTE, _RETRY_MODES, QueryParams, _BaseClient, _timeout_ms
+from ._client import _RETRY_MODES, QueryParams, _BaseClient, _timeout_ms
 from ._context import ContextTypes, context_parts
 from ._errors import from_native
 from ._response import HeaderTypes, Response
@@ -53,12 +53,7 @@ class AsyncClient(_BaseClient):
     async def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
                     content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
                     timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
-        if headers is None and params is None and content is None and json is None:
-            target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
-            hdrs: list[tuple[str, str]] | None = None
-            body: bytes | None = None
-        else:
-            target, hdrs, body = self._encode(url, headers, params, content, json)
+        target, hdrs, body = self._encode(url, headers, params, content, json)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         try:

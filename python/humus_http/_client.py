@@ -166,6 +166,9 @@ class _BaseClient:
     def _encode(self, url: str, headers: HeaderTypes | None, params: QueryParams | None,
                 content: bytes | str | None, json: Any) -> tuple[str, list[tuple[str, str]] | None, bytes | None]:
         """The target URL, the header list and the body bytes the extension takes."""
+        if headers is None and params is None and content is None and json is None:
+            # The common call, a bare URL: kept short, since it runs holding the GIL.
+            return (url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")), None, None
         target = self._target(url, params)
         if content is None and json is None:
             return target, (None if headers is None else request_headers(headers)), None
@@ -258,12 +261,7 @@ class Client(_BaseClient, Closing):
               content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
               timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
         # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
-        if headers is None and params is None and content is None and json is None:
-            target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
-            hdrs: list[tuple[str, str]] | None = None
-            body: bytes | None = None
-        else:
-            target, hdrs, body = self._encode(url, headers, params, content, json)
+        target, hdrs, body = self._encode(url, headers, params, content, json)
         try:
             raw = self._native.request(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
                                        0 if timeout is None else _timeout_ms(timeout), context_parts(context),

@@ -30,7 +30,9 @@ namespace {
 // ---- Interpreter helpers ----------------------------------------------------------------------------------
 
 using humus_py::Gil;  // native.h: shared with testing.cpp
+using humus_py::destroy_callable;
 using humus_py::interpreter_finalizing;
+using humus_py::PyCallable;
 using humus_py::release_shared;
 using humus_py::without_gil;
 
@@ -170,22 +172,6 @@ class Runtime {
 };
 
 // ---- Callbacks: the classifier and the breaker policy -----------------------------------------------------
-
-// user_data of a callback table: a Python callable, released (with the GIL) by the table's destroy.
-struct PyCallable {
-  py::object fn;
-};
-
-void destroy_callable(void* user_data) {
-  auto* callable = static_cast<PyCallable*>(user_data);
-  if (interpreter_finalizing()) {
-    (void)callable->fn.release();  // no GIL to be had: leak the reference rather than crash
-    delete callable;
-    return;
-  }
-  Gil gil;
-  delete callable;
-}
 
 // One attempt as a classifier sees it; valid only during the callback (the C attempt is borrowed).
 class Attempt {

@@ -38,6 +38,18 @@ void release_shared(std::mutex& mu, std::shared_ptr<T>& slot) {
   if (held) without_gil([&] { held.reset(); });
 }
 
+inline bool interpreter_finalizing();
+
+// user_data of a C callback table (classifier, breaker policy, mock transport): a Python callable, released
+// with the GIL by the table's destroy (destroy_callable).
+struct PyCallable {
+  py::object fn;
+};
+
+// A table's destroy: drops the callable with the GIL held — or, once the interpreter is finalizing and no GIL
+// is to be had, leaks the reference rather than crash.
+inline void destroy_callable(void* user_data);
+
 inline bool interpreter_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing() != 0;
@@ -86,5 +98,16 @@ void register_testing(py::module_& m);
 // telemetry.cpp: the span and log sinks (SPEC §13.1, §13.3), the metrics (SPEC §13.2) and readiness
 // (SPEC §15.2) reports, added to the module.
 void register_telemetry(py::module_& m);
+
+inline void destroy_callable(void* user_data) {
+  auto* callable = static_cast<PyCallable*>(user_data);
+  if (interpreter_finalizing()) {
+    (void)callable->fn.release();
+    delete callable;
+    return;
+  }
+  Gil gil;
+  delete callable;
+}
 
 }  // namespace humus_py

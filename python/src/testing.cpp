@@ -37,22 +37,6 @@ class MockRequestView {
   const humus_mock_request* r_;
 };
 
-// user_data of the C table: the Python adapter (humus_http._mock.adapter), released by the table's destroy.
-struct MockCallable {
-  py::object fn;
-};
-
-void destroy_mock(void* user_data) {
-  auto* callable = static_cast<MockCallable*>(user_data);
-  if (interpreter_finalizing()) {
-    (void)callable->fn.release();  // no GIL to be had: leak the reference rather than crash
-    delete callable;
-    return;
-  }
-  Gil gil;
-  delete callable;
-}
-
 // GIL held: a UTF-8 copy of a str that must not contain NUL (the C ABI takes C strings).
 std::string c_string(const py::handle& o, const char* what) {
   if (!PyUnicode_Check(o.ptr())) throw py::type_error(std::string(what) + " must be str");
@@ -72,7 +56,7 @@ humus_status respond_trampoline(void* user_data, const humus_mock_request* reque
   auto* view = new MockRequestView(request);
   py::object handle = py::cast(view, py::return_value_policy::take_ownership);
   try {
-    const py::tuple t = static_cast<MockCallable*>(user_data)->fn(handle);
+    const py::tuple t = static_cast<PyCallable*>(user_data)->fn(handle);
     if (t.size() != 7) throw std::runtime_error("the adapter must return 7 values");
     const auto status = t[0].cast<int32_t>();
     const auto headers = t[1].cast<py::list>();
@@ -121,13 +105,13 @@ void set_mock_transport(const py::handle& runtime, const py::object& respond) {
   } else {
     humus_mock_transport table = HUMUS_MOCK_TRANSPORT_INIT;
     table.respond = respond_trampoline;
-    table.user_data = new MockCallable{respond};
-    table.destroy = destroy_mock;
+    table.user_data = new PyCallable{respond};
+    table.destroy = destroy_callable;
     {
       py::gil_scoped_release nogil;
       st = humus_runtime_set_mock_transport(rt, &table, &err);
     }
-    if (st != HUMUS_OK) delete static_cast<MockCallable*>(table.user_data);  // not taken on failure
+    if (st != HUMUS_OK) delete static_cast<PyCallable*>(table.user_data);  // not taken on failure
   }
   if (st != HUMUS_OK) raise_failure(st, err);
 }
