@@ -48,6 +48,10 @@ int for_call_error(const humus_error* e) {
       return kProtocol;
     case HUMUS_E_STREAM_REFUSED:
       return kHttp2;
+    case HUMUS_E_TOO_LARGE:
+      return kTooLarge;
+    case HUMUS_E_RESOURCE:
+      return kResource;
     case HUMUS_E_TLS:
       return is_certificate_verification(humus_error_message(e)) ? kTlsVerify : kTlsHandshake;
     case HUMUS_E_TLS_CLIENT_CERT:
@@ -75,11 +79,13 @@ std::string help_table() {
    35  TLS handshake failed (protocol version, a client certificate the server refused or required)
    56  the connection was lost (reset, or closed before a full response)
    58  --cert or --key could not be used
+   63  the response's headers or body passed the client's limit (max_response_headers, max_response_body)
    60  the server's certificate is not trusted, or not for this host
    77  --cacert could not be used
    78  the --settings file is unreadable or refused (every bad key is named)
   120  rejected: the circuit breaker is open, nothing was sent (only after failures in this run: see --repeat)
   121  bulkhead full: no slot within bulkhead.wait, nothing was sent (see --concurrency)
+  122  a local shortage (out of file descriptors, ports or socket buffers): not the server's fault
 With --repeat, the status is that of the last call (in order) that failed.
 )";
 }

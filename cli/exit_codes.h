@@ -22,11 +22,13 @@ inline constexpr int kTimeout = 28;         // curl's CURLE_OPERATION_TIMEDOUT
 inline constexpr int kTlsHandshake = 35;    // curl's CURLE_SSL_CONNECT_ERROR
 inline constexpr int kConnectionLost = 56;  // curl's CURLE_RECV_ERROR
 inline constexpr int kClientCertFile = 58;  // curl's CURLE_SSL_CERTPROBLEM: --cert / --key
+inline constexpr int kTooLarge = 63;        // curl's CURLE_FILESIZE_EXCEEDED: past max_response_headers/_body
 inline constexpr int kTlsVerify = 60;       // curl's CURLE_PEER_FAILED_VERIFICATION
 inline constexpr int kCaFile = 77;          // curl's CURLE_SSL_CACERT_BADFILE: --cacert
 inline constexpr int kConfig = 78;          // sysexits EX_CONFIG (SPEC §3.1): the --settings file
 inline constexpr int kRejected = 120;       // the circuit breaker is open: nothing was sent
 inline constexpr int kBulkheadFull = 121;   // no bulkhead slot within bulkhead.wait: nothing was sent
+inline constexpr int kResource = 122;       // a local shortage (file descriptors, ports): not the server's fault
 
 // The exit status for a call that ended with `e` (a failed humus_client_do).
 int for_call_error(const humus_error* e);

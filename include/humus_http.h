@@ -73,6 +73,10 @@ enum {
   HUMUS_E_CONNECTION_LOST = 302, /* reset or closed before a full response */
   HUMUS_E_PROTOCOL = 303,        /* the peer broke HTTP */
   HUMUS_E_STREAM_REFUSED = 304,  /* HTTP/2 stream refused or GOAWAY before processing: safe to resend */
+  HUMUS_E_TOO_LARGE = 305,       /* the response's headers or buffered body passed the client's own limit
+                                    (max_response_headers, max_response_body): not retried, no breaker verdict */
+  HUMUS_E_RESOURCE = 306,        /* a local shortage (file descriptors, ports, buffers, memory for sockets):
+                                    not the dependency's fault, so not retried, no breaker verdict, no budget */
 
   /* 400–499: TLS. */
   HUMUS_E_TLS = 400,             /* handshake failed: untrusted certificate, hostname mismatch, version */

@@ -244,7 +244,7 @@ func TestStatusesAndErrors(t *testing.T) {
 		humushttp.StatusCrossOrigin, humushttp.StatusNoMemory, humushttp.StatusInternal, humushttp.StatusCallback,
 		humushttp.StatusConfig, humushttp.StatusRejected, humushttp.StatusBulkheadFull, humushttp.StatusTimeout,
 		humushttp.StatusCancelled, humushttp.StatusConnect, humushttp.StatusResolve, humushttp.StatusConnectionLost,
-		humushttp.StatusProtocol, humushttp.StatusStreamRefused, humushttp.StatusTLS, humushttp.StatusTLSClientCert}
+		humushttp.StatusProtocol, humushttp.StatusStreamRefused, humushttp.StatusTooLarge, humushttp.StatusResource, humushttp.StatusTLS, humushttp.StatusTLSClientCert}
 	for _, s := range statuses {
 		back, ok := humushttp.StatusByName(s.String())
 		if !ok || back != s || s.Err() == nil {

@@ -30,6 +30,8 @@ const (
 	StatusConnectionLost  Status = C.HUMUS_E_CONNECTION_LOST
 	StatusProtocol        Status = C.HUMUS_E_PROTOCOL
 	StatusStreamRefused   Status = C.HUMUS_E_STREAM_REFUSED
+	StatusTooLarge        Status = C.HUMUS_E_TOO_LARGE
+	StatusResource        Status = C.HUMUS_E_RESOURCE
 	StatusTLS             Status = C.HUMUS_E_TLS
 	StatusTLSClientCert   Status = C.HUMUS_E_TLS_CLIENT_CERT
 )
@@ -75,6 +77,8 @@ var (
 	ErrConnectionLost  error = &sentinel{StatusConnectionLost}  // reset or closed before a full response
 	ErrProtocol        error = &sentinel{StatusProtocol}        // the peer broke HTTP
 	ErrStreamRefused   error = &sentinel{StatusStreamRefused}   // HTTP/2 stream refused before processing
+	ErrTooLarge        error = &sentinel{StatusTooLarge}        // headers or buffered body past the client's limit
+	ErrResource        error = &sentinel{StatusResource}        // a local shortage (descriptors, ports), not the dependency
 	ErrTLS             error = &sentinel{StatusTLS}             // TLS handshake failed: untrusted certificate, name mismatch, version
 	ErrTLSClientCert   error = &sentinel{StatusTLSClientCert}   // the server refused or required a client certificate
 )
@@ -84,7 +88,7 @@ var (
 func (s Status) Err() error {
 	for _, e := range []error{ErrInvalidArgument, ErrMisuse, ErrProgram, ErrCrossOrigin, ErrNoMemory,
 		ErrInternal, ErrCallback, ErrConfig, ErrRejected, ErrBulkheadFull, ErrTimeout, ErrCancelled,
-		ErrConnect, ErrResolve, ErrConnectionLost, ErrProtocol, ErrStreamRefused, ErrTLS, ErrTLSClientCert} {
+		ErrConnect, ErrResolve, ErrConnectionLost, ErrProtocol, ErrStreamRefused, ErrTooLarge, ErrResource, ErrTLS, ErrTLSClientCert} {
 		if e.(*sentinel).status == s {
 			return e
 		}

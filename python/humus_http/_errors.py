@@ -22,6 +22,8 @@ __all__ = [
     "HTTPStatusError",
     "InvalidRequestError",
     "ProtocolError",
+    "ResourceError",
+    "ResponseTooLargeError",
     "UnknownUpstreamError",
     "UpstreamConnectError",
     "UpstreamError",
@@ -75,6 +77,16 @@ class UpstreamTLSError(UpstreamError):
 class ProtocolError(UpstreamError):
     """The exchange broke after the connection was made: the peer broke HTTP, reset or closed the connection
     before a whole response, or refused the HTTP/2 stream."""
+
+
+class ResponseTooLargeError(UpstreamError):
+    """The response's header block passed ``max_response_headers`` (or a buffered body ``max_response_body``):
+    the client's own limit, so the call was not retried and the breaker was not told."""
+
+
+class ResourceError(UpstreamError):
+    """A local shortage — out of file descriptors, local ports or socket buffers — stopped the call. Not the
+    dependency's fault: not retried, no breaker verdict, no budget charge."""
 
 
 class CircuitOpenError(UpstreamError):
@@ -142,6 +154,8 @@ _KINDS: dict[str, type[UpstreamError]] = {
     "HUMUS_E_CONNECTION_LOST": ProtocolError,
     "HUMUS_E_PROTOCOL": ProtocolError,
     "HUMUS_E_STREAM_REFUSED": ProtocolError,
+    "HUMUS_E_TOO_LARGE": ResponseTooLargeError,
+    "HUMUS_E_RESOURCE": ResourceError,
     "HUMUS_E_TLS": UpstreamTLSError,
     "HUMUS_E_TLS_CLIENT_CERT": UpstreamTLSError,
     "HUMUS_E_BULKHEAD_FULL": BulkheadFullError,

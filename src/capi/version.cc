@@ -26,6 +26,8 @@ HUMUS_API const char* humus_status_name(humus_status s) {
     case HUMUS_E_CONNECTION_LOST: return "HUMUS_E_CONNECTION_LOST";
     case HUMUS_E_PROTOCOL: return "HUMUS_E_PROTOCOL";
     case HUMUS_E_STREAM_REFUSED: return "HUMUS_E_STREAM_REFUSED";
+    case HUMUS_E_TOO_LARGE: return "HUMUS_E_TOO_LARGE";
+    case HUMUS_E_RESOURCE: return "HUMUS_E_RESOURCE";
     case HUMUS_E_TLS: return "HUMUS_E_TLS";
     case HUMUS_E_TLS_CLIENT_CERT: return "HUMUS_E_TLS_CLIENT_CERT";
     default: return "HUMUS_E_UNKNOWN";

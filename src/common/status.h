@@ -32,6 +32,8 @@ enum class Code : int32_t {
   kConnectionLost = HUMUS_E_CONNECTION_LOST,
   kProtocol = HUMUS_E_PROTOCOL,
   kStreamRefused = HUMUS_E_STREAM_REFUSED,
+  kTooLarge = HUMUS_E_TOO_LARGE,
+  kResource = HUMUS_E_RESOURCE,
   kTls = HUMUS_E_TLS,
   kTlsClientCert = HUMUS_E_TLS_CLIENT_CERT,
 };

@@ -60,6 +60,17 @@ struct TransportConfig {
   Duration connect_timeout = std::chrono::seconds(2);
   uint32_t max_idle_connections = 100;
   Duration idle_timeout = std::chrono::seconds(90);
+  // A connection older than this takes no new request and is closed once idle (settings
+  // max_connection_lifetime): re-resolves and re-verifies, and spreads HTTP/2 load across backends.
+  Duration max_connection_lifetime = std::chrono::minutes(10);
+  // The response header block's limit, in bytes of status line and fields, and in fields (settings
+  // max_response_headers): past either the attempt ends with kTooLarge.
+  uint32_t max_response_headers = 64 * 1024;
+  uint32_t max_response_fields = 200;
+  // A buffered body's limit in decoded bytes (settings max_response_body): past it, kTooLarge.
+  uint64_t max_response_body = uint64_t{64} << 20;
+  // Ask for compressed bodies and decode them (settings decompress); off when a call sets Accept-Encoding.
+  bool decompress = true;
   enum class HttpVersion { kAuto, k1_1, k2 } http_version = HttpVersion::kAuto;
   // TLS (https only): PEM text or file for each; empty means none. Verification is always on.
   std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;

@@ -62,6 +62,8 @@ pub const HUMUS_E_RESOLVE: humus_status = 301;
 pub const HUMUS_E_CONNECTION_LOST: humus_status = 302;
 pub const HUMUS_E_PROTOCOL: humus_status = 303;
 pub const HUMUS_E_STREAM_REFUSED: humus_status = 304;
+pub const HUMUS_E_TOO_LARGE: humus_status = 305;
+pub const HUMUS_E_RESOURCE: humus_status = 306;
 // 400–499: TLS.
 pub const HUMUS_E_TLS: humus_status = 400;
 pub const HUMUS_E_TLS_CLIENT_CERT: humus_status = 401;

@@ -49,6 +49,12 @@ pub enum ErrorKind {
     Protocol,
     /// An HTTP/2 stream refused or a GOAWAY before processing: safe to resend (`HUMUS_E_STREAM_REFUSED`).
     StreamRefused,
+    /// The response's headers or buffered body passed the client's own limit: not retried, not the
+    /// dependency's fault for the breaker (`HUMUS_E_TOO_LARGE`).
+    TooLarge,
+    /// A local shortage (file descriptors, ports, socket buffers): not retried, no breaker verdict, no budget
+    /// charge (`HUMUS_E_RESOURCE`).
+    Resource,
     /// The TLS handshake failed: untrusted certificate, host name mismatch, version (`HUMUS_E_TLS`).
     Tls,
     /// The server refused or required a client certificate (`HUMUS_E_TLS_CLIENT_CERT`).
@@ -58,7 +64,7 @@ pub enum ErrorKind {
 }
 
 /// Every kind this binding knows, with its pinned C number.
-const KINDS: [(ErrorKind, sys::humus_status); 19] = [
+const KINDS: [(ErrorKind, sys::humus_status); 21] = [
     (ErrorKind::InvalidArgument, sys::HUMUS_E_INVALID_ARGUMENT),
     (ErrorKind::Misuse, sys::HUMUS_E_MISUSE),
     (ErrorKind::Program, sys::HUMUS_E_PROGRAM),
@@ -76,6 +82,8 @@ const KINDS: [(ErrorKind, sys::humus_status); 19] = [
     (ErrorKind::ConnectionLost, sys::HUMUS_E_CONNECTION_LOST),
     (ErrorKind::Protocol, sys::HUMUS_E_PROTOCOL),
     (ErrorKind::StreamRefused, sys::HUMUS_E_STREAM_REFUSED),
+    (ErrorKind::TooLarge, sys::HUMUS_E_TOO_LARGE),
+    (ErrorKind::Resource, sys::HUMUS_E_RESOURCE),
     (ErrorKind::Tls, sys::HUMUS_E_TLS),
     (ErrorKind::TlsClientCert, sys::HUMUS_E_TLS_CLIENT_CERT),
 ];

@@ -265,6 +265,8 @@ fn error_kinds_are_the_headers_statuses() {
         (ErrorKind::ConnectionLost, 302),
         (ErrorKind::Protocol, 303),
         (ErrorKind::StreamRefused, 304),
+        (ErrorKind::TooLarge, 305),
+        (ErrorKind::Resource, 306),
         (ErrorKind::Tls, 400),
         (ErrorKind::TlsClientCert, 401),
     ];
