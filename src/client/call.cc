@@ -5,6 +5,7 @@
 #include "client/client.h"
 #include "client/redirect.h"
 #include "retry/decision.h"
+#include "telemetry/redact.h"
 
 namespace humus::client {
 namespace {
@@ -145,7 +146,6 @@ std::optional<Step> Call::start() {
   wire_.body = request_.body;
   wire_.headers = headers_that_travel(s, request_, context);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, /*body_replayable=*/true, request_.retry);
-  wire_.allow_resend = may_send_twice_;
   unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid;
   return std::nullopt;
 }
@@ -213,6 +213,14 @@ Step Call::on_sent(transport::WireResult sent) {
       metrics.outcome(telemetry::CallOutcome::kFailure);
       metrics.decision(retry::Decision::kExpired);
       return give_up(Status(Code::kTimeout, "the call's deadline passed: " + sent.message));
+    }
+    // The client's own limits and local shortages say nothing of the dependency (docs/transport.md §10.7):
+    // no breaker verdict, no retry, no budget charge — another attempt would meet the same limit.
+    if (sent.error == Code::kTooLarge || sent.error == Code::kResource) {
+      (void)breaker.record(permit_, breaker::Outcome::kIgnored);
+      metrics.outcome(telemetry::CallOutcome::kIgnored);
+      metrics.decision(retry::Decision::kStopped);
+      return give_up(Status(sent.error, std::move(sent.message)));
     }
   }
 
@@ -282,7 +290,6 @@ Step Call::on_sent(transport::WireResult sent) {
       ++redirects_;
       wire_ = std::move(*next);
       may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, true, request_.retry);
-      wire_.allow_resend = may_send_twice_;
       attempt_ = 0;
       last_.reset();
       return admit();
@@ -295,7 +302,7 @@ telemetry::Span Call::attempt_span(WallTime start) const {
   telemetry::Span span;
   span.name = wire_.method;
   span.start = start;
-  span.url_full = wire_.url;
+  span.url_full = telemetry::redacted_url(wire_.url);
   span.server_address = client_.origin_.host;
   span.server_port = client_.origin_.port;
   span.method = wire_.method;

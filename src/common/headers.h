@@ -10,6 +10,14 @@ namespace humus {
 
 bool equals_ignore_case(std::string_view a, std::string_view b);
 
+// Why a header may not be sent by a caller or configured, or "" when it may (docs/transport.md §10.5):
+// the name must be an RFC 9110 token; the value may hold no control character but HTAB; and a header the
+// client owns — the framing (Content-Length, Transfer-Encoding), the origin (Host), the connection's
+// management (Connection, Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection) and HTTP/2 pseudo-headers
+// (":path") — would let a caller smuggle a request or bypass the origin lock. The text names the header,
+// never its value (a value may be a credential).
+std::string header_problem(std::string_view name, std::string_view value);
+
 class Headers {
  public:
   using Field = std::pair<std::string, std::string>;

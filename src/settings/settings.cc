@@ -184,12 +184,6 @@ void check_tls_combination(const TlsSettings& tls, Problems& p) {
   }
 }
 
-// RFC 9110 §5.6.2 tchar.
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
 // ---- Names of enumerations -------------------------------------------------------------------------------
 
 const char* policy_name(BudgetPolicy p) { return p == BudgetPolicy::kRatio ? "ratio" : "token_bucket"; }
@@ -924,13 +918,7 @@ Status check_http_version(std::string_view version) {
 
 Status check_header(std::string_view name, std::string_view value) {
   const std::string key = join_path("headers", name);
-  if (name.empty()) return problem(key, "a header name must not be empty");
-  if (!std::all_of(name.begin(), name.end(), is_tchar)) {
-    return problem(key, "header name " + quote_for_message(name) + " is not an RFC 9110 token");
-  }
-  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
-    return problem(key, "header value contains CR, LF or NUL (header injection)");
-  }
+  if (std::string why = header_problem(name, value); !why.empty()) return problem(key, why);
   return Status();
 }
 

@@ -1,5 +1,10 @@
 #include "transport/curl_easy.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include <openssl/ssl.h>
@@ -14,10 +19,6 @@
 
 namespace humus::transport {
 namespace {
-
-using std::chrono::duration_cast;
-using std::chrono::milliseconds;
-
 
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
@@ -46,28 +47,58 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// "HTTP/1.1 200 OK", "HTTP/2 204": a version, one space, exactly three digits 100..599, then a space or the
+// end. libcurl 7.88 takes "HTTP/1.1 2000" as 200 and passes on what a broken peer sends; the client does not.
+int parse_status_line(std::string_view line) {
+  const size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || line.size() < sp + 4) return 0;
+  const std::string_view code = line.substr(sp + 1, 3);
+  if (!std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; })) return 0;
+  if (line.size() > sp + 4 && line[sp + 4] != ' ') return 0;
+  int status = 0;
+  std::from_chars(code.data(), code.data() + 3, status);
+  return status >= 100 && status <= 599 ? status : 0;
+}
+
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto& st = *static_cast<AttemptState*>(user);
   const size_t n = size * count;
-  const std::string_view line = trim(std::string_view(data, n));
+  // The client's own limit on the header block (docs/transport.md §10.7): a peer sending megabytes of headers
+  // ends the attempt once, as too large, instead of costing memory and retries.
+  st.header_bytes += n;
+  if (st.header_bytes > st.max_header_bytes) {
+    st.abort(Code::kTooLarge, "the response's header block passed max_response_headers (" +
+                                  std::to_string(st.max_header_bytes) + " bytes)");
+    return 0;
+  }
+  const std::string_view raw(data, n);
+  const std::string_view line = trim(raw);
   if (line.starts_with("HTTP/")) {
     // A new status line: an interim 1xx response was replaced, start over.
     st.response.headers = Headers();
     st.content_length.clear();
-    const size_t sp = line.find(' ');
-    int status = 0;
-    if (sp != std::string_view::npos && line.size() >= sp + 4) {
-      std::from_chars(line.data() + sp + 1, line.data() + sp + 4, status);
+    st.response.status = parse_status_line(line);
+    if (st.response.status == 0) {
+      st.abort(Code::kProtocol, "the server sent a malformed status line");
+      return 0;
     }
-    st.response.status = status;
     return n;
   }
   if (line.empty()) {
     if (st.response.status >= 200) st.headers_done = true;
     return n;
   }
+  if (++st.header_fields > st.max_header_fields) {
+    st.abort(Code::kTooLarge, "the response has more than " + std::to_string(st.max_header_fields) +
+                                  " header fields (max_response_headers)");
+    return 0;
+  }
   const size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return n;  // a folded or malformed line: libcurl already vetted framing
+  if (colon == std::string_view::npos) {
+    if (raw.front() == ' ' || raw.front() == '\t') return n;  // an obsolete line folding: libcurl passes it on
+    st.abort(Code::kProtocol, "the server sent a header line without a colon");
+    return 0;
+  }
   std::string_view name = trim(line.substr(0, colon));
   std::string_view value = trim(line.substr(colon + 1));
   if (equals_ignore_case(name, "content-length")) {
@@ -88,25 +119,68 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-// Called by libcurl each time the request is about to go on the wire, including its silent resend
-// (Curl_retry_request, SPEC §19). libcurl resends in two cases: the first send went on a reused connection
-// that turned out dead — the request may have been processed, so one not safe to send twice stops here —
-// or the server refused the HTTP/2 stream (REFUSED_STREAM: never processed, safe for any method). A send on
-// a connection of its own can only be resent for the second reason.
-int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primary_port*/, int /*local_port*/) {
+// The socket libcurl opened for the connection on local port `port`, among those this transfer opened.
+int socket_on_port(const std::vector<int>& opened, int port) {
+  for (int fd : opened) {
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
+    const int bound = local.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port)
+                                                  : ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+    if (bound == port) return fd;
+  }
+  return -1;
+}
+
+// Called by libcurl each time the request is about to go on the wire, on a connection it just made or took
+// from its cache. Two guards live here (docs/transport.md §10.7, §10.8; docs/libcurl-traps.md §19):
+// - A pooled HTTP/1.1 connection with unread bytes (a peer's late bytes after a complete response, an EOF)
+//   would hand them to this request as its response: the send is stopped before anything goes out, the
+//   connection is made dead for libcurl, and the driver sends the same attempt on a fresh connection.
+// - libcurl resends a request by itself when a reused connection turned out dead (Curl_retry_request) or an
+//   HTTP/2 stream was refused — uncounted, unclassified, behind the policy's back. No second send is ever
+//   let through: the attempt ends, and the policy decides whether another attempt goes out.
+int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primary_port*/, int local_port) {
   auto& st = *static_cast<AttemptState*>(user);
-  ++st.wire_sends;
-  if (st.wire_sends == 1) {
+  if (st.wire_sends == 0) {
     long connects = 0;
     curl_easy_getinfo(st.easy, CURLINFO_NUM_CONNECTS, &connects);
     st.first_send_reused = connects == 0;
-  } else if (st.first_send_reused && !st.allow_resend) {
-    st.abort(Code::kConnectionLost,
-             "the reused connection closed before the response; the request was not sent again because it is "
-             "not safe to send twice");
-    return CURL_PREREQFUNC_ABORT;
+    st.first_local_port = local_port;
+    if (!st.first_send_reused) {
+      if (const int fd = socket_on_port(st.opened, local_port); fd >= 0) st.sockets->bind(local_port, fd);
+    } else if (const int fd = st.sockets->fd_for(local_port);
+               fd >= 0 && st.sockets->known_http1(local_port) && has_unread_input(fd)) {
+      poison(fd);
+      st.stale_connection = true;
+      return CURL_PREREQFUNC_ABORT;
+    }
+    ++st.wire_sends;
+    return CURL_PREREQFUNC_OK;
   }
-  return CURL_PREREQFUNC_OK;
+  // A fresh HTTP/1.1 connection is never resent on, so a resend after one is a refused HTTP/2 stream.
+  if (!st.first_send_reused || st.sockets->is_http2(st.first_local_port)) {
+    st.abort(Code::kStreamRefused, "the server refused the HTTP/2 stream before processing it");
+  } else {
+    st.abort(Code::kConnectionLost, "the pooled connection closed before the response");
+  }
+  return CURL_PREREQFUNC_ABORT;
+}
+
+curl_socket_t on_open_socket(void* user, curlsocktype /*purpose*/, curl_sockaddr* address) {
+  auto& st = *static_cast<AttemptState*>(user);
+  const int fd = ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+  if (fd < 0) {
+    st.local_errno = errno;
+    return CURL_SOCKET_BAD;
+  }
+  st.opened.push_back(fd);
+  return fd;
+}
+
+int on_close_socket(void* user, curl_socket_t fd) {
+  static_cast<SocketRegistry*>(user)->closed(fd);
+  return ::close(fd);
 }
 
 long curl_http_version(const TransportConfig& c) {
@@ -140,13 +214,18 @@ Slist make_slist(const std::vector<std::string>& lines) {
   return Slist(list);
 }
 
-void AttemptState::reset(bool resend_allowed) {
+void AttemptState::reset() {
   response = WireResponse{};
   response.headers.reserve(12);  // one allocation for a typical response's header list
   headers_done = false;
   wire_sends = 0;
-  allow_resend = resend_allowed;
   first_send_reused = false;
+  first_local_port = 0;
+  stale_connection = false;
+  opened.clear();
+  local_errno = 0;
+  header_bytes = 0;
+  header_fields = 0;
   content_length.clear();
   abort_code = Code::kOk;
   abort_message.clear();
@@ -157,9 +236,13 @@ void AttemptState::abort(Code code, std::string message) {
   abort_message = std::move(message);
 }
 
-CurlEasy::CurlEasy(const TransportConfig& config, const Slist& connect_to) : easy_(curl_easy_init()) {
+CurlEasy::CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets)
+    : easy_(curl_easy_init()), config_(config) {
   if (easy_ == nullptr) throw std::bad_alloc();
   state_.easy = easy_;
+  state_.sockets = &sockets;
+  state_.max_header_bytes = config.max_response_headers;
+  state_.max_header_fields = config.max_response_fields;
   configure(config, connect_to);
 }
 
@@ -186,6 +269,15 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   curl_easy_setopt(e, CURLOPT_WRITEDATA, &state_);
   curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
   curl_easy_setopt(e, CURLOPT_PREREQDATA, &state_);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &state_);
+  // The registry outlives every connection of the cache; the easy handle that opened one may not.
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, state_.sockets);
+  // An older connection takes no new request (docs/transport.md §10.1): it is closed instead of reused.
+  curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN,
+                   static_cast<long>(std::max<int64_t>(
+                       1, std::chrono::duration_cast<std::chrono::seconds>(c.max_connection_lifetime).count())));
   if (connect_to) curl_easy_setopt(e, CURLOPT_CONNECT_TO, connect_to.get());
   connect_timeout_ = c.connect_timeout;
   if (!c.https) return;
@@ -283,8 +375,21 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     last_connect_ms_ = connect_ms;
   }
-  state_.reset(r.allow_resend);
+  if (fresh_connect_) {
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 0L);
+    fresh_connect_ = false;
+  }
+  state_.reset();
   error_[0] = '\0';
+}
+
+bool CurlEasy::ready_fresh_retry() {
+  if (!state_.stale_connection) return false;
+  curl_easy_setopt(easy_, CURLOPT_FRESH_CONNECT, 1L);
+  fresh_connect_ = true;
+  state_.reset();
+  error_[0] = '\0';
+  return true;
 }
 
 bool CurlEasy::patch_header_values(const Headers& next) {
@@ -325,13 +430,35 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     out.error = state_.abort_code;
     out.message = std::move(state_.abort_message);
   } else if (code != CURLE_OK) {
-    const std::string_view detail = error_[0] != '\0' ? std::string_view(error_) : curl_easy_strerror(code);
-    out.error = map_curl_error(code, detail, state_.headers_done);
-    out.message = std::string(detail);
+    CurlFailure failure;
+    failure.code = code;
+    failure.detail = error_[0] != '\0' ? std::string_view(error_) : curl_easy_strerror(code);
+    failure.headers_received = state_.headers_done;
+    long os_errno = 0;
+    curl_easy_getinfo(easy_, CURLINFO_OS_ERRNO, &os_errno);
+    failure.os_errno = state_.local_errno != 0 ? state_.local_errno : static_cast<int>(os_errno);
+    failure.socket_open_failed = state_.local_errno != 0;
+    long verify = 0;
+    if (config_.https) curl_easy_getinfo(easy_, CURLINFO_SSL_VERIFYRESULT, &verify);
+    failure.verify_result = verify;
+    failure.host = config_.host;
+    const TransportError mapped = describe_curl_failure(failure);
+    out.error = mapped.code;
+    out.message = mapped.message;
+  } else if (!state_.headers_done) {
+    // libcurl 7.88 returns a header block cut by EOF (no blank line) as a complete, empty response
+    // (docs/libcurl-traps.md §19): it is a dropped connection.
+    out.error = Code::kConnectionLost;
+    out.message = "the connection closed in the middle of the response headers";
   } else {
     long version = 0;
     curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
-    state_.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
+    const bool http2 = version == CURL_HTTP_VERSION_2_0;
+    state_.response.http_version = http2 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
+    long local_port = 0;
+    if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0) {
+      state_.sockets->mark_protocol(static_cast<int>(local_port), http2);
+    }
     out.response = std::move(state_.response);
   }
   // A failed transfer may leave its connection half-used: the lane keeps no connection libcurl did not

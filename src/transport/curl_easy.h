@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/sockets.h"
 #include "transport/wire.h"
 
 namespace humus::transport {
@@ -27,14 +28,22 @@ struct AttemptState {
   WireResponse response;
   bool headers_done = false;
   int wire_sends = 0;
-  bool allow_resend = true;
   bool first_send_reused = false;  // the first send went on a connection an earlier transfer had opened
+  int first_local_port = 0;        // the local port of the first send's connection
+  bool stale_connection = false;   // the pooled connection held unread bytes: go again on a fresh one
   CURL* easy = nullptr;
+  SocketRegistry* sockets = nullptr;  // of the connection cache the handle is driven in
+  std::vector<int> opened;         // sockets libcurl opened during this transfer
+  int local_errno = 0;             // why opening a socket failed (a local shortage, docs/transport.md §10.7)
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
+  size_t header_bytes = 0;         // of the status lines and fields so far (interim responses included)
+  size_t header_fields = 0;
+  size_t max_header_bytes = 0;     // TransportConfig::max_response_headers
+  size_t max_header_fields = 0;
   Code abort_code = Code::kOk;     // why a callback aborted the transfer
   std::string abort_message;
 
-  void reset(bool resend_allowed);
+  void reset();
   void abort(Code code, std::string message);
 };
 
@@ -43,8 +52,9 @@ enum class Interrupt { kNone, kCancelled, kAttemptTimeout, kCallTimeout };
 
 class CurlEasy {
  public:
-  // `config` and `connect_to` must outlive the handle.
-  CurlEasy(const TransportConfig& config, const Slist& connect_to);
+  // `config`, `connect_to` and `sockets` (the registry of the connection cache the handle is driven in) must
+  // outlive the handle.
+  CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets);
   ~CurlEasy();
   CurlEasy(const CurlEasy&) = delete;
   CurlEasy& operator=(const CurlEasy&) = delete;
@@ -55,6 +65,10 @@ class CurlEasy {
   void prepare(const WireRequest& request, const AttemptLimits& limits, Instant now);
   // How the transfer ended: libcurl's code, or the driver's interrupt.
   WireResult finish(CURLcode code, Interrupt interrupt);
+  // After a transfer that ended (with CURLE_ABORTED_BY_CALLBACK) because its pooled connection held unread
+  // bytes — nothing was sent —: readies the same request for a fresh connection and returns true; false for
+  // any other ending. The driver then runs the transfer again, once.
+  bool ready_fresh_retry();
 
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
@@ -74,6 +88,8 @@ class CurlEasy {
   std::string last_method_;
   bool last_had_body_ = false;
   long last_connect_ms_ = -1;
+  bool fresh_connect_ = false;
+  const TransportConfig& config_;
 };
 
 }  // namespace humus::transport

@@ -1,5 +1,12 @@
 #include "transport/curl_errors.h"
 
+#include <openssl/x509.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "transport/sockets.h"
+
 namespace humus::transport {
 namespace {
 
@@ -57,10 +64,55 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
       return is_unprocessed_stream(detail) ? Code::kStreamRefused : Code::kConnectionLost;
     case CURLE_OUT_OF_MEMORY: return Code::kNoMemory;
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
       return Code::kInvalidArgument;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      // Requests are checked for http(s) before anything is sent: here it is a reply libcurl cannot read as
+      // HTTP/1.x ("Received HTTP/0.9 when not allowed").
+      return Code::kProtocol;
     default: return Code::kProtocol;
   }
+}
+
+namespace {
+
+// A handshake the network cut: reset, EOF, a broken pipe. OpenSSL says "unexpected eof while reading" or
+// SSL_ERROR_SYSCALL; the socket's errno says ECONNRESET or EPIPE.
+bool is_cut_handshake(const CurlFailure& f) {
+  return f.os_errno == ECONNRESET || f.os_errno == EPIPE || mentions(f.detail, "unexpected eof") ||
+         mentions(f.detail, "SSL_ERROR_SYSCALL") || mentions(f.detail, "Connection reset") ||
+         mentions(f.detail, "Broken pipe");
+}
+
+bool is_hostname_mismatch(long verify_result) {
+  return verify_result == X509_V_ERR_HOSTNAME_MISMATCH || verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH;
+}
+
+}  // namespace
+
+TransportError describe_curl_failure(const CurlFailure& f) {
+  const std::string detail(f.detail);
+  if (is_local_shortage(f.os_errno) &&
+      (f.socket_open_failed || f.code == CURLE_COULDNT_CONNECT || f.code == CURLE_COULDNT_RESOLVE_HOST)) {
+    return {Code::kResource, "a local shortage stopped the attempt (" + std::string(std::strerror(f.os_errno)) +
+                                 "): not the dependency's fault"};
+  }
+  if (f.code == CURLE_OUT_OF_MEMORY && !f.headers_received) {
+    // libcurl refuses one header line over its own 100 KiB limit this way, before the header callback sees it.
+    return {Code::kTooLarge, "a response header line passed libcurl's 100 KiB limit (max_response_headers): " +
+                                 detail};
+  }
+  if (f.code == CURLE_SSL_CONNECT_ERROR && !is_client_certificate_refusal(f.detail) && is_cut_handshake(f)) {
+    return {Code::kConnectionLost, "the connection was lost during the TLS handshake: " + detail};
+  }
+  if (f.code == CURLE_PEER_FAILED_VERIFICATION) {
+    if (is_hostname_mismatch(f.verify_result)) {
+      return {Code::kTls, "TLS: the server's certificate is not valid for host \"" + std::string(f.host) +
+                              "\" (hostname mismatch)"};
+    }
+    const char* why = f.verify_result != 0 ? X509_verify_cert_error_string(f.verify_result) : detail.c_str();
+    return {Code::kTls, "TLS: the server's certificate is not trusted (" + std::string(why) + ")"};
+  }
+  return {map_curl_error(f.code, f.detail, f.headers_received), detail};
 }
 
 }  // namespace humus::transport

@@ -4,6 +4,8 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "transport/curl_easy.h"
+#include "transport/tls_identity.h"
 
 namespace humus::transport {
 namespace {
@@ -22,11 +25,40 @@ using std::chrono::milliseconds;
 // --- Blocking attempts: a lane is an easy handle with a multi handle of its own, driven on the caller's
 // thread. --------------------------------------------------------------------------------------------------
 
+// The engine could not make its own sockets or pipes: a local shortage (docs/transport.md §10.7).
+struct LocalShortage {
+  int error;
+};
+
+WireResult shortage_result(const LocalShortage& s) {
+  WireResult out;
+  out.error = Code::kResource;
+  out.message = std::string("a local shortage stopped the attempt (") + std::strerror(s.error) +
+                "): the transport could not make its own sockets";
+  return out;
+}
+
+// An attempt that could not start; its `done` is posted at once.
+class UnstartedAttempt final : public AsyncAttempt {
+ public:
+  void cancel() override {}
+};
+
+// A multi handle; curl_multi_init fails when no descriptor is left for its wake-up socket pair.
+CURLM* new_multi() {
+  errno = 0;
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) {
+    if (is_local_shortage(errno)) throw LocalShortage(errno);
+    throw std::bad_alloc();
+  }
+  return multi;
+}
+
 class Lane {
  public:
-  Lane(const TransportConfig& config, const Slist& connect_to) : easy_(config, connect_to), multi_(curl_multi_init()) {
-    if (multi_ == nullptr) throw std::bad_alloc();
-  }
+  Lane(const TransportConfig& config, const Slist& connect_to)
+      : easy_(config, connect_to, sockets_), multi_(new_multi()) {}
   ~Lane() { curl_multi_cleanup(multi_); }
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -34,10 +66,21 @@ class Lane {
   Instant last_used;
 
   WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) {
-    Instant now = std::chrono::steady_clock::now();
-    easy_.prepare(request, limits, now);
-    curl_multi_add_handle(multi_, easy_.handle());
+    easy_.prepare(request, limits, std::chrono::steady_clock::now());
     if (cancel != nullptr) cancel->set_waker([multi = multi_] { curl_multi_wakeup(multi); });
+    WireResult result = drive(limits, cancel);
+    // A pooled connection with a peer's late bytes: the attempt goes out once more, on a fresh connection.
+    if (result.error != Code::kCancelled && result.error != Code::kTimeout && easy_.ready_fresh_retry()) {
+      result = drive(limits, cancel);
+    }
+    if (cancel != nullptr) cancel->clear_waker();
+    return result;
+  }
+
+ private:
+  WireResult drive(const AttemptLimits& limits, CancelToken* cancel) {
+    curl_multi_add_handle(multi_, easy_.handle());
+    Instant now = std::chrono::steady_clock::now();
 
     Interrupt interrupt = Interrupt::kNone;
     CURLcode result = CURLE_OK;
@@ -69,12 +112,11 @@ class Lane {
       if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
       curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
     }
-    if (cancel != nullptr) cancel->clear_waker();
     curl_multi_remove_handle(multi_, easy_.handle());
     return easy_.finish(result, interrupt);
   }
 
- private:
+  SocketRegistry sockets_;  // declared first: it outlives the connections libcurl closes in ~Lane
   CurlEasy easy_;
   CURLM* multi_;
 };
@@ -107,8 +149,7 @@ class Transfer final : public AsyncAttempt {
 class AsyncMulti final : public EventLoop::SocketHandler {
  public:
   AsyncMulti(EventLoop& loop, const TransportConfig& config, const Slist& connect_to)
-      : loop_(loop), config_(config), connect_to_(connect_to), multi_(curl_multi_init()) {
-    if (multi_ == nullptr) throw std::bad_alloc();
+      : loop_(loop), config_(config), connect_to_(connect_to), multi_(new_multi()) {
     curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &AsyncMulti::on_curl_socket);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &AsyncMulti::on_curl_timer);
@@ -131,7 +172,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       easy = std::move(pool_.back());
       pool_.pop_back();
     } else {
-      easy = std::make_unique<CurlEasy>(config_, connect_to_);
+      easy = std::make_unique<CurlEasy>(config_, connect_to_, sockets_);
     }
     easy->prepare(request, limits, std::chrono::steady_clock::now());
     auto transfer = std::make_unique<Transfer>(*this, std::move(easy), std::move(done));
@@ -156,6 +197,15 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     live_.insert(t);
     curl_multi_add_handle(multi_, t->easy().handle());
     return transfer;
+  }
+
+  // A transfer stopped before sending because its pooled connection held a peer's late bytes: it goes out
+  // once more on a fresh connection, under the same deadline timer. False when it must end instead.
+  bool restart_fresh(Transfer& t) {
+    if (!t.easy().ready_fresh_retry()) return false;
+    curl_multi_remove_handle(multi_, t.easy().handle());
+    curl_multi_add_handle(multi_, t.easy().handle());
+    return true;
   }
 
   // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
@@ -214,13 +264,15 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       const CURLcode code = msg->data.result;
-      if (t != nullptr && live_.count(t) != 0) t->end(code, Interrupt::kNone);
+      if (t == nullptr || live_.count(t) == 0) continue;
+      if (!restart_fresh(*t)) t->end(code, Interrupt::kNone);
     }
   }
 
   EventLoop& loop_;
   const TransportConfig& config_;
   const Slist& connect_to_;
+  SocketRegistry sockets_;  // before multi_: it outlives the connections curl_multi_cleanup closes
   CURLM* multi_;
   EventLoop::TimerId timer_ = 0;
   std::unordered_set<int> watched_;
@@ -276,7 +328,12 @@ class CurlTransport final : public Transport {
   }
 
   WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
-    std::unique_ptr<Lane> lane = acquire();
+    std::unique_ptr<Lane> lane;
+    try {
+      lane = acquire();
+    } catch (const LocalShortage& s) {
+      return shortage_result(s);
+    }
     WireResult result = lane->perform(request, limits, cancel);
     release(std::move(lane));
     return result;
@@ -285,7 +342,12 @@ class CurlTransport final : public Transport {
   std::unique_ptr<AsyncAttempt> start(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
                                       AttemptDone done) override {
     if (!async_) {
-      async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_);
+      try {
+        async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_);
+      } catch (const LocalShortage& s) {
+        loop.post([done = std::move(done), result = shortage_result(s)]() mutable { done(std::move(result)); });
+        return std::make_unique<UnstartedAttempt>();
+      }
       async_loop_ = &loop;
     }
     return async_->start(request, limits, std::move(done));
@@ -343,6 +405,7 @@ Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& co
   const std::pair<std::string*, std::string*> files[] = {
       {&c.ca_file, &c.ca_pem}, {&c.cert_file, &c.cert_pem}, {&c.key_file, &c.key_pem}};
   const char* keys[] = {"tls.ca_file", "tls.cert_file", "tls.key_file"};
+  const bool cert_from_file = !c.cert_file.empty(), key_from_file = !c.key_file.empty();
   for (size_t i = 0; i < 3; ++i) {
     auto [file, pem] = files[i];
     if (file->empty()) continue;
@@ -353,6 +416,13 @@ Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& co
   }
   if (!c.https && (!c.ca_pem.empty() || !c.cert_pem.empty())) {
     return Status(Code::kProgram, "tls: set for an http base_url", {"tls", "base_url"});
+  }
+  if (!c.cert_pem.empty() || !c.key_pem.empty()) {
+    if (Status s = check_client_identity(c.cert_pem, c.key_pem, cert_from_file ? "tls.cert_file" : "tls.cert_pem",
+                                         key_from_file ? "tls.key_file" : "tls.key_pem");
+        !s.ok()) {
+      return s;
+    }
   }
   return std::unique_ptr<Transport>(new CurlTransport(std::move(c)));
 }

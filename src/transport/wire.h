@@ -27,9 +27,6 @@ struct WireRequest {
   std::string url;  // absolute, within the client's origin
   Headers headers;
   std::shared_ptr<const std::string> body;  // nullptr: no body; shared so every attempt replays one copy
-  // false: the request must reach the wire at most once (not safe to send twice, SPEC §19), so libcurl's
-  // silent resend on a dead reused connection is aborted.
-  bool allow_resend = true;
   InjectedFault fault;  // kNone unless the runtime injects faults and this attempt drew one
 };
 

@@ -320,14 +320,16 @@ TEST_F(ClientServerTest, PostNeverReachesTheWireTwiceOnADeadReusedConnection) {
   EXPECT_TRUE(records[0]["killed"].get<bool>());
 }
 
-TEST_F(ClientServerTest, SafeRequestOnADeadReusedConnectionIsResentByLibcurl) {
+// docs/transport.md §10.8: libcurl's own resend on a dead reused connection is stopped; the policy's retry
+// is a second attempt, counted, so the attempts reported equal the requests the server saw.
+TEST_F(ClientServerTest, SafeRequestOnADeadReusedConnectionIsRetriedAsACountedAttempt) {
   auto c = make("http");
   server().script("/warm", json::array({{{"status", 200}, {"kill_after_request", true}}}), false);
   ASSERT_TRUE(c->execute(req("http", "/warm")).ok());
   CallResult out = c->execute(req("http", "/safe"));
   ASSERT_TRUE(out.ok()) << out.error.message();
-  EXPECT_EQ(out.response->attempts, 1);
-  EXPECT_EQ(received("/safe"), 2u);  // the swallowed copy and the resent one
+  EXPECT_EQ(out.response->attempts, 2);
+  EXPECT_EQ(received("/safe"), 2u);  // the swallowed copy and the policy's retry
 }
 
 TEST_F(ClientServerTest, ResetBeforeHeadersIsRetriedForGet) {

@@ -83,6 +83,18 @@ TEST_F(SpansTest, WithoutAContextEachCallIsANewTraceOfRootSpans) {
   EXPECT_LT(s[0].end, s[1].start);  // the backoff lies between them, on the virtual clock's calendar
 }
 
+// S22: url.full keeps no credential the semantic conventions name; what was sent keeps the query intact.
+TEST_F(SpansTest, UrlFullRedactsSignedQueryParameters) {
+  auto c = make({status(200)});
+  ASSERT_TRUE(c->execute(get("/f?X-Goog-Signature=s3cr3t&id=7&AWSAccessKeyId=AK&sig=x&Signature=y")).ok());
+  const std::vector<Span> s = spans();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].url_full,
+            "http://payments:8080/f?X-Goog-Signature=REDACTED&id=7&AWSAccessKeyId=REDACTED&sig=REDACTED&"
+            "Signature=REDACTED");
+  EXPECT_EQ(script_->received(0).url, "http://payments:8080/f?X-Goog-Signature=s3cr3t&id=7&AWSAccessKeyId=AK&sig=x&Signature=y");
+}
+
 TEST_F(SpansTest, TheCallersTraceparentIsTheParentAndItsTracestatePassesOn) {
   auto c = make({status(200)});
   Request r = get();

@@ -1,0 +1,44 @@
+// The sockets of one connection cache (a lane's, or a client's asynchronous multi handle): libcurl opens
+// and closes them through these callbacks, so the transport knows each connection's socket, can tell a local
+// shortage from a refused connection (docs/transport.md §10.7), and can look at a pooled connection right
+// before a request goes out on it.
+#pragma once
+
+#include <string_view>
+#include <unordered_map>
+
+namespace humus::transport {
+
+// Not thread-safe: one cache is driven by one thread at a time (a lane by the caller holding it, the
+// asynchronous multi by the loop thread).
+class SocketRegistry {
+ public:
+  // A connection went up on `fd`, bound to local port `port`.
+  void bind(int port, int fd) { by_port_[port] = fd; }
+  // The socket of the connection on local port `port`, or -1 when none is known.
+  int fd_for(int port) const;
+  // The protocol an answer came in over the connection on local port `port`: known once one has.
+  void mark_protocol(int port, bool http2) { http2_[port] = http2; }
+  bool is_http2(int port) const;
+  bool known_http1(int port) const;
+  // libcurl closed `fd`.
+  void closed(int fd);
+
+ private:
+  std::unordered_map<int, int> by_port_;  // local port → socket
+  std::unordered_map<int, bool> http2_;   // local port → answered over HTTP/2 (false: HTTP/1.x)
+};
+
+// Whether bytes (or an end of stream, or an error) wait unread on an idle connection's socket. An idle
+// HTTP/1.1 connection must have nothing to read: late bytes are a broken or hostile peer's, and would be
+// read as the next request's response (docs/libcurl-traps.md §19).
+bool has_unread_input(int fd);
+
+// Makes libcurl see the connection as dead the next time it looks (it then closes it): what is pending is
+// read and dropped, and the socket is shut down both ways.
+void poison(int fd);
+
+// Whether errno `e` is a local shortage rather than the network's or the peer's answer.
+bool is_local_shortage(int e);
+
+}  // namespace humus::transport

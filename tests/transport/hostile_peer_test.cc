@@ -1,0 +1,308 @@
+// The wire is untrusted (docs/transport.md §10.5–§10.8, docs/libcurl-traps.md §19): raw loopback peers that
+// break HTTP on purpose, and what the caller, the breaker and the wire see. Every test counts the requests
+// that reached the peer, so "what was sent" is the peer's word, not the client's.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <chrono>
+#include <fcntl.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client.h"
+#include "support/raw_peer.h"
+
+namespace humus::client {
+namespace {
+
+using humus::test::RawConnection;
+using humus::test::RawPeer;
+using std::chrono::milliseconds;
+
+constexpr const char* kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+class HostilePeerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Client> make(const RawPeer& peer, settings::Settings s = {}) {
+    s.base_url = "http://127.0.0.1:" + std::to_string(peer.port());
+    s.backoff_base = milliseconds(1);
+    s.backoff_max = milliseconds(2);
+    Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  static Request req(const RawPeer& peer, std::string method = "GET", std::string path = "/") {
+    Request r;
+    r.method = std::move(method);
+    r.url = peer.url(path);
+    if (r.method == "POST" || r.method == "PUT") r.body = std::make_shared<const std::string>("{\"n\": 1}");
+    return r;
+  }
+
+  static std::string body_of(const CallResult& r) { return r.ok() ? r.response->body : "<" + r.error.message() + ">"; }
+
+  Runtime runtime_{RuntimeOptions{}};
+};
+
+// --- 1. A header block cut by the peer is a dropped connection, never a response. --------------------------
+
+TEST_F(HostilePeerTest, HeaderBlockCutByEofIsConnectionLostAndRetriedForGet) {
+  RawPeer peer([](RawConnection& c) {
+    if (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
+  });
+  auto c = make(peer);
+  CallResult out = c->execute(req(peer));
+  ASSERT_FALSE(out.ok()) << "a cut header block was returned as a " << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kConnectionLost) << out.error.message();
+  EXPECT_EQ(out.attempts, 3);
+  EXPECT_EQ(peer.requests(), 3);
+}
+
+TEST_F(HostilePeerTest, HeaderBlockCutByEofIsNotRetriedForAnUnkeyedPost) {
+  RawPeer peer([](RawConnection& c) {
+    if (c.read_request()) c.write("HTTP/1.1 201 Created\r\n");
+  });
+  auto c = make(peer);
+  CallResult out = c->execute(req(peer, "POST"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kConnectionLost);
+  EXPECT_EQ(peer.requests(), 1);
+}
+
+// --- 2. Late bytes poison no pooled connection (F58, F73). -------------------------------------------------
+
+// On its first connection, answers the first request with `first`, then sends `late` after a pause; every
+// other request gets "ok". A client that reads the late bytes as the next response gets `EVIL`.
+RawPeer::Handler late_bytes(std::string first, std::string late, int pause_ms) {
+  auto connections = std::make_shared<std::atomic<int>>(0);
+  return [first, late, pause_ms, connections](RawConnection& c) {
+    if (connections->fetch_add(1) == 0) {
+      if (!c.read_request()) return;
+      c.write(first);
+      if (pause_ms > 0) std::this_thread::sleep_for(milliseconds(pause_ms));
+      c.write(late);
+    }
+    while (c.read_request()) c.write(kOk);
+  };
+}
+
+constexpr const char* kEvil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL";
+
+TEST_F(HostilePeerTest, F73BytesAfterAContentLengthBodyNeverBecomeTheNextResponse) {
+  for (int pause : {0, 50}) {
+    RawPeer peer(late_bytes(kOk, kEvil, pause));
+    auto c = make(peer);
+    ASSERT_EQ(body_of(c->execute(req(peer))), "ok");
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_EQ(body_of(c->execute(req(peer))), "ok") << "pause " << pause;
+    EXPECT_EQ(peer.connections(), 2) << "pause " << pause << ": the poisoned connection was reused";
+  }
+}
+
+TEST_F(HostilePeerTest, F58ABodyAfterA204OrAHeadAnswerNeverBecomesTheNextResponse) {
+  struct Case {
+    const char* method;
+    const char* first;
+  } cases[] = {{"GET", "HTTP/1.1 204 No Content\r\n\r\n"},
+               {"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"},
+               {"GET", "HTTP/1.1 304 Not Modified\r\n\r\n"}};
+  for (const Case& k : cases) {
+    RawPeer peer(late_bytes(k.first, kEvil, 20));
+    auto c = make(peer);
+    CallResult first = c->execute(req(peer, k.method));
+    ASSERT_TRUE(first.ok()) << k.method << " " << k.first << ": " << first.error.message();
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_EQ(body_of(c->execute(req(peer))), "ok") << k.method << " " << k.first;
+    EXPECT_EQ(peer.connections(), 2) << k.method << " " << k.first;
+  }
+}
+
+TEST_F(HostilePeerTest, LateBytesAreCheckedForAsynchronousCallsToo) {
+  RawPeer peer(late_bytes(kOk, kEvil, 30));
+  auto c = make(peer);
+  auto run = [&] {
+    std::promise<CallResult> p;
+    auto f = p.get_future();
+    c->submit(req(peer), [&p](CallResult r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  ASSERT_EQ(body_of(run()), "ok");
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(body_of(run()), "ok");
+  EXPECT_EQ(peer.connections(), 2);
+}
+
+// --- 3. Callers cannot write the framing (docs/transport.md §10.5). -----------------------------------------
+
+TEST_F(HostilePeerTest, ClientOwnedAndMalformedHeadersAreRefusedBeforeAnyIo) {
+  RawPeer peer([](RawConnection& c) {
+    while (c.read_request()) c.write(kOk);
+  });
+  auto c = make(peer);
+  const std::pair<std::string, std::string> refused[] = {
+      {"Content-Length", "2"}, {"Host", "evil.example"}, {"Transfer-Encoding", "chunked"},
+      {"Connection", "close"}, {"keep-alive", "5"},     {"Upgrade", "h2c"},
+      {"TE", "trailers"},      {"Trailer", "X"},        {"Proxy-Connection", "keep-alive"},
+      {":path", "/x"},         {"X-A", "a\x01"},        {"X-B", "b\x7f"},
+      {"X-C", "c\r\nX-D: d"},  {"Bad Name", "v"},       {"", "v"}};
+  for (const auto& [name, value] : refused) {
+    Request r = req(peer, "POST");
+    r.headers.add(name, value);
+    CallResult out = c->execute(r);
+    ASSERT_FALSE(out.ok()) << name;
+    EXPECT_EQ(out.error.code(), Code::kInvalidArgument) << name;
+    if (!name.empty() && name != "Bad Name") {
+      EXPECT_NE(out.error.message().find(name), std::string::npos) << out.error.message();
+    }
+  }
+  EXPECT_EQ(peer.connections(), 0);
+  Request tab = req(peer);
+  tab.headers.add("X-Tab", "a\tb");  // HTAB is the one control character a value may hold
+  EXPECT_TRUE(c->execute(tab).ok());
+}
+
+TEST_F(HostilePeerTest, ConfiguredHeadersFollowTheSameRule) {
+  RawPeer peer([](RawConnection&) {});
+  settings::Settings s;
+  s.headers.add("Host", "evil.example");
+  s.base_url = "http://127.0.0.1:" + std::to_string(peer.port());
+  Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("Host"), std::string::npos) << c.status().message();
+}
+
+// --- 4. A peer that breaks HTTP is a protocol failure of the dependency, not the caller's mistake. ----------
+
+TEST_F(HostilePeerTest, BrokenStatusLinesAreProtocolErrorsCountedAgainstTheDependency) {
+  for (const char* reply : {"hello from HTTP/0.9\r\n", "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
+                            "HTTP/1.1 abc OK\r\nContent-Length: 0\r\n\r\n",
+                            "HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n",
+                            "HTTP/1.1 200 OK\r\nno colon here\r\nContent-Length: 0\r\n\r\n"}) {
+    RawPeer peer([reply = std::string(reply)](RawConnection& c) {
+      if (c.read_request()) c.write(reply);
+    });
+    auto c = make(peer);
+    CallResult out = c->execute(req(peer));
+    ASSERT_FALSE(out.ok()) << reply;
+    EXPECT_EQ(out.error.code(), Code::kProtocol) << reply << ": " << out.error.message();
+    EXPECT_EQ(out.attempts, 1) << reply;  // the same answer would come again
+    EXPECT_EQ(peer.requests(), 1) << reply;
+    EXPECT_EQ(c->breaker().counts().failures, 1u) << reply;
+  }
+}
+
+// --- 5. Oversized header blocks end once, as too large, and blame nobody (F49, F50). ------------------------
+
+TEST_F(HostilePeerTest, F49F50OversizedHeaderBlocksAreTooLargeNotRetriedNoBreakerVerdict) {
+  std::string many = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 40000; ++i) many += "X-" + std::to_string(i) + ": v\r\n";  // ~650 KB
+  std::string one_big = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(300 * 1024, 'a') + "\r\n";
+  std::string fields = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 201; ++i) fields += "X-" + std::to_string(i) + ": v\r\n";  // small, but 201 fields
+  std::string over_limit = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n";
+  for (const std::string* head : {&many, &one_big, &fields, &over_limit}) {
+    RawPeer peer([reply = *head + "Content-Length: 0\r\n\r\n"](RawConnection& c) {
+      if (c.read_request()) c.write(reply);
+    });
+    auto c = make(peer);
+    CallResult out = c->execute(req(peer));
+    ASSERT_FALSE(out.ok()) << head->size();
+    EXPECT_EQ(out.error.code(), Code::kTooLarge) << head->size() << ": " << out.error.message();
+    EXPECT_EQ(out.attempts, 1);
+    EXPECT_EQ(peer.requests(), 1);
+    const breaker::Counts counts = c->breaker().counts();
+    EXPECT_EQ(counts.failures + counts.successes, 0u) << "our own limit is no verdict on the dependency";
+    EXPECT_DOUBLE_EQ(c->budget().tokens(), 10.0);
+  }
+  // Under the limit is fine: 150 small fields.
+  std::string ok_head = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 150; ++i) ok_head += "X-" + std::to_string(i) + ": v\r\n";
+  RawPeer peer([reply = ok_head + "Content-Length: 2\r\n\r\nok"](RawConnection& c) {
+    if (c.read_request()) c.write(reply);
+  });
+  EXPECT_EQ(body_of(make(peer)->execute(req(peer))), "ok");
+}
+
+// --- 6. Every request on the wire is an attempt the policy admitted (docs/transport.md §10.8). --------------
+
+// Answers every request, and closes (FIN, unanswered) every `kill_every`-th request that arrives on a
+// reused connection: the stale keep-alive race, on purpose.
+RawPeer::Handler killing(int kill_every, std::atomic<int>& reused_seen) {
+  return [kill_every, &reused_seen](RawConnection& c) {
+    for (int on_this_connection = 0; c.read_request(); ++on_this_connection) {
+      if (on_this_connection > 0 && ++reused_seen % kill_every == 0) return;
+      c.write(kOk);
+    }
+  };
+}
+
+TEST_F(HostilePeerTest, AttemptsReportedEqualWireRequestsWhilePooledConnectionsDie) {
+  std::atomic<int> reused{0};
+  RawPeer peer(killing(3, reused));
+  settings::Settings s;
+  s.retry_budget.tokens = 10000;  // every safe request may be retried: the test is about counting
+  auto c = make(peer, s);
+  std::atomic<int> attempts{0}, unkeyed_posts_failed{0}, calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        Request r = req(peer, i % 3 == 0 ? "GET" : "POST");
+        if (i % 3 == 1) r.headers.add("Idempotency-Key", "k-" + std::to_string(t) + "-" + std::to_string(i));
+        CallResult out = c->execute(r);
+        attempts += out.attempts;
+        ++calls;
+        if (!out.ok()) {
+          // Only an unkeyed POST may fail: never sent twice, its dropped answer is the caller's to handle.
+          EXPECT_EQ(i % 3, 2) << out.error.message();
+          EXPECT_EQ(out.attempts, 1);
+          ++unkeyed_posts_failed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 160);
+  EXPECT_GT(unkeyed_posts_failed.load(), 0) << "no unkeyed POST met a dying connection";
+  EXPECT_GT(reused.load(), 10) << "the load reused too few connections to test anything";
+  EXPECT_EQ(attempts.load(), peer.requests()) << "a request reached the wire that no attempt accounts for";
+}
+
+// --- 7. A local shortage is not the dependency's failure (F13). ---------------------------------------------
+
+TEST_F(HostilePeerTest, F13OutOfFileDescriptorsIsResourceNotRetriedNoVerdictAndRecovers) {
+  RawPeer peer([](RawConnection& c) {
+    while (c.read_request()) c.write(kOk);
+  });
+  auto c = make(peer);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> hogs;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) hogs.push_back(fd);
+  CallResult starved = c->execute(req(peer));
+  for (int fd : hogs) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+
+  ASSERT_FALSE(starved.ok());
+  EXPECT_EQ(starved.error.code(), Code::kResource) << starved.error.message();
+  EXPECT_EQ(starved.attempts, 1);
+  const breaker::Counts counts = c->breaker().counts();
+  EXPECT_EQ(counts.failures, 0u);
+  EXPECT_EQ(counts.state, breaker::State::kClosed);
+  EXPECT_DOUBLE_EQ(c->budget().tokens(), 10.0);
+  EXPECT_EQ(peer.requests(), 0);
+  // Descriptors free again: the same client works at once.
+  EXPECT_EQ(body_of(c->execute(req(peer))), "ok");
+}
+
+}  // namespace
+}  // namespace humus::client
