@@ -5,6 +5,7 @@ repository, `docs/retries.md §6.4`, using the section table of docs/README.md.
     scripts/cite-docs.py            rewrite every file under the cited trees in place
     scripts/cite-docs.py --dry-run  print what would change, change nothing
     scripts/cite-docs.py --check    exit 1 if any `SPEC §` citation is left (CI)
+    scripts/cite-docs.py README.md  only these files or folders (relative to the repository)
 
 Forms handled, each section looked up on its own:
     SPEC §6.4                  -> docs/retries.md §6.4
@@ -17,8 +18,8 @@ Forms handled, each section looked up on its own:
     SPEC §4–§11                -> docs/retries.md §4 to docs/bulkhead.md §11  (a range across pages)
     (SPEC §3), SPEC §3's       -> the same, punctuation kept
 A section the table lacks falls back to its whole section's page (§3.9 -> settings.md); a number with no page
-at all is an error naming the file and line. Only files under src tests python bindings cli bench are read
-(build output, caches and binary files are skipped).
+at all is an error naming the file and line. Without paths, the files under src tests python bindings cli
+bench are read (build output, caches and binary files are skipped).
 """
 
 from __future__ import annotations
@@ -90,12 +91,14 @@ def rewrite_citation(m: re.Match[str], table: dict[str, str]) -> str:
     return "".join(out)
 
 
-def files(root: Path):
-    for tree in TREES:
+def files(root: Path, trees: list[str]):
+    for tree in trees:
         base = root / tree
         if not base.exists():
-            continue
-        for path in sorted(base.rglob("*")):
+            if tree in TREES:
+                continue  # a default tree this checkout lacks
+            sys.exit(f"cite-docs: {tree}: no such file or folder under {root}")
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
             if not path.is_file() or any(part in SKIP_DIRS for part in path.relative_to(root).parts):
                 continue
             try:
@@ -108,6 +111,7 @@ def files(root: Path):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository to work on (default: this one)")
+    parser.add_argument("paths", nargs="*", default=TREES, help="files or folders to work on (default: %(default)s)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any 'SPEC §' citation is left")
     mode.add_argument("--dry-run", action="store_true", help="print the rewrites, change nothing")
@@ -116,7 +120,7 @@ def main() -> int:
 
     if args.check:
         left = 0
-        for path, text in files(root):
+        for path, text in files(root, args.paths):
             for lineno, line in enumerate(text.splitlines(), 1):
                 if "SPEC §" in line:
                     left += 1
@@ -131,7 +135,7 @@ def main() -> int:
     changed_files = 0
     rewritten = 0
     errors = 0
-    for path, text in files(root):
+    for path, text in files(root, args.paths):
         count = 0
         new_lines = []
         for lineno, line in enumerate(text.splitlines(keepends=True), 1):
