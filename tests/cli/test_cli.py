@@ -72,6 +72,21 @@ def test_version(run) -> None:
     assert re.match(rb"humus-http \d+\.\d+\.\d+ \(libhumus_http \d+\.\d+\.\d+\)", result.stdout)
 
 
+def test_version_names_every_linked_library_one_per_line(run) -> None:
+    lines = run("--version").stdout.decode().splitlines()
+    libraries = dict(line.split(" ", 1) for line in lines[1:-1])
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", libraries["libcurl"]), libraries
+    assert "OpenSSL" in libraries["ssl"], libraries
+    assert lines[-1].startswith("features: ")
+    features = lines[-1].split()[1:]
+    assert "ssl" in features and "http2" in features, features
+    assert features == sorted(features)
+    curl = shutil.which("curl-config")
+    if curl:  # the libcurl the build found is the one the program loads
+        built = subprocess.run([curl, "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+        assert libraries["libcurl"] == built
+
+
 @pytest.mark.parametrize(("args", "named"), [
     ([], "no command"),
     (["fetch", "http://x/"], "'fetch'"),
