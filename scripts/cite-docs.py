@@ -6,6 +6,9 @@ repository, `docs/retries.md §6.4`, using the section table of docs/README.md.
     scripts/cite-docs.py --dry-run  print what would change, change nothing
     scripts/cite-docs.py --check    exit 1 if any `SPEC §` citation is left (CI)
     scripts/cite-docs.py README.md  only these files or folders (relative to the repository)
+    scripts/cite-docs.py --check-table  exit 1 unless every row of the table names a page whose heading
+                                    carries that number (`## 6.4 Retry budget`), and every numbered
+                                    heading of a page has its row
 
 Forms handled, each section looked up on its own:
     SPEC §6.4                  -> docs/retries.md §6.4
@@ -108,6 +111,47 @@ def files(root: Path, trees: list[str]):
             yield path, text
 
 
+HEADING = re.compile(r"^## (?P<num>[0-9]+(?:\.[0-9]+)?[a-z]?|A) .*$", re.MULTILINE)
+ANCHOR = re.compile(r"^\|\s*§(?P<num>[0-9A-Za-z.]+)\s*\|[^|]*\|\s*\[[^\]]+\]\([^)#]+#(?P<anchor>[^)]+)\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lowercase, punctuation dropped, spaces as hyphens."""
+    text = heading.lstrip("#").strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def check_table(docs: Path) -> int:
+    table = load_table(docs / "README.md")
+    problems = []
+    headings: dict[str, str] = {}
+    slugs: dict[str, str] = {}
+    for page in sorted(docs.glob("*.md")):
+        for m in HEADING.finditer(page.read_text(encoding="utf-8")):
+            if m.group("num") in headings:
+                problems.append(f"§{m.group('num')}: a heading in {headings[m.group('num')]} and in {page.name}")
+            headings[m.group("num")] = page.name
+            slugs[m.group("num")] = slug(m.group(0))
+    for line in (docs / "README.md").read_text(encoding="utf-8").splitlines():
+        m = ANCHOR.match(line)
+        if m and m.group("num") in slugs and slugs[m.group("num")] != m.group("anchor"):
+            problems.append(f"§{m.group('num')}: the table links #{m.group('anchor')}, the heading is "
+                            f"#{slugs[m.group('num')]}")
+    for num, page in sorted(table.items()):
+        if not (docs / page).is_file():
+            problems.append(f"§{num}: the table names {page}, which does not exist")
+        elif headings.get(num) != page:
+            problems.append(f"§{num}: no heading '## {num} ...' in {page}")
+    for num, page in sorted(headings.items()):
+        if num not in table:
+            problems.append(f"§{num}: a heading in {page} without a row in the table")
+    for p in problems:
+        print(f"cite-docs: {p}", file=sys.stderr)
+    if not problems:
+        print(f"cite-docs: {len(table)} sections, each a heading of its page")
+    return 1 if problems else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository to work on (default: this one)")
@@ -115,8 +159,13 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any 'SPEC §' citation is left")
     mode.add_argument("--dry-run", action="store_true", help="print the rewrites, change nothing")
+    mode.add_argument("--check-table", action="store_true",
+                      help="check docs/README.md's table against the pages' numbered headings")
     args = parser.parse_args()
     root: Path = args.root.resolve()
+
+    if args.check_table:
+        return check_table(root / "docs")
 
     if args.check:
         left = 0
