@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,39 @@
 #include "demo/demo.h"
 #include "exit_codes.h"
 #include "fetch.h"
+
+namespace {
+
+// humus-http --version: the program, then one line per library it runs with and the features of the libcurl
+// loaded (humus_version_info), as curl --version does, so a bug or security report says what really ran.
+int print_version() {
+  std::printf("humus-http %s (libhumus_http %s)\n", HUMUS_VERSION_STRING, humus_version());
+  char* out = nullptr;
+  size_t len = 0;
+  humus_error* err = nullptr;
+  if (humus_version_info(&out, &len, &err) != HUMUS_OK) {
+    std::fprintf(stderr, "humus-http: %s\n", humus_error_message(err));
+    humus_error_free(err);
+    return humus::cli::exit_code::kFailure;
+  }
+  // ordered_json keeps the report's order: the library first, then libcurl and what it links.
+  const nlohmann::ordered_json info = nlohmann::ordered_json::parse(std::string(out, len), nullptr, false);
+  humus_string_free(out);
+  if (!info.is_object()) return humus::cli::exit_code::kFailure;
+  std::string features;
+  for (const auto& [name, value] : info.items()) {
+    if (name == "humus_http") continue;
+    if (name == "features" && value.is_array()) {
+      for (const auto& f : value) features += " " + f.get<std::string>();
+    } else if (value.is_string()) {
+      std::printf("%s %s\n", name.c_str(), value.get<std::string>().c_str());
+    }
+  }
+  std::printf("features:%s\n", features.c_str());
+  return humus::cli::exit_code::kOk;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using humus::cli::Invocation;
@@ -28,8 +62,7 @@ int main(int argc, char** argv) {
       std::fputs(humus::cli::help_text().c_str(), stdout);
       return humus::cli::exit_code::kOk;
     case Invocation::Command::kVersion:
-      std::printf("humus-http %s (libhumus_http %s)\n", HUMUS_VERSION_STRING, humus_version());
-      return humus::cli::exit_code::kOk;
+      return print_version();
     case Invocation::Command::kFetch:
       return humus::cli::run_fetch(inv.fetch);
     case Invocation::Command::kDemo:

@@ -41,6 +41,16 @@ extern "C" {
 HUMUS_API int32_t humus_version_number(void);
 /* The same as a string such as "0.1.0"; static storage. Any thread. */
 HUMUS_API const char *humus_version(void);
+/* What this library runs with, as JSON, read from the libcurl loaded at run time (curl_version_info), for bug
+ * and security reports: {"humus_http": "0.1.0", "libcurl": "7.88.1", "ssl": "OpenSSL/3.0.x", "zlib": "1.2.13",
+ * "brotli": "1.0.9", "zstd": "1.5.4", "nghttp2": "1.52.0", "libidn2": "2.3.3", "features": ["http2", "ssl",
+ * "libz", ...]}. A library libcurl was built without is left out; "features" are curl -V's names in lowercase,
+ * sorted. `*out` is NUL-terminated and the caller's to free with humus_string_free(); `*len` (may be NULL)
+ * excludes the NUL. HUMUS_E_INVALID_ARGUMENT when out is NULL; HUMUS_E_NO_MEMORY. Any thread.
+ * (Spelt with int32_t and struct humus_error because the Version section comes before their typedefs:
+ * int32_t is humus_status, and struct humus_error is humus_error.) */
+struct humus_error;
+HUMUS_API int32_t humus_version_info(char **out, size_t *len, struct humus_error **err);
 
 /* ==== Status codes =============================================================================== */
 

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   cmake ninja-build g++ pkg-config binutils openssl python3 python3-pip python3-dev
+  groff-base  # groff, to check that the manual pages (docs/man/) render without warnings
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   chromium  # headless, to check in a test that the demo's SVG chart renders

@@ -1,10 +1,24 @@
 // Version and status names: the parts of the C ABI that need no handle.
 #include "humus_http.h"
 
+#include "capi/guard.h"
+#include "capi/text_out.h"
+#include "transport/version_info.h"
+
+using humus::capi::guard;
+using humus::capi::null_argument;
+
 extern "C" {
 
 HUMUS_API int32_t humus_version_number(void) { return HUMUS_VERSION_NUMBER; }
 HUMUS_API const char* humus_version(void) { return HUMUS_VERSION_STRING; }
+
+HUMUS_API humus_status humus_version_info(char** out, size_t* len, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (out == nullptr) return null_argument("humus_version_info", "out", err);
+    return humus::capi::text_out(humus::transport::linked_versions_json(), out, len);
+  });
+}
 
 HUMUS_API const char* humus_status_name(humus_status s) {
   switch (s) {

@@ -62,6 +62,19 @@ def test_help_names_every_command_flag_and_exit_status(run, flag: str) -> None:
         assert re.search(rf"^\s+{code}  ", text, re.MULTILINE), f"exit status {code} not documented"
 
 
+def test_the_manual_page_documents_every_flag_and_exit_status_of_help(run) -> None:
+    help_text = run("--help").stdout.decode()
+    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", help_text))
+    codes = set(re.findall(r"^\s+(\d+)  ", help_text, re.MULTILINE))
+    page = (Path(__file__).resolve().parents[2] / "docs" / "man" / "humus-http.1").read_text()
+    roff = page.replace("\\-", "-")
+    documented_flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", roff))
+    assert flags <= documented_flags, f"flags of --help missing from humus-http.1: {sorted(flags - documented_flags)}"
+    exit_section = roff.split(".SH EXIT STATUS", 1)[1].split(".SH ", 1)[0]
+    documented_codes = set(re.findall(r"^\.B (\d+)$", exit_section, re.MULTILINE))
+    assert codes == documented_codes, f"--help {sorted(codes, key=int)}, humus-http.1 {sorted(documented_codes, key=int)}"
+
+
 def test_help_anywhere_on_the_line_wins(run) -> None:
     assert run("get", "http://x/", "--help").returncode == 0
 
@@ -70,6 +83,21 @@ def test_version(run) -> None:
     result = run("--version")
     assert result.returncode == 0
     assert re.match(rb"humus-http \d+\.\d+\.\d+ \(libhumus_http \d+\.\d+\.\d+\)", result.stdout)
+
+
+def test_version_names_every_linked_library_one_per_line(run) -> None:
+    lines = run("--version").stdout.decode().splitlines()
+    libraries = dict(line.split(" ", 1) for line in lines[1:-1])
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", libraries["libcurl"]), libraries
+    assert "OpenSSL" in libraries["ssl"], libraries
+    assert lines[-1].startswith("features: ")
+    features = lines[-1].split()[1:]
+    assert "ssl" in features and "http2" in features, features
+    assert features == sorted(features)
+    curl = shutil.which("curl-config")
+    if curl:  # the libcurl the build found is the one the program loads
+        built = subprocess.run([curl, "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+        assert libraries["libcurl"] == built
 
 
 @pytest.mark.parametrize(("args", "named"), [

@@ -34,6 +34,9 @@ pub const HUMUS_VERSION_STRING: &str = "0.1.0";
 extern "C" {
     pub fn humus_version_number() -> i32;
     pub fn humus_version() -> *const c_char;
+    /// The linked libraries as JSON (`{"humus_http": ..., "libcurl": ..., "features": [...]}`); `*out` is freed
+    /// with `humus_string_free`.
+    pub fn humus_version_info(out: *mut *mut c_char, len: *mut usize, err: *mut *mut humus_error) -> humus_status;
 }
 
 // ==== Status codes =============================================================================
