@@ -146,11 +146,11 @@ int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primar
     long connects = 0;
     curl_easy_getinfo(st.easy, CURLINFO_NUM_CONNECTS, &connects);
     st.first_send_reused = connects == 0;
-    st.first_local_port = local_port;
+    st.first_send_http1 = st.sockets->known_http1(local_port);
     if (!st.first_send_reused) {
       if (const int fd = socket_on_port(st.opened, local_port); fd >= 0) st.sockets->bind(local_port, fd);
     } else if (const int fd = st.sockets->fd_for(local_port);
-               fd >= 0 && st.sockets->known_http1(local_port) && has_unread_input(fd)) {
+               fd >= 0 && st.first_send_http1 && has_unread_input(fd)) {
       poison(fd);
       st.stale_connection = true;
       return CURL_PREREQFUNC_ABORT;
@@ -158,8 +158,9 @@ int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primar
     ++st.wire_sends;
     return CURL_PREREQFUNC_OK;
   }
-  // A fresh HTTP/1.1 connection is never resent on, so a resend after one is a refused HTTP/2 stream.
-  if (!st.first_send_reused || st.sockets->is_http2(st.first_local_port)) {
+  // libcurl resends after an HTTP/1.1 send only on a reused connection, and a reused HTTP/1.1 connection has
+  // carried a whole answer before (so its protocol is known): any other resend is a refused HTTP/2 stream.
+  if (!st.first_send_reused || !st.first_send_http1) {
     st.abort(Code::kStreamRefused, "the server refused the HTTP/2 stream before processing it");
   } else {
     st.abort(Code::kConnectionLost, "the pooled connection closed before the response");
@@ -220,7 +221,7 @@ void AttemptState::reset() {
   headers_done = false;
   wire_sends = 0;
   first_send_reused = false;
-  first_local_port = 0;
+  first_send_http1 = false;
   stale_connection = false;
   opened.clear();
   local_errno = 0;
@@ -275,9 +276,9 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
   curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, state_.sockets);
   // An older connection takes no new request (docs/transport.md §10.1): it is closed instead of reused.
-  curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN,
-                   static_cast<long>(std::max<int64_t>(
-                       1, std::chrono::duration_cast<std::chrono::seconds>(c.max_connection_lifetime).count())));
+  // libcurl compares whole seconds with ">", so a limit of L-1 closes a connection aged L seconds or more.
+  const int64_t lifetime_s = std::chrono::duration_cast<std::chrono::seconds>(c.max_connection_lifetime).count();
+  curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, static_cast<long>(std::max<int64_t>(1, lifetime_s - 1)));
   if (connect_to) curl_easy_setopt(e, CURLOPT_CONNECT_TO, connect_to.get());
   connect_timeout_ = c.connect_timeout;
   if (!c.https) return;

@@ -29,7 +29,7 @@ struct AttemptState {
   bool headers_done = false;
   int wire_sends = 0;
   bool first_send_reused = false;  // the first send went on a connection an earlier transfer had opened
-  int first_local_port = 0;        // the local port of the first send's connection
+  bool first_send_http1 = false;   // ... and that connection had carried an HTTP/1.x answer before
   bool stale_connection = false;   // the pooled connection held unread bytes: go again on a fresh one
   CURL* easy = nullptr;
   SocketRegistry* sockets = nullptr;  // of the connection cache the handle is driven in

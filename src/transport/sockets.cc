@@ -12,11 +12,6 @@ int SocketRegistry::fd_for(int port) const {
   return it == by_port_.end() ? -1 : it->second;
 }
 
-bool SocketRegistry::is_http2(int port) const {
-  const auto it = http2_.find(port);
-  return it != http2_.end() && it->second;
-}
-
 bool SocketRegistry::known_http1(int port) const {
   const auto it = http2_.find(port);
   return it != http2_.end() && !it->second;

@@ -19,7 +19,6 @@ class SocketRegistry {
   int fd_for(int port) const;
   // The protocol an answer came in over the connection on local port `port`: known once one has.
   void mark_protocol(int port, bool http2) { http2_[port] = http2; }
-  bool is_http2(int port) const;
   bool known_http1(int port) const;
   // libcurl closed `fd`.
   void closed(int fd);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "support/raw_peer.h"
 #include "support/test_server.h"
 
 namespace humus::client {
@@ -252,6 +253,78 @@ TEST_F(ClientServerTest, UntrustedAndCnOnlyCertificatesAreRefusedAndNotRetried) 
   EXPECT_EQ(received("/tls"), 0u);
 }
 
+// docs/transport.md §10.7: the two certificate failures a caller may act on read differently.
+TEST_F(ClientServerTest, UntrustedAndMismatchedCertificatesHaveMessagesOfTheirOwn) {
+  CallResult untrusted = make("untrusted")->execute(req("untrusted", "/tls"));
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_NE(untrusted.error.message().find("is not trusted"), std::string::npos) << untrusted.error.message();
+
+  // The server's certificate names payments, localhost and 127.0.0.1: reached as "ledger", it is mismatched.
+  RuntimeOptions o;
+  const std::string ledger = "ledger:" + std::to_string(server().port("https"));
+  o.resolve.emplace_back(ledger, server().address("https"));
+  Runtime rt(o);
+  settings::Settings s;
+  s.base_url = "https://" + ledger;
+  s.tls.emplace();
+  s.tls->ca_file = server().ca_file();
+  auto c = std::move(Client::create(rt, s)).value();
+  Request r;
+  r.url = s.base_url + "/tls";
+  CallResult mismatched = c->execute(r);
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_EQ(mismatched.error.code(), Code::kTls);
+  EXPECT_NE(mismatched.error.message().find("not valid for host \"ledger\""), std::string::npos)
+      << mismatched.error.message();
+  EXPECT_EQ(mismatched.attempts, 1);
+}
+
+// S5: a client certificate that does not match its key is the operator's mistake, found at build.
+TEST_F(ClientServerTest, S5ClientCertificateNotMatchingItsKeyIsRefusedAtBuild) {
+  settings::Settings s;
+  s.base_url = "https://" + server().host_port("mtls");
+  s.tls.emplace();
+  s.tls->ca_file = server().ca_file();
+  s.tls->cert_file = server().client_cert();
+  s.tls->key_file = server().certs_dir() + "/server.key";
+  Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kConfig);
+  EXPECT_EQ(c.status().fields(), (std::vector<std::string>{"tls.cert_file", "tls.key_file"}));
+  EXPECT_NE(c.status().message().find("does not match its key"), std::string::npos) << c.status().message();
+
+  s.tls->key_file = server().certs_dir() + "/no-such.key";
+  Result<std::unique_ptr<Client>> missing = Client::create(runtime_, s);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kConfig);
+  EXPECT_EQ(missing.status().fields(), std::vector<std::string>{"tls.key_file"});
+}
+
+// F30: a handshake the network cuts (reset, or EOF, after the ClientHello) is a dropped connection — retried
+// for a GET — not a certificate problem.
+TEST_F(ClientServerTest, F30TlsHandshakeCutByTheNetworkIsConnectionLostAndRetried) {
+  for (const bool rst : {true, false}) {
+    humus::test::RawPeer peer([rst](humus::test::RawConnection& c) {
+      if (c.read_some(2000).empty()) return;  // the ClientHello
+      if (rst) c.reset();
+    });
+    settings::Settings s;
+    s.base_url = "https://127.0.0.1:" + std::to_string(peer.port());
+    s.tls.emplace();
+    s.tls->ca_file = server().ca_file();
+    s.backoff_base = milliseconds(1);
+    s.backoff_max = milliseconds(2);
+    auto c = std::move(Client::create(runtime_, s)).value();
+    Request r;
+    r.url = s.base_url + "/";
+    CallResult out = c->execute(r);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.error.code(), Code::kConnectionLost) << (rst ? "reset: " : "eof: ") << out.error.message();
+    EXPECT_EQ(out.attempts, 3);
+    EXPECT_EQ(peer.connections(), 3);
+  }
+}
+
 TEST_F(ClientServerTest, SystemRootsDoNotTrustTheTestCa) {
   settings::Settings s;
   s.base_url = "https://" + server().host_port("https");
@@ -360,6 +433,21 @@ TEST_F(ClientServerTest, Http2RefusedStreamIsResentForAnyMethod) {
     ASSERT_TRUE(out.ok()) << method << ": " << out.error.message();
     EXPECT_EQ(out.response->status, 200) << method;
   }
+}
+
+// docs/transport.md §10.8: libcurl retries a refused stream up to five times by itself; here every wire
+// request is an attempt, so a peer refusing every stream sees max_attempts requests, not eighteen.
+TEST_F(ClientServerTest, Http2StreamRefusedEveryTimeEndsAfterMaxAttemptsWireRequests) {
+  server().script("/refused-all", json::array({{{"refuse_stream", true}}}));
+  settings::Settings s;
+  s.backoff_base = milliseconds(1);
+  s.backoff_max = milliseconds(2);
+  auto c = make("https", s);
+  CallResult out = c->execute(req("https", "/refused-all"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kStreamRefused) << out.error.message();
+  EXPECT_EQ(out.attempts, 3);
+  EXPECT_EQ(received("/refused-all"), 3u);
 }
 
 TEST_F(ClientServerTest, DifferingDuplicateContentLengthIsRefused) {
