@@ -590,7 +590,17 @@ func TestRequestsRefusedBeforeSending(t *testing.T) {
 	}
 	req, _ = http.NewRequest("GET", s.url("http", "/x"), nil)
 	req.Host = "other:1"
-	if _, err := hc.Do(req); !errors.Is(err, humushttp.ErrInvalidArgument) {
-		t.Fatalf("a Host override: err = %v, want ErrInvalidArgument", err)
+	if _, err := hc.Do(req); !errors.Is(err, humushttp.ErrInvalidArgument) || !errors.As(err, &he) ||
+		len(he.Fields) != 1 || he.Fields[0] != "Host" {
+		t.Fatalf("a Host override: err = %v, want ErrInvalidArgument naming Host", err)
+	}
+	// The headers the client owns (framing, connection management) are the core's, as in every language.
+	for _, name := range []string{"Content-Length", "Transfer-Encoding", "Connection", "Te", "Upgrade"} {
+		req, _ = http.NewRequest("POST", s.url("http", "/x"), nil)
+		req.Header[name] = []string{"2"}
+		if _, err := hc.Do(req); !errors.Is(err, humushttp.ErrInvalidArgument) || !errors.As(err, &he) ||
+			he.Fields[0] != name {
+			t.Fatalf("%s: err = %v, want ErrInvalidArgument naming it", name, err)
+		}
 	}
 }

@@ -21,11 +21,6 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 	if req.URL == nil {
 		return nil, "", &Error{Status: StatusInvalidArgument, Message: "url: the request has no URL", Fields: []string{"url"}}
 	}
-	if req.Host != "" && req.Host != req.URL.Host {
-		return nil, "", &Error{Status: StatusInvalidArgument, Fields: []string{"Host"},
-			Message: "Host: " + req.Host + " differs from the URL's host " + req.URL.Host +
-				" (the core sends the URL's host; there is no Host override)"}
-	}
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -64,6 +59,13 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 			p.add(value)
 			headers++
 		}
+	}
+	// A Host override goes to the core as the header it is, and the core refuses it with every other header
+	// the client owns (docs/transport.md §10.5): one rule for every language.
+	if req.Host != "" && req.Host != req.URL.Host {
+		p.add("Host")
+		p.add(req.Host)
+		headers++
 	}
 	var native *C.humus_request
 	err := withThread(func() error {

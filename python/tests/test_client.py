@@ -130,6 +130,20 @@ def test_header_injection_is_refused_before_sending(server: TestServer,
     assert server.requests(path) == []
 
 
+@pytest.mark.parametrize("name, value", [("Host", "evil.example"), ("Content-Length", "2"),
+                                         ("Transfer-Encoding", "chunked"), ("Connection", "close"), ("TE", "x"),
+                                         (":path", "/x"), ("X-Ctl", "a\x01b"), ("X-Del", "a\x7fb")])
+def test_headers_the_client_owns_are_refused_before_sending(server: TestServer,
+                                                            make_client: Callable[..., humus_http.Client],
+                                                            path: str, name: str, value: str) -> None:
+    # docs/transport.md §10.5: the same rule as in C, Go, Rust and the CLI (one check in the core).
+    with pytest.raises(humus_http.InvalidRequestError) as caught:
+        make_client().post(path, content=b"{}", headers={name: value})
+    assert caught.value.fields == (name,)
+    assert name in caught.value.message
+    assert server.requests(path) == []
+
+
 def test_raise_for_status(server: TestServer, make_client: Callable[..., humus_http.Client], path: str) -> None:
     server.script(path, [{"status": 404, "body": "no such thing"}])
     r = make_client().get(path)

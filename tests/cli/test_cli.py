@@ -206,6 +206,12 @@ def test_header_flag_adds_headers_and_a_bad_value_is_refused_naming_it(run, serv
     assert refused.returncode == 2
     assert "-H 'X-Evil'" in one_line_error(refused.stderr)
     assert len(server.requests("/h")) == 1  # nothing sent
+    # The headers the client owns are refused as in every language (docs/transport.md §10.5): no smuggling.
+    for owned in ("Host: evil.example", "Content-Length: 2", "Transfer-Encoding: chunked"):
+        refused = run("post", server.url("http", "/h"), "-d", "x=1", "-H", owned)
+        assert refused.returncode == 2, owned
+        assert owned.split(":")[0] in one_line_error(refused.stderr)
+    assert len(server.requests("/h")) == 1
 
 
 def test_output_writes_the_body_to_a_file(run, server: TestServer, tmp_path: Path) -> None:

@@ -419,6 +419,22 @@ fn the_call_context_travels_with_the_configured_headers() {
 }
 
 #[test]
+fn headers_the_client_owns_are_refused_as_in_every_language() {
+    // docs/transport.md §10.5: one check in the core for C, Python, Go, Rust and the CLI.
+    for (name, value) in [
+        ("Host", "evil.example"),
+        ("Content-Length", "2"),
+        ("Transfer-Encoding", "chunked"),
+        ("Upgrade", "h2c"),
+        ("X-Ctl", "a\u{1}b"),
+    ] {
+        let request = Request::post(&format!("http://127.0.0.1:1/{name}")).header(name, value);
+        let refused = request.error().cloned().expect("refused while building");
+        assert_eq!((refused.kind(), refused.fields()), (ErrorKind::InvalidArgument, &[name.to_string()][..]));
+    }
+}
+
+#[test]
 fn a_header_injection_is_refused_before_sending() {
     let server = TestServer::shared();
     let path = unique_path("injection");
