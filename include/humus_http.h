@@ -101,8 +101,8 @@ HUMUS_API const char *humus_status_name(humus_status s);
 
 typedef struct humus_error humus_error;
 
-/* Accessors of an error; all accept only a non-NULL error and never fail. Any thread, on an error no
- * other thread frees. */
+/* Accessors of an error; they never fail, and NULL reads as "no error" (HUMUS_OK, "", 0, no field). Any
+ * thread, on an error no other thread frees. */
 HUMUS_API humus_status humus_error_status(const humus_error *e);
 /* What was wrong, naming the setting, header or URL. Lives as long as the error. */
 HUMUS_API const char *humus_error_message(const humus_error *e);

@@ -30,14 +30,16 @@ humus_status report(const Status& status, humus_error** err, int32_t attempts, i
 
 extern "C" {
 
-HUMUS_API humus_status humus_error_status(const humus_error* e) { return e->status; }
-HUMUS_API const char* humus_error_message(const humus_error* e) { return e->message.c_str(); }
-HUMUS_API int32_t humus_error_attempts(const humus_error* e) { return e->attempts; }
-HUMUS_API size_t humus_error_field_count(const humus_error* e) { return e->fields.size(); }
+// Every accessor takes NULL as "no error", so `humus_error_message(err)` after a call that left err NULL reads
+// "" rather than crashing a binding that forgot to check.
+HUMUS_API humus_status humus_error_status(const humus_error* e) { return e == nullptr ? HUMUS_OK : e->status; }
+HUMUS_API const char* humus_error_message(const humus_error* e) { return e == nullptr ? "" : e->message.c_str(); }
+HUMUS_API int32_t humus_error_attempts(const humus_error* e) { return e == nullptr ? 0 : e->attempts; }
+HUMUS_API size_t humus_error_field_count(const humus_error* e) { return e == nullptr ? 0 : e->fields.size(); }
 HUMUS_API const char* humus_error_field(const humus_error* e, size_t i) {
-  return i < e->fields.size() ? e->fields[i].c_str() : nullptr;
+  return e != nullptr && i < e->fields.size() ? e->fields[i].c_str() : nullptr;
 }
-HUMUS_API int64_t humus_error_retry_after_ms(const humus_error* e) { return e->retry_after_ms; }
+HUMUS_API int64_t humus_error_retry_after_ms(const humus_error* e) { return e == nullptr ? 0 : e->retry_after_ms; }
 HUMUS_API void humus_error_free(humus_error* e) { delete e; }
 HUMUS_API const humus_error* humus_last_error(void) { return humus::capi::last_error_slot().get(); }
 

@@ -28,6 +28,9 @@ TEST(CapiStatusName, EveryPinnedCodeHasItsName) {
       {HUMUS_E_PROTOCOL, "HUMUS_E_PROTOCOL"},
       {HUMUS_E_INVALID_ARGUMENT, "HUMUS_E_INVALID_ARGUMENT"},
       {HUMUS_E_MISUSE, "HUMUS_E_MISUSE"},
+      {HUMUS_E_STREAM_REFUSED, "HUMUS_E_STREAM_REFUSED"},
+      {HUMUS_E_TOO_LARGE, "HUMUS_E_TOO_LARGE"},
+      {HUMUS_E_RESOURCE, "HUMUS_E_RESOURCE"},
   };
   for (const auto& [code, name] : codes) EXPECT_STREQ(humus_status_name(code), name);
   EXPECT_STREQ(humus_status_name(987654), "HUMUS_E_UNKNOWN");
@@ -47,7 +50,20 @@ TEST(CapiStatusName, NumbersArePinned) {
   EXPECT_EQ(HUMUS_E_CANCELLED, 203);
   EXPECT_EQ(HUMUS_E_CONNECT, 300);
   EXPECT_EQ(HUMUS_E_PROTOCOL, 303);
+  EXPECT_EQ(HUMUS_E_STREAM_REFUSED, 304);
+  EXPECT_EQ(HUMUS_E_TOO_LARGE, 305);
+  EXPECT_EQ(HUMUS_E_RESOURCE, 306);
   EXPECT_EQ(HUMUS_E_TLS, 400);
+}
+
+TEST(CapiError, AccessorsReadNullAsNoError) {
+  EXPECT_EQ(humus_error_status(nullptr), HUMUS_OK);
+  EXPECT_STREQ(humus_error_message(nullptr), "");
+  EXPECT_EQ(humus_error_attempts(nullptr), 0);
+  EXPECT_EQ(humus_error_field_count(nullptr), 0u);
+  EXPECT_EQ(humus_error_field(nullptr, 0), nullptr);
+  EXPECT_EQ(humus_error_retry_after_ms(nullptr), 0);
+  humus_error_free(nullptr);
 }
 
 TEST(CapiError, ReportWritesErrorAndThreadLocalCopy) {
