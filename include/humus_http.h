@@ -140,9 +140,23 @@ HUMUS_API void humus_settings_free(humus_settings *s);
 
 /* Checks one value before building settings (SPEC §3.1): `key` is a JSON key path such as "timeout" or
  * "breaker.window"; `value_json` is the JSON value ("\"5s\"", "20"). HUMUS_OK when valid, else
- * HUMUS_E_CONFIG naming the key, or for an unknown key naming the nearest valid one. Any thread. */
+ * HUMUS_E_CONFIG naming the key, or for an unknown key naming the nearest valid one;
+ * HUMUS_E_INVALID_ARGUMENT if key or value_json is NULL. Any thread. */
+HUMUS_API humus_status humus_settings_check_field(const char *key, const char *value_json, size_t len,
+                                                  humus_error **err);
+/* The first name of humus_settings_check_field: the same function. */
 HUMUS_API humus_status humus_settings_check(const char *key, const char *value_json, size_t len,
                                             humus_error **err);
+
+/* The settings schema as JSON: {"version": 1, "keys": [...]}, one entry per key path in SPEC §3's order, each
+ * {"key": "breaker.window", "kind": "count", "default": 20, "min": 1, "min_exclusive": false, "max": 10000,
+ * "doc": "..."}. Kinds: "duration" (bounds and default as duration strings), "count" and "bytes" (integers),
+ * "number" (> 0), "share" (in (0, 1]), "enum" (with "choices"), "string", "bool", "object" (its keys follow
+ * as "<key>.<name>"), "map" (names of the caller's choosing to strings: headers). "nullable": true when JSON
+ * null is accepted, "required": true for base_url; "max" is absent when there is no upper bound. `*out` is
+ * NUL-terminated and the caller's to free with humus_string_free(); `*len` (may be NULL) excludes the NUL.
+ * HUMUS_E_INVALID_ARGUMENT if out is NULL. Any thread. */
+HUMUS_API humus_status humus_settings_schema_json(char **out, size_t *len, humus_error **err);
 
 /* The effective settings as JSON, defaults filled in, durations as strings. `*out` is NUL-terminated and the
  * caller's to free with humus_string_free(); `*len` (may be NULL) excludes the NUL. Any thread, with no

@@ -5,34 +5,39 @@ import "time"
 // Settings are one dependency's settings (SPEC §3), in the JSON form every binding shares: the JSON tags are
 // the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the library's
 // default applies (timeout 10s, attempt_timeout 5s, max_attempts 3, ...); the fields whose zero is a valid
-// value of its own (bulkhead.wait, max_retry_after, max_idle_connections, retry_budget.min_per_second) are
-// pointers for that reason.
+// value of its own (bulkhead.wait, max_retry_after, max_idle_connections, retry_budget.min_per_second,
+// decompress) are pointers for that reason. Only what is set reaches the library, which alone holds the
+// defaults (SettingsSchemaJSON lists them) and checks the values set against each other.
 // The library checks every value when a client is built and reports every bad one at once (ErrConfig,
 // Error.Fields naming the keys).
 //
 // Settings are plain values: build them on one goroutine, then share them read-only.
 type Settings struct {
-	BaseURL              string            `json:"base_url"`              // required: scheme://host[:port] of the dependency
-	Timeout              time.Duration     `json:"timeout"`               // the whole call (default 10s; > 0, <= 1h)
-	AttemptTimeout       time.Duration     `json:"attempt_timeout"`       // dial to response headers (default 5s)
-	ConnectTimeout       time.Duration     `json:"connect_timeout"`       // default 2s
-	MaxAttempts          int               `json:"max_attempts"`          // 1..10 (default 3; 1 turns retries off)
-	BackoffBase          time.Duration     `json:"backoff_base"`          // default 100ms
-	BackoffMax           time.Duration     `json:"backoff_max"`           // default 2s
-	RetryBudget          *RetryBudget      `json:"retry_budget"`          // default a token bucket of 10
-	Breaker              *BreakerSettings  `json:"breaker"`               // window, open_for, probes, probe_timeout
-	Trip                 *TripSettings     `json:"trip"`                  // the built-in trip policy's parameters
-	Probe                *ProbeSettings    `json:"probe"`                 // the built-in probe policy's parameters
-	Bulkhead             *BulkheadSettings `json:"bulkhead"`              // max_concurrent, wait
-	MaxRetryAfter        *time.Duration    `json:"max_retry_after"`       // nil: follows backoff_max
-	MaxIdleConnections   *int              `json:"max_idle_connections"`  // nil: 100
-	IdleTimeout          time.Duration     `json:"idle_timeout"`          // default 90s
-	TLS                  *TLSSettings      `json:"tls"`                   // nil: plain text (an http base_url)
-	HTTPVersion          string            `json:"http_version"`          // "auto" (default), "1.1", "2"
-	Headers              map[string]string `json:"headers"`               // sent with every request
-	ForwardAuthorization bool              `json:"forward_authorization"` // pass on the call context's bearer token
-	ForwardScenario      bool              `json:"forward_scenario"`      // keep the fault scenario in baggage
-	Classify             string            `json:"classify"`              // a preset: "humus" (default), "jfast", "strict"
+	BaseURL               string            `json:"base_url"`                // required: scheme://host[:port] of the dependency
+	Timeout               time.Duration     `json:"timeout"`                 // the whole call (default 10s; > 0, <= 1h)
+	AttemptTimeout        time.Duration     `json:"attempt_timeout"`         // dial to response headers (default 5s)
+	ConnectTimeout        time.Duration     `json:"connect_timeout"`         // default 2s
+	MaxAttempts           int               `json:"max_attempts"`            // 1..10 (default 3; 1 turns retries off)
+	BackoffBase           time.Duration     `json:"backoff_base"`            // default 100ms
+	BackoffMax            time.Duration     `json:"backoff_max"`             // default 2s
+	RetryBudget           *RetryBudget      `json:"retry_budget"`            // default a token bucket of 10
+	Breaker               *BreakerSettings  `json:"breaker"`                 // window, open_for, probes, probe_timeout
+	Trip                  *TripSettings     `json:"trip"`                    // the built-in trip policy's parameters
+	Probe                 *ProbeSettings    `json:"probe"`                   // the built-in probe policy's parameters
+	Bulkhead              *BulkheadSettings `json:"bulkhead"`                // max_concurrent, wait
+	MaxRetryAfter         *time.Duration    `json:"max_retry_after"`         // nil: follows backoff_max
+	MaxIdleConnections    *int              `json:"max_idle_connections"`    // nil: 100
+	IdleTimeout           time.Duration     `json:"idle_timeout"`            // default 90s
+	MaxConnectionLifetime time.Duration     `json:"max_connection_lifetime"` // older connections take no new request (default 10m; 1s..24h)
+	MaxResponseHeaders    int               `json:"max_response_headers"`    // bytes (default 64 KiB; 4 KiB..1 MiB)
+	MaxResponseBody       int64             `json:"max_response_body"`       // a buffered body's bytes (default 64 MiB; 1 KiB..1 TiB)
+	Decompress            *bool             `json:"decompress"`              // nil: true (ask for compressed bodies, decode them)
+	TLS                   *TLSSettings      `json:"tls"`                     // nil: plain text (an http base_url)
+	HTTPVersion           string            `json:"http_version"`            // "auto" (default), "1.1", "2"
+	Headers               map[string]string `json:"headers"`                 // sent with every request
+	ForwardAuthorization  bool              `json:"forward_authorization"`   // pass on the call context's bearer token
+	ForwardScenario       bool              `json:"forward_scenario"`        // keep the fault scenario in baggage
+	Classify              string            `json:"classify"`                // a preset: "humus" (default), "jfast", "strict"
 }
 
 // RetryBudget bounds retries across the calls of a client (SPEC §6.4): policy "token_bucket" (Tokens,

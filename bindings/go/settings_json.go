@@ -71,10 +71,28 @@ func CheckSetting(key, valueJSON string) error {
 	}
 	value := []byte(valueJSON)
 	var cerr *C.humus_error
-	if st := C.humus_settings_check(cstr(key), (*C.char)(cbytes(value)), C.size_t(len(value)), &cerr); st != C.HUMUS_OK {
+	if st := C.humus_settings_check_field(cstr(key), (*C.char)(cbytes(value)), C.size_t(len(value)), &cerr); st != C.HUMUS_OK {
 		return takeError(st, cerr)
 	}
 	return nil
+}
+
+// SettingsSchemaJSON is the library's settings schema (humus_settings_schema_json): {"version": 1, "keys":
+// [...]}, one entry per key path ("breaker.window") with its kind, default, bounds and doc. Safe for
+// concurrent use.
+func SettingsSchemaJSON() ([]byte, error) {
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	var out *C.char
+	var n C.size_t
+	var cerr *C.humus_error
+	if st := C.humus_settings_schema_json(&out, &n, &cerr); st != C.HUMUS_OK {
+		return nil, takeError(st, cerr)
+	}
+	text := C.GoBytes(unsafe.Pointer(out), C.int(n))
+	C.humus_string_free(out)
+	return text, nil
 }
 
 // native builds the library's settings object; the caller frees it.

@@ -186,3 +186,133 @@ func TestRuntimeOptionsRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestGivenValuesAreCheckedAgainstEachOther(t *testing.T) {
+	rt := mockRuntime(t, func(*humushttp.MockRequest) (humushttp.MockReply, error) { return humushttp.MockReply{}, nil })
+	// attempt_timeout 5s equals the library's default, yet it was set: refused, not silently capped.
+	_, err := humushttp.Open(humushttp.Settings{BaseURL: "http://p:1", Timeout: time.Second, AttemptTimeout: 5 * time.Second},
+		humushttp.WithRuntime(rt))
+	var he *humushttp.Error
+	if !errors.Is(err, humushttp.ErrConfig) || !errors.As(err, &he) || !contains(he.Fields, "attempt_timeout") ||
+		!contains(he.Fields, "timeout") {
+		t.Fatalf("err = %v, want ErrConfig naming attempt_timeout and timeout", err)
+	}
+	c, err := humushttp.Open(humushttp.Settings{BaseURL: "http://p:1", Timeout: time.Second}, humushttp.WithRuntime(rt))
+	if err != nil {
+		t.Fatalf("timeout alone caps the default attempt_timeout: %v", err)
+	}
+	c.Close()
+}
+
+func TestConnectionAndResponseLimits(t *testing.T) {
+	s := humushttp.Settings{BaseURL: "http://p:1", MaxConnectionLifetime: 30 * time.Minute, MaxResponseHeaders: 8192,
+		MaxResponseBody: 1 << 30, Decompress: ptr(false)}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"base_url":"http://p:1","max_connection_lifetime":"1800000ms","max_response_headers":8192,` +
+		`"max_response_body":1073741824,"decompress":false}`
+	if string(data) != want {
+		t.Fatalf("got  %s\nwant %s", data, want)
+	}
+	full, err := s.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.MaxConnectionLifetime != 30*time.Minute || full.MaxResponseHeaders != 8192 || full.MaxResponseBody != 1<<30 ||
+		full.Decompress == nil || *full.Decompress {
+		t.Fatalf("got %+v", full)
+	}
+	defaults, err := humushttp.Settings{BaseURL: "http://p:1"}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if defaults.MaxConnectionLifetime != 10*time.Minute || defaults.MaxResponseHeaders != 65536 ||
+		defaults.MaxResponseBody != 64<<20 || defaults.Decompress == nil || !*defaults.Decompress {
+		t.Fatalf("defaults %+v", defaults)
+	}
+	_, err = humushttp.Settings{BaseURL: "http://p:1", MaxConnectionLifetime: time.Millisecond, MaxResponseHeaders: 10,
+		MaxResponseBody: 1<<40 + 1}.WithDefaults()
+	var he *humushttp.Error
+	if !errors.Is(err, humushttp.ErrConfig) || !errors.As(err, &he) ||
+		!reflect.DeepEqual(he.Fields, []string{"max_connection_lifetime", "max_response_headers", "max_response_body"}) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Every key of the library's schema is a field of Settings (or of its nested structs) with the same JSON name
+// and a Go type of the same kind; and every field is a key of the schema.
+func TestSettingsCoverTheLibrarySchema(t *testing.T) {
+	text, err := humushttp.SettingsSchemaJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Keys []struct {
+			Key  string `json:"key"`
+			Kind string `json:"kind"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(text, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if len(schema.Keys) < 40 {
+		t.Fatalf("only %d keys in %s", len(schema.Keys), text)
+	}
+	durationType := reflect.TypeOf(time.Duration(0))
+	kindOf := func(t reflect.Type) string {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == durationType:
+			return "duration"
+		case t.Kind() == reflect.Struct:
+			return "object"
+		case t.Kind() == reflect.Map:
+			return "map"
+		case t.Kind() == reflect.Bool:
+			return "bool"
+		case t.Kind() == reflect.String:
+			return "string|enum"
+		case t.Kind() == reflect.Float64:
+			return "number|share"
+		case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+			return "count|bytes"
+		}
+		return t.String()
+	}
+	goKeys := map[string]string{}
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			key := prefix + name
+			goKeys[key] = kindOf(f.Type)
+			if goKeys[key] == "object" {
+				elem := f.Type
+				for elem.Kind() == reflect.Pointer {
+					elem = elem.Elem()
+				}
+				walk(elem, key+".")
+			}
+		}
+	}
+	walk(reflect.TypeOf(humushttp.Settings{}), "")
+	for _, k := range schema.Keys {
+		kind, ok := goKeys[k.Key]
+		if !ok {
+			t.Errorf("schema key %q (%s) has no Settings field", k.Key, k.Kind)
+			continue
+		}
+		if !contains(strings.Split(kind, "|"), k.Kind) {
+			t.Errorf("schema key %q is a %s, its Go field a %s", k.Key, k.Kind, kind)
+		}
+		delete(goKeys, k.Key)
+	}
+	for key := range goKeys {
+		t.Errorf("Settings field %q is no key of the library's schema", key)
+	}
+}

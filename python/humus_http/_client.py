@@ -102,22 +102,28 @@ def _timeout_ms(timeout: float | None) -> int:
 class _BaseClient:
     """What Client and AsyncClient share: building the native client and encoding requests."""
 
-    def __init__(self, base_url: str, *, timeout: Duration = 10.0, attempt_timeout: Duration = 5.0,
-                 connect_timeout: Duration | None = None, max_attempts: int = 3, backoff_base: Duration = 0.1,
-                 backoff_max: Duration = 2.0, max_retry_after: Duration | None = None,
-                 retry_budget: RetryBudget | None = None, breaker: Breaker | None = None, trip: Trip | None = None,
-                 probe: Probe | None = None, bulkhead: Bulkhead | None = None, max_idle_connections: int = 100,
-                 idle_timeout: Duration = 90.0, tls: TLS | None = None,
-                 http_version: Literal["auto", "1.1", "2"] = "auto", headers: Mapping[str, str] | None = None,
+    def __init__(self, base_url: str, *, timeout: Duration | None = None, attempt_timeout: Duration | None = None,
+                 connect_timeout: Duration | None = None, max_attempts: int | None = None,
+                 backoff_base: Duration | None = None, backoff_max: Duration | None = None,
+                 max_retry_after: Duration | None = None, retry_budget: RetryBudget | None = None,
+                 breaker: Breaker | None = None, trip: Trip | None = None, probe: Probe | None = None,
+                 bulkhead: Bulkhead | None = None, max_idle_connections: int | None = None,
+                 idle_timeout: Duration | None = None, max_connection_lifetime: Duration | None = None,
+                 max_response_headers: int | None = None, max_response_body: int | None = None,
+                 decompress: bool | None = None, tls: TLS | None = None,
+                 http_version: Literal["auto", "1.1", "2"] | None = None, headers: Mapping[str, str] | None = None,
                  classify: Literal["humus", "jfast", "strict"] | Classifier | None = None,
                  breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
-                 forward_authorization: bool = False, forward_scenario: bool = False) -> None:
+                 forward_authorization: bool | None = None, forward_scenario: bool | None = None) -> None:
+        # None is "not given": the core applies its defaults (SPEC §3) and checks exactly what was given.
         values: dict[str, object] = {
             "timeout": timeout, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
             "max_attempts": max_attempts, "backoff_base": backoff_base, "backoff_max": backoff_max,
             "max_retry_after": max_retry_after, "retry_budget": retry_budget, "breaker": breaker, "trip": trip,
             "probe": probe, "bulkhead": bulkhead, "max_idle_connections": max_idle_connections,
-            "idle_timeout": idle_timeout, "tls": tls, "http_version": http_version, "headers": headers,
+            "idle_timeout": idle_timeout, "max_connection_lifetime": max_connection_lifetime,
+            "max_response_headers": max_response_headers, "max_response_body": max_response_body,
+            "decompress": decompress, "tls": tls, "http_version": http_version, "headers": headers,
             "forward_authorization": forward_authorization, "forward_scenario": forward_scenario,
         }
         if isinstance(classify, str):
@@ -238,8 +244,11 @@ class Client(_BaseClient, Closing):
 
     Arguments are the settings of SPEC §3 (durations in seconds, or strings such as ``"250ms"``); ``classify``
     is a preset name or a callable ``(Attempt) -> Classification``; ``breaker_policy`` replaces the trip/probe
-    policy with Python callables; ``runtime`` (default: a shared one) carries name overrides. Invalid settings
-    raise ConfigError listing every bad field.
+    policy with Python callables; ``runtime`` (default: a shared one) carries name overrides. An argument left
+    None is not given: the core's default applies (SPEC §3), and only the values given are checked against
+    each other (``timeout=1.0`` alone caps the default ``attempt_timeout``; ``timeout=1.0,
+    attempt_timeout=5.0`` is a ConfigError naming both). Invalid settings raise ConfigError listing every bad
+    field.
     """
 
     def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,

@@ -115,7 +115,7 @@ class RetryBudget:
     policy: Literal["token_bucket", "ratio"] = "token_bucket"
     tokens: float | None = None
     ratio: float | None = None
-    min_per_second: float | None = None
+    min_per_second: int | None = None
     window: Duration | None = None
 
     def to_json(self) -> dict[str, object]:
@@ -519,37 +519,36 @@ def default_runtime() -> Runtime:
         return _default
 
 
-_DEFAULTS: dict[str, object] = {
-    "timeout": 10.0, "attempt_timeout": 5.0, "max_attempts": 3, "backoff_base": 0.1, "backoff_max": 2.0,
-    "max_idle_connections": 100, "idle_timeout": 90.0, "http_version": "auto",
-    "forward_authorization": False, "forward_scenario": False,
-}
+#: The keys whose values are durations (written in the SPEC's string form).
+_DURATIONS = frozenset({"timeout", "attempt_timeout", "connect_timeout", "backoff_base", "backoff_max",
+                        "max_retry_after", "idle_timeout", "max_connection_lifetime"})
 
 
 def settings_json(base_url: str, values: Mapping[str, object]) -> dict[str, object]:
-    """The SPEC's JSON form of a client's keyword arguments. Values equal to the documented default are left
-    out, so that the core caps an unset default against a value that was set (``timeout=1.0`` alone means an
-    attempt may take up to 1 s)."""
+    """The SPEC's JSON form of a client's keyword arguments: exactly the keys the caller gave (None means "not
+    given"), so the core alone applies its defaults and checks what was given, as every binding does
+    (``timeout=1.0`` alone caps the default attempt_timeout at 1 s; ``timeout=1.0, attempt_timeout=5.0`` is a
+    ConfigError naming both)."""
     out: dict[str, object] = {"base_url": _json_value(base_url)}
-    durations = {"timeout", "attempt_timeout", "connect_timeout", "backoff_base", "backoff_max", "max_retry_after",
-                 "idle_timeout"}
     for key, value in values.items():
         if value is None:
             continue
-        default = _DEFAULTS.get(key, _DEFAULTS)
-        if type(value) is type(default) and value == default:
-            continue
         if isinstance(value, (TLS, RetryBudget, Breaker, Trip, Probe, Bulkhead)):
             out[key] = value.to_json()
-        elif key == "headers" and isinstance(value, Mapping):
-            out[key] = {str(k): _json_value(v) for k, v in value.items()}
-        elif key in durations:
+        elif key in _DURATIONS:
             out[key] = _duration(value)
         elif isinstance(value, Mapping):
             out[key] = {str(k): _json_value(v) for k, v in value.items()}
         else:
             out[key] = _json_value(value)
     return out
+
+
+def settings_schema() -> list[dict[str, Any]]:
+    """Every settings key of the core (humus_settings_schema_json): ``{"key", "kind", "default", "doc", ...}``
+    in the SPEC's order."""
+    keys: list[dict[str, Any]] = json.loads(_native.settings_schema_json())["keys"]
+    return keys
 
 
 def check_settings_mapping(settings: Mapping[str, object]) -> dict[str, object]:

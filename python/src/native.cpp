@@ -1291,6 +1291,19 @@ PYBIND11_MODULE(_native, m) {
           py::arg("name"));
 
   m.def(
+      "settings_schema_json",
+      [] {
+        char* out = nullptr;
+        size_t len = 0;
+        humus_error* err = nullptr;
+        const humus_status st = humus_settings_schema_json(&out, &len, &err);
+        if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+        std::string text(out, len);
+        humus_string_free(out);
+        return text;
+      },
+      "The settings schema (humus_settings_schema_json): every key with its kind, default, bounds and doc.");
+  m.def(
       "classify_default",
       [](const Attempt& a) {
         humus_classification c{};

@@ -1,7 +1,10 @@
 """Settings: keyword arguments, the SPEC's JSON form (from_settings), durations, presets, the runtime."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 import humus_http
@@ -81,3 +84,103 @@ def test_runtime_resolve_reaches_a_tls_listener_by_its_certificate_name(server: 
     with humus_http.Client(f"https://payments:{port}", tls=tls, runtime=runtime) as client:
         assert client.get(path).status_code == 200
     assert server.requests(path)[0]["authority"] == f"payments:{port}"
+
+
+# ---- One schema: the binding passes exactly what was given, and covers every key of the core -------------
+
+def test_values_given_are_checked_against_each_other_even_when_equal_to_a_default() -> None:
+    # attempt_timeout=5.0 is the documented default, yet given: it must not become a silent 1 s cap.
+    for cls in (humus_http.Client, humus_http.AsyncClient):
+        with pytest.raises(humus_http.ConfigError) as caught:
+            cls("http://payments", timeout=1.0, attempt_timeout=5.0)
+        assert {"attempt_timeout", "timeout"} <= set(caught.value.fields)
+        assert "attempt_timeout: must be <= timeout (1s), got 5s" in caught.value.message
+
+
+def test_defaults_left_out_are_capped_by_the_values_given(runtime: humus_http.Runtime) -> None:
+    humus_http.Client("http://payments", timeout=1.0, runtime=runtime).close()
+    humus_http.Client("http://payments", timeout=1.0, connect_timeout=0.5, runtime=runtime).close()
+    with pytest.raises(humus_http.ConfigError) as caught:
+        humus_http.Client("http://payments", backoff_max=0.05, backoff_base=0.1, runtime=runtime)
+    assert {"backoff_max", "backoff_base"} <= set(caught.value.fields)
+
+
+def test_connection_and_response_limits_reach_the_core(runtime: humus_http.Runtime) -> None:
+    humus_http.Client("http://payments", max_connection_lifetime=timedelta(minutes=30), max_response_headers=8192,
+                      max_response_body=1 << 30, decompress=False, runtime=runtime).close()
+    humus_http.Client("http://payments", max_connection_lifetime="24h", runtime=runtime).close()
+    with pytest.raises(humus_http.ConfigError) as caught:
+        humus_http.Client("http://payments", max_connection_lifetime=0.5, max_response_headers=1024,
+                          max_response_body=(1 << 40) + 1, decompress="yes",  # type: ignore[arg-type]
+                          runtime=runtime)
+    assert set(caught.value.fields) == {"max_connection_lifetime", "max_response_headers", "max_response_body",
+                                        "decompress"}
+    assert "max_connection_lifetime: must be between 1s and 24h, got 500ms" in caught.value.message
+    assert "max_response_headers: must be between 4096 and 1048576, got 1024" in caught.value.message
+
+
+def _alternatives(hint: object) -> tuple[object, ...]:
+    """The members of a union annotation, or the annotation itself."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _kind_of(hint: object) -> set[str]:
+    """The schema kinds a Python annotation can carry."""
+    kinds: set[str] = set()
+    args = _alternatives(hint)
+    for arg in args:
+        origin = typing.get_origin(arg)
+        if origin is typing.Literal:
+            kinds.add("enum")
+        elif origin is Mapping or arg is Mapping:
+            kinds.add("map")
+        elif arg is timedelta:
+            kinds.add("duration")
+        elif arg is bool:
+            kinds.add("bool")
+        elif arg is int:
+            kinds.update({"count", "bytes"})
+        elif arg is float:
+            kinds.update({"number", "share"})
+        elif arg is str:
+            kinds.add("string")
+        elif isinstance(arg, type) and dataclasses.is_dataclass(arg):
+            kinds.add("object")
+    if "duration" in kinds:  # a Duration is also given as seconds or a string
+        kinds -= {"count", "bytes", "number", "share", "string"}
+    return kinds
+
+
+def test_the_binding_covers_every_key_of_the_core_schema() -> None:
+    from humus_http import _client, _settings
+
+    schema = _settings.settings_schema()
+    assert len(schema) > 40
+    client_hints = typing.get_type_hints(_client._BaseClient.__init__, vars(_client))
+    problems: list[str] = []
+    for entry in schema:
+        key, kind = entry["key"], entry["kind"]
+        head, _, rest = key.partition(".")
+        hint = client_hints.get(head)
+        if hint is None:
+            problems.append(f"{head}: no keyword argument")
+            continue
+        if rest:
+            holder = next((a for a in typing.get_args(hint) if isinstance(a, type) and a is not type(None)), None)
+            fields = typing.get_type_hints(holder, vars(_settings)) if holder is not None else {}
+            hint = fields.get(rest)
+            if hint is None:
+                problems.append(f"{key}: no field {rest!r} in {holder}")
+                continue
+        kinds = _kind_of(hint)
+        if kind not in kinds:
+            problems.append(f"{key}: the schema says {kind}, Python's annotation {hint} carries {sorted(kinds)}")
+        if kind == "enum":
+            literal = next(a for a in _alternatives(hint) if typing.get_origin(a) is typing.Literal)
+            if set(typing.get_args(literal)) != set(entry["choices"]):
+                problems.append(f"{key}: choices {typing.get_args(literal)} != {entry['choices']}")
+    assert not problems, "\n".join(problems)
+    # And nothing the schema does not know: every keyword argument that is a setting is a schema key.
+    top = {entry["key"] for entry in schema if "." not in entry["key"]}
+    not_settings = {"breaker_policy", "runtime", "return"}
+    assert set(client_hints) - not_settings == top

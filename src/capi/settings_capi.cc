@@ -9,6 +9,7 @@
 #include "capi/error.h"
 #include "capi/guard.h"
 #include "capi/text_out.h"
+#include "settings/schema.h"
 
 extern "C" {
 
@@ -36,14 +37,36 @@ HUMUS_API humus_status humus_settings_clone(const humus_settings* s, humus_setti
 
 HUMUS_API void humus_settings_free(humus_settings* s) { delete s; }
 
-HUMUS_API humus_status humus_settings_check(const char* key, const char* value_json, size_t len,
-                                            humus_error** err) {
+namespace {
+
+humus_status check_field(const char* function, const char* key, const char* value_json, size_t len,
+                         humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
-    if (key == nullptr) return humus::capi::null_argument("humus_settings_check", "key", err);
-    if (value_json == nullptr) return humus::capi::null_argument("humus_settings_check", "value_json", err);
+    if (key == nullptr) return humus::capi::null_argument(function, "key", err);
+    if (value_json == nullptr) return humus::capi::null_argument(function, "value_json", err);
     const humus::Status status = humus::settings::check_field(key, std::string_view(value_json, len));
     if (!status.ok()) return humus::capi::report(status, err);
     return HUMUS_OK;
+  });
+}
+
+}  // namespace
+
+HUMUS_API humus_status humus_settings_check_field(const char* key, const char* value_json, size_t len,
+                                                  humus_error** err) {
+  return check_field("humus_settings_check_field", key, value_json, len, err);
+}
+
+// The first name of humus_settings_check_field, kept for callers built against it.
+HUMUS_API humus_status humus_settings_check(const char* key, const char* value_json, size_t len,
+                                            humus_error** err) {
+  return check_field("humus_settings_check", key, value_json, len, err);
+}
+
+HUMUS_API humus_status humus_settings_schema_json(char** out, size_t* len, humus_error** err) {
+  return humus::capi::guard(err, [&]() -> humus_status {
+    if (out == nullptr) return humus::capi::null_argument("humus_settings_schema_json", "out", err);
+    return humus::capi::text_out(humus::settings::schema::schema_json(), out, len);
   });
 }
 

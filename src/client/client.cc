@@ -17,6 +17,10 @@ transport::TransportConfig transport_config(const settings::Settings& s, const t
   c.connect_timeout = s.connect_timeout;
   c.max_idle_connections = s.max_idle_connections;
   c.idle_timeout = s.idle_timeout;
+  c.max_connection_lifetime = s.max_connection_lifetime;
+  c.max_response_headers = s.max_response_headers;
+  c.max_response_body = s.max_response_body;
+  c.decompress = s.decompress;
   switch (s.http_version) {
     case settings::HttpVersion::kAuto: c.http_version = transport::TransportConfig::HttpVersion::kAuto; break;
     case settings::HttpVersion::kHttp1_1: c.http_version = transport::TransportConfig::HttpVersion::k1_1; break;

@@ -1,5 +1,6 @@
 // Settings of one dependency (SPEC §3): plain values with their defaults, a check per field (§3.1), the rules
-// across fields (§3.2), and the JSON form every binding and the upstreams file use.
+// across fields (§3.2), and the JSON form every binding and the upstreams file use. Every key is declared
+// once in settings/schema.cc, which all of these read; a new setting is a member here and a line there.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +75,10 @@ struct Settings {
   std::optional<Duration> max_retry_after;  // unset: backoff_max (see effective_max_retry_after)
   uint32_t max_idle_connections = 100;
   Duration idle_timeout = std::chrono::seconds(90);
+  Duration max_connection_lifetime = std::chrono::minutes(10);
+  uint32_t max_response_headers = 64 * 1024;
+  uint64_t max_response_body = uint64_t{64} << 20;
+  bool decompress = true;
   std::optional<TlsSettings> tls;  // unset: https verifies against the system roots
   HttpVersion http_version = HttpVersion::kAuto;
   Headers headers;
@@ -85,12 +90,12 @@ struct Settings {
   std::shared_ptr<const humus::breaker::Policy> breaker_policy;
 };
 
-// Field by field; callbacks compare by identity.
+// Key by key of the schema; callbacks compare by identity.
 bool operator==(const Settings& a, const Settings& b);
 
 Duration effective_max_retry_after(const Settings& s);
 
-// ---- One check per field (SPEC §3.1). Each returns ok or Code::kConfig naming its JSON key in fields() and
+// ---- One check per field (SPEC §3.1), each the schema's check of that key. Each returns ok or Code::kConfig naming its JSON key in fields() and
 // in the message with the rule and the value: "timeout: must be > 0 and <= 1h, got 0s".
 Status check_base_url(std::string_view url);                // absolute http/https, host present, no user-info
 Status check_timeout(Duration d);                           // > 0 and <= 1h
@@ -129,7 +134,7 @@ Status check_headers(const Headers& headers);    // each header, and no name twi
 Status check_classify(std::string_view preset);  // "humus" | "jfast" | "strict"
 
 // A JSON value for one key path ("timeout", "breaker.window", "tls", "headers.X-Api-Key"), as
-// humus_settings_check takes it: parses `value_json` and runs that key's checks. Unknown keys are refused
+// humus_settings_check_field takes it: parses `value_json` and runs that key's checks. Unknown keys are refused
 // naming the nearest valid one. Code::kConfig on failure. Never throws.
 Status check_field(std::string_view dotted_key, std::string_view value_json);
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "humus_http.h"
 
@@ -157,6 +159,139 @@ TEST(CapiSettings, TruncatedInputNeverCrashes) {
     humus_settings_free(s);
     humus_error_free(err);
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CapiSettings, CheckFieldIsTheSameCheckUnderItsPinnedName) {
+  humus_error* err = nullptr;
+  EXPECT_EQ(humus_settings_check_field("timeout", "\"5s\"", 4, &err), HUMUS_OK);
+  EXPECT_EQ(err, nullptr);
+  EXPECT_EQ(humus_settings_check_field("max_response_body", "100", 3, &err), HUMUS_E_CONFIG);
+  ASSERT_NE(err, nullptr);
+  EXPECT_STREQ(humus_error_field(err, 0), "max_response_body");
+  EXPECT_STREQ(humus_error_message(err), "max_response_body: must be between 1024 and 1099511627776, got 100");
+  humus_error_free(err);
+  EXPECT_EQ(humus_settings_check_field(nullptr, "1", 1, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_settings_check_field("timeout", nullptr, 0, nullptr), HUMUS_E_INVALID_ARGUMENT);
+}
+
+nlohmann::json schema_document() {
+  char* text = nullptr;
+  size_t len = 0;
+  humus_error* err = nullptr;
+  EXPECT_EQ(humus_settings_schema_json(&text, &len, &err), HUMUS_OK);
+  EXPECT_EQ(err, nullptr);
+  if (text == nullptr) return nullptr;
+  EXPECT_EQ(std::strlen(text), len);
+  nlohmann::json doc = nlohmann::json::parse(text, text + len);
+  humus_string_free(text);
+  return doc;
+}
+
+const nlohmann::json* entry(const nlohmann::json& doc, const std::string& key) {
+  for (const auto& k : doc["keys"]) {
+    if (k["key"] == key) return &k;
+  }
+  return nullptr;
+}
+
+TEST(CapiSettings, SchemaJsonDescribesEveryKey) {
+  const nlohmann::json doc = schema_document();
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["version"], 1);
+  ASSERT_TRUE(doc["keys"].is_array());
+  EXPECT_EQ(humus_settings_schema_json(nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+
+  const nlohmann::json* window = entry(doc, "breaker.window");
+  ASSERT_NE(window, nullptr);
+  EXPECT_EQ((*window)["kind"], "count");
+  EXPECT_EQ((*window)["default"], 20);
+  EXPECT_EQ((*window)["min"], 1);
+  EXPECT_EQ((*window)["max"], 10000);
+  const nlohmann::json* timeout = entry(doc, "timeout");
+  ASSERT_NE(timeout, nullptr);
+  EXPECT_EQ((*timeout)["kind"], "duration");
+  EXPECT_EQ((*timeout)["default"], "10s");
+  EXPECT_EQ((*timeout)["min"], "0s");
+  EXPECT_EQ((*timeout)["min_exclusive"], true);
+  EXPECT_EQ((*timeout)["max"], "1h");
+  EXPECT_FALSE(entry(doc, "attempt_timeout")->contains("max"));
+  const nlohmann::json* lifetime = entry(doc, "max_connection_lifetime");
+  ASSERT_NE(lifetime, nullptr);
+  EXPECT_EQ((*lifetime)["default"], "10m");
+  EXPECT_EQ((*lifetime)["min"], "1s");
+  EXPECT_EQ((*lifetime)["max"], "24h");
+  const nlohmann::json* body = entry(doc, "max_response_body");
+  ASSERT_NE(body, nullptr);
+  EXPECT_EQ((*body)["kind"], "bytes");
+  EXPECT_EQ((*body)["default"], 67108864);
+  EXPECT_EQ((*body)["max"], int64_t{1} << 40);
+  EXPECT_EQ((*entry(doc, "max_response_headers"))["default"], 65536);
+  EXPECT_EQ((*entry(doc, "decompress"))["kind"], "bool");
+  EXPECT_EQ((*entry(doc, "decompress"))["default"], true);
+  EXPECT_EQ((*entry(doc, "http_version"))["choices"], nlohmann::json::array({"auto", "1.1", "2"}));
+  EXPECT_EQ((*entry(doc, "tls"))["nullable"], true);
+  EXPECT_EQ((*entry(doc, "base_url"))["required"], true);
+  EXPECT_EQ((*entry(doc, "headers"))["kind"], "map");
+  EXPECT_EQ((*entry(doc, "retry_budget.ratio"))["kind"], "share");
+  for (const auto& k : doc["keys"]) {
+    EXPECT_TRUE(k["doc"].is_string() && !k["doc"].get<std::string>().empty()) << k.dump();
+  }
+}
+
+nlohmann::json effective_json(const std::string& json) {
+  humus_settings* s = nullptr;
+  EXPECT_EQ(from_json(json, &s, nullptr), HUMUS_OK) << json;
+  char* text = nullptr;
+  EXPECT_EQ(humus_settings_to_json(s, &text, nullptr, nullptr), HUMUS_OK);
+  nlohmann::json effective = nlohmann::json::parse(text);
+  humus_string_free(text);
+  humus_settings_free(s);
+  return effective;
+}
+
+// Every key to_json writes is in the schema; every scalar default the schema reports is what to_json writes
+// for settings left at their defaults, and a value check_field accepts.
+TEST(CapiSettings, SchemaAgreesWithTheSettingsJson) {
+  const nlohmann::json doc = schema_document();
+  // With tls and the ratio policy every key appears in to_json.
+  const nlohmann::json full = effective_json(R"({"base_url": "https://p", "tls": {"ca_file": "/ca",
+      "cert_file": "/c", "key_file": "/k"}, "retry_budget": {"policy": "ratio"}, "headers": {"X-A": "1"}})");
+  size_t written = 0;
+  for (const auto& [key, value] : full.items()) {
+    EXPECT_NE(entry(doc, key), nullptr) << key;
+    ++written;
+    if (!value.is_object() || key == "headers") continue;
+    for (const auto& [child, unused] : value.items()) {
+      EXPECT_NE(entry(doc, key + "." + child), nullptr) << key << "." << child;
+      ++written;
+    }
+  }
+  EXPECT_GE(written, 40u);
+
+  const nlohmann::json defaults = effective_json(R"({"base_url": "https://p"})");
+  size_t compared = 0;
+  for (const auto& k : doc["keys"]) {
+    const std::string key = k["key"];
+    const std::string kind = k["kind"];
+    if (kind == "object" || kind == "map" || k["default"].is_null()) continue;
+    const std::string value = k["default"].dump();
+    EXPECT_EQ(humus_settings_check_field(key.c_str(), value.data(), value.size(), nullptr), HUMUS_OK) << key;
+    const size_t dot = key.find('.');
+    const nlohmann::json* written_default = &defaults;
+    if (dot != std::string::npos) {
+      if (!defaults.contains(key.substr(0, dot)) || defaults[key.substr(0, dot)].is_null()) continue;  // tls
+      written_default = &defaults[key.substr(0, dot)];
+    }
+    const std::string name = dot == std::string::npos ? key : key.substr(dot + 1);
+    if (!written_default->contains(name)) continue;  // keys of the ratio policy
+    EXPECT_EQ((*written_default)[name], k["default"]) << key;
+    ++compared;
+  }
+  EXPECT_GE(compared, 29u);
 }
 
 }  // namespace

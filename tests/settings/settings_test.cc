@@ -68,6 +68,10 @@ TEST(SettingsDefaults, EveryFieldHasTheSpecDefault) {
   EXPECT_EQ(effective_max_retry_after(s), seconds(2));
   EXPECT_EQ(s.max_idle_connections, 100u);
   EXPECT_EQ(s.idle_timeout, seconds(90));
+  EXPECT_EQ(s.max_connection_lifetime, std::chrono::minutes(10));
+  EXPECT_EQ(s.max_response_headers, 65536u);
+  EXPECT_EQ(s.max_response_body, uint64_t{67108864});
+  EXPECT_TRUE(s.decompress);
   EXPECT_FALSE(s.tls.has_value());
   EXPECT_EQ(TlsSettings{}.min_version, TlsVersion::kTls1_2);
   EXPECT_EQ(s.http_version, HttpVersion::kAuto);
@@ -643,7 +647,9 @@ TEST(SettingsToJson, DefaultsPinnedShape) {
             R"("breaker":{"window":20,"open_for":"10s","probes":1,"probe_timeout":"10s"},)"
             R"("trip":{"consecutive_failures":5,"failure_rate":0.5,"min_results":20},)"
             R"("probe":{"successes_to_close":3},"bulkhead":{"max_concurrent":50,"wait":"500ms"},)"
-            R"("max_retry_after":null,"max_idle_connections":100,"idle_timeout":"90s","tls":null,)"
+            R"("max_retry_after":null,"max_idle_connections":100,"idle_timeout":"90s",)"
+            R"("max_connection_lifetime":"10m","max_response_headers":65536,"max_response_body":67108864,)"
+            R"("decompress":true,"tls":null,)"
             R"("http_version":"auto","headers":{},"forward_authorization":false,"forward_scenario":false,)"
             R"("classify":"humus"})");
 }
@@ -664,6 +670,10 @@ TEST(SettingsToJson, RoundTrip) {
   s.max_retry_after = Duration::zero();
   s.max_idle_connections = 0;
   s.idle_timeout = nanoseconds(1);
+  s.max_connection_lifetime = hours(24);
+  s.max_response_headers = 4096;
+  s.max_response_body = uint64_t{1} << 40;
+  s.decompress = false;
   s.tls = TlsSettings{"", kCaPem, "/c.pem", "", "", kKeyPem, TlsVersion::kTls1_3};
   s.http_version = HttpVersion::kHttp2;
   s.headers.add("X-B", "2");
@@ -811,6 +821,74 @@ TEST(SettingsFromJsonDefaults, ValuesGivenAreStillCheckedAgainstEachOther) {
   Result<Settings> s = from_json(R"({"base_url": "http://payments", "timeout": "2s", "attempt_timeout": "3s"})");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), Code::kConfig);
+}
+
+}  // namespace
+}  // namespace humus::settings
+
+namespace humus::settings {
+namespace {
+
+// ---- The four keys added as one schema line each ------------------------------------------------------------
+
+TEST(SettingsNewKeys, BoundsAndMessages) {
+  Status s = check_field("max_connection_lifetime", "\"999ms\"");
+  expect_bad(s, "max_connection_lifetime");
+  EXPECT_EQ(s.message(), "max_connection_lifetime: must be between 1s and 24h, got 999ms");
+  expect_ok(check_field("max_connection_lifetime", "\"1s\""));
+  expect_ok(check_field("max_connection_lifetime", "\"24h\""));
+  expect_bad(check_field("max_connection_lifetime", "\"24h1ns\""), "max_connection_lifetime");
+  expect_bad(check_field("max_connection_lifetime", "600"), "max_connection_lifetime");  // not a duration
+
+  expect_ok(check_field("max_response_headers", "4096"));
+  expect_ok(check_field("max_response_headers", "1048576"));
+  s = check_field("max_response_headers", "4095");
+  EXPECT_EQ(s.message(), "max_response_headers: must be between 4096 and 1048576, got 4095");
+  expect_bad(check_field("max_response_headers", "1048577"), "max_response_headers");
+  expect_bad(check_field("max_response_headers", "\"64KiB\""), "max_response_headers");
+  expect_bad(check_field("max_response_headers", "65536.5"), "max_response_headers");
+
+  expect_ok(check_field("max_response_body", "1024"));
+  expect_ok(check_field("max_response_body", "1099511627776"));
+  expect_bad(check_field("max_response_body", "1023"), "max_response_body");
+  s = check_field("max_response_body", "1099511627777");
+  EXPECT_EQ(s.message(), "max_response_body: must be between 1024 and 1099511627776, got 1099511627777");
+
+  expect_ok(check_field("decompress", "false"));
+  s = check_field("decompress", "\"no\"");
+  expect_bad(s, "decompress");
+  EXPECT_EQ(s.message(), "decompress: must be true or false, got a string");
+}
+
+TEST(SettingsNewKeys, LoadedValidatedAndCompared) {
+  const Settings s = loaded(R"({"base_url": "https://p", "max_connection_lifetime": "30m",
+                                "max_response_headers": 8192, "max_response_body": 2048, "decompress": false})");
+  EXPECT_EQ(s.max_connection_lifetime, std::chrono::minutes(30));
+  EXPECT_EQ(s.max_response_headers, 8192u);
+  EXPECT_EQ(s.max_response_body, 2048u);
+  EXPECT_FALSE(s.decompress);
+  Settings other = s;
+  EXPECT_EQ(other, s);
+  other.decompress = true;
+  EXPECT_FALSE(other == s);
+  other = s;
+  other.max_response_body = 4096;
+  EXPECT_FALSE(other == s);
+
+  Settings bad;
+  bad.base_url = "https://p";
+  bad.max_connection_lifetime = std::chrono::milliseconds(10);
+  bad.max_response_headers = 100;
+  bad.max_response_body = uint64_t{1} << 41;
+  const Status p = validate(bad, false);
+  EXPECT_EQ(p.fields(),
+            (std::vector<std::string>{"max_connection_lifetime", "max_response_headers", "max_response_body"}))
+      << p.message();
+  const Status all = load_error(R"({"base_url": "https://p", "max_response_headers": 1, "decompress": 1,
+                                    "max_conection_lifetime": "1m"})");
+  EXPECT_EQ(all.fields(),
+            (std::vector<std::string>{"max_response_headers", "decompress", "max_conection_lifetime"}));
+  EXPECT_TRUE(mentions(all, "did you mean \"max_connection_lifetime\"")) << all.message();
 }
 
 }  // namespace

@@ -111,10 +111,21 @@ extern "C" {
         err: *mut *mut humus_error,
     ) -> humus_status;
     pub fn humus_settings_free(s: *mut humus_settings);
+    pub fn humus_settings_check_field(
+        key: *const c_char,
+        value_json: *const c_char,
+        len: usize,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_settings_check(
         key: *const c_char,
         value_json: *const c_char,
         len: usize,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_settings_schema_json(
+        out: *mut *mut c_char,
+        len: *mut usize,
         err: *mut *mut humus_error,
     ) -> humus_status;
     pub fn humus_settings_to_json(

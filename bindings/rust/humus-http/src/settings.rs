@@ -66,9 +66,17 @@ impl Settings {
         let key = ffi::c_string(key, "key")?;
         let mut err: *mut sys::humus_error = ptr::null_mut();
         // SAFETY: both strings are valid during the call; any thread.
-        let status =
-            unsafe { sys::humus_settings_check(key.as_ptr(), value_json.as_ptr().cast(), value_json.len(), &mut err) };
+        let status = unsafe {
+            sys::humus_settings_check_field(key.as_ptr(), value_json.as_ptr().cast(), value_json.len(), &mut err)
+        };
         ffi::check(status, err)
+    }
+
+    /// The library's settings schema as JSON (`{"version": 1, "keys": [...]}`): every key path
+    /// (`"breaker.window"`) with its kind, default, bounds and a line of documentation.
+    pub fn schema_json() -> Result<String, Error> {
+        // SAFETY: the closure passes our out-parameters through; any thread.
+        ffi::library_string(|out, len, err| unsafe { sys::humus_settings_schema_json(out, len, err) })
     }
 
     /// A copy; callbacks (classifier, breaker policy) are shared with the copy.
@@ -360,6 +368,26 @@ impl SettingsBuilder {
     /// `idle_timeout`: how long an idle connection is kept (default 90 s).
     pub fn idle_timeout(self, d: Duration) -> SettingsBuilder {
         self.top("idle_timeout", Json::duration(d))
+    }
+
+    /// `max_connection_lifetime`: an older connection takes no new request (default 10 min; 1 s to 24 h).
+    pub fn max_connection_lifetime(self, d: Duration) -> SettingsBuilder {
+        self.top("max_connection_lifetime", Json::duration(d))
+    }
+
+    /// `max_response_headers`: the bytes of a response's header section (default 64 KiB; 4 KiB to 1 MiB).
+    pub fn max_response_headers(self, bytes: u32) -> SettingsBuilder {
+        self.top("max_response_headers", Json::Int(bytes.into()))
+    }
+
+    /// `max_response_body`: the decoded bytes of a buffered body (default 64 MiB; 1 KiB to 1 TiB).
+    pub fn max_response_body(self, bytes: u64) -> SettingsBuilder {
+        self.top("max_response_body", Json::Int(bytes.into()))
+    }
+
+    /// `decompress`: ask for compressed bodies and decode them (default true).
+    pub fn decompress(self, decompress: bool) -> SettingsBuilder {
+        self.top("decompress", Json::Bool(decompress))
     }
 
     /// `tls`: for an https `base_url` (without it the system roots are trusted); refused for an http one.

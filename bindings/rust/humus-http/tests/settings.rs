@@ -192,3 +192,235 @@ fn settings_can_be_built_on_one_thread_and_used_on_another() {
     let json = std::thread::spawn(move || settings.to_json().unwrap()).join().unwrap();
     assert!(json.contains("payments"));
 }
+
+#[test]
+fn connection_and_response_limits_are_written_and_checked() {
+    let builder = Settings::builder("http://payments:8080")
+        .max_connection_lifetime(Duration::from_secs(1800))
+        .max_response_headers(8192)
+        .max_response_body(1 << 30)
+        .decompress(false);
+    let json = effective(&builder.build().unwrap());
+    assert_eq!(json["max_connection_lifetime"], "30m");
+    assert_eq!(json["max_response_headers"], 8192);
+    assert_eq!(json["max_response_body"], 1u64 << 30);
+    assert_eq!(json["decompress"], false);
+    let defaults = effective(&Settings::builder("http://payments:8080").build().unwrap());
+    assert_eq!(defaults["max_connection_lifetime"], "10m");
+    assert_eq!(defaults["max_response_headers"], 65536);
+    assert_eq!(defaults["max_response_body"], 64u64 << 20);
+    assert_eq!(defaults["decompress"], true);
+    let error = Settings::builder("http://payments:8080")
+        .max_connection_lifetime(Duration::from_millis(10))
+        .max_response_headers(100)
+        .max_response_body((1 << 40) + 1)
+        .build()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config);
+    assert_eq!(error.fields(), ["max_connection_lifetime", "max_response_headers", "max_response_body"]);
+}
+
+#[test]
+fn values_set_are_checked_against_each_other_even_when_equal_to_a_default() {
+    let error = Settings::builder("http://payments:8080")
+        .timeout(Duration::from_secs(1))
+        .attempt_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config);
+    assert!(error.fields().iter().any(|f| f == "attempt_timeout"), "{error}");
+    assert!(error.fields().iter().any(|f| f == "timeout"), "{error}");
+    let capped = effective(&Settings::builder("http://payments:8080").timeout(Duration::from_secs(1)).build().unwrap());
+    assert_eq!(capped["attempt_timeout"], "1s");
+}
+
+/// One choice of an enumeration and the builder call that makes it.
+type Choice = (&'static str, fn(SettingsBuilder) -> SettingsBuilder);
+
+/// How the builder sets one schema key, typed by the key's kind.
+#[derive(Clone, Copy)]
+enum Setter {
+    Duration(fn(SettingsBuilder, Duration) -> SettingsBuilder),
+    Count(fn(SettingsBuilder, u32) -> SettingsBuilder),
+    Bytes(fn(SettingsBuilder, u64) -> SettingsBuilder),
+    Number(fn(SettingsBuilder, f64) -> SettingsBuilder),
+    Share(fn(SettingsBuilder, f64) -> SettingsBuilder),
+    Bool(fn(SettingsBuilder, bool) -> SettingsBuilder),
+    Text(fn(SettingsBuilder, &str) -> SettingsBuilder, &'static str),
+    Enum(&'static [Choice]),
+    Map(fn(SettingsBuilder, &str, &str) -> SettingsBuilder),
+    Object,
+    BaseUrl,
+}
+
+impl Setter {
+    fn kind(self) -> &'static str {
+        match self {
+            Setter::Duration(_) => "duration",
+            Setter::Count(_) => "count",
+            Setter::Bytes(_) => "bytes",
+            Setter::Number(_) => "number",
+            Setter::Share(_) => "share",
+            Setter::Bool(_) => "bool",
+            Setter::Text(..) | Setter::BaseUrl => "string",
+            Setter::Enum(_) => "enum",
+            Setter::Map(_) => "map",
+            Setter::Object => "object",
+        }
+    }
+}
+
+const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+
+fn setters() -> Vec<(&'static str, Setter)> {
+    use Setter::*;
+    fn ratio(b: SettingsBuilder, ratio: f64) -> SettingsBuilder {
+        b.retry_budget(RetryBudget::TokenBucket { tokens: 10.0, ratio })
+    }
+    vec![
+        ("base_url", BaseUrl),
+        ("timeout", Duration(|b, d| b.timeout(d))),
+        ("attempt_timeout", Duration(|b, d| b.attempt_timeout(d))),
+        ("connect_timeout", Duration(|b, d| b.connect_timeout(d))),
+        ("max_attempts", Count(|b, n| b.max_attempts(n))),
+        ("backoff_base", Duration(|b, d| b.backoff_base(d))),
+        ("backoff_max", Duration(|b, d| b.backoff_max(d))),
+        ("retry_budget", Object),
+        (
+            "retry_budget.policy",
+            Enum(&[
+                ("token_bucket", |b| b.retry_budget(RetryBudget::TokenBucket { tokens: 10.0, ratio: 0.1 })),
+                ("ratio", |b| {
+                    b.retry_budget(RetryBudget::Ratio {
+                        ratio: 0.2,
+                        min_per_second: 1,
+                        window: std::time::Duration::from_secs(10),
+                    })
+                }),
+            ]),
+        ),
+        ("retry_budget.tokens", Number(|b, tokens| b.retry_budget(RetryBudget::TokenBucket { tokens, ratio: 0.1 }))),
+        ("retry_budget.ratio", Share(ratio)),
+        (
+            "retry_budget.min_per_second",
+            Count(|b, min_per_second| {
+                b.retry_budget(RetryBudget::Ratio {
+                    ratio: 0.2,
+                    min_per_second,
+                    window: std::time::Duration::from_secs(10),
+                })
+            }),
+        ),
+        (
+            "retry_budget.window",
+            Duration(|b, window| b.retry_budget(RetryBudget::Ratio { ratio: 0.2, min_per_second: 1, window })),
+        ),
+        ("breaker", Object),
+        ("breaker.window", Count(|b, n| b.breaker_window(n))),
+        ("breaker.open_for", Duration(|b, d| b.breaker_open_for(d))),
+        ("breaker.probes", Count(|b, n| b.breaker_probes(n))),
+        ("breaker.probe_timeout", Duration(|b, d| b.breaker_probe_timeout(d))),
+        ("trip", Object),
+        ("trip.consecutive_failures", Count(|b, n| b.trip_consecutive_failures(n))),
+        ("trip.failure_rate", Share(|b, x| b.trip_failure_rate(x))),
+        ("trip.min_results", Count(|b, n| b.trip_min_results(n))),
+        ("probe", Object),
+        ("probe.successes_to_close", Count(|b, n| b.probe_successes_to_close(n))),
+        ("bulkhead", Object),
+        ("bulkhead.max_concurrent", Count(|b, n| b.bulkhead_max_concurrent(n))),
+        ("bulkhead.wait", Duration(|b, d| b.bulkhead_wait(d))),
+        ("max_retry_after", Duration(|b, d| b.max_retry_after(d))),
+        ("max_idle_connections", Count(|b, n| b.max_idle_connections(n))),
+        ("idle_timeout", Duration(|b, d| b.idle_timeout(d))),
+        ("max_connection_lifetime", Duration(|b, d| b.max_connection_lifetime(d))),
+        ("max_response_headers", Bytes(|b, n| b.max_response_headers(n.try_into().unwrap()))),
+        ("max_response_body", Bytes(|b, n| b.max_response_body(n))),
+        ("decompress", Bool(|b, on| b.decompress(on))),
+        ("tls", Object),
+        ("tls.ca_file", Text(|b, s| b.tls(&Tls::new().ca_file(s)), "/etc/ca.pem")),
+        ("tls.ca_pem", Text(|b, s| b.tls(&Tls::new().ca_pem(s)), CERT)),
+        ("tls.cert_file", Text(|b, s| b.tls(&Tls::new().cert_file(s)), "/etc/c.pem")),
+        ("tls.cert_pem", Text(|b, s| b.tls(&Tls::new().cert_pem(s)), CERT)),
+        ("tls.key_file", Text(|b, s| b.tls(&Tls::new().key_file(s)), "/etc/k.pem")),
+        ("tls.key_pem", Text(|b, s| b.tls(&Tls::new().key_pem(s)), KEY)),
+        (
+            "tls.min_version",
+            Enum(&[
+                ("1.2", |b| b.tls(&Tls::new().min_version(TlsVersion::V1_2))),
+                ("1.3", |b| b.tls(&Tls::new().min_version(TlsVersion::V1_3))),
+            ]),
+        ),
+        (
+            "http_version",
+            Enum(&[
+                ("auto", |b| b.http_version(HttpVersion::Auto)),
+                ("1.1", |b| b.http_version(HttpVersion::Http11)),
+                ("2", |b| b.http_version(HttpVersion::Http2)),
+            ]),
+        ),
+        ("headers", Map(|b, name, value| b.header(name, value))),
+        ("forward_authorization", Bool(|b, on| b.forward_authorization(on))),
+        ("forward_scenario", Bool(|b, on| b.forward_scenario(on))),
+        (
+            "classify",
+            Enum(&[
+                ("humus", |b| b.classify(ClassifierPreset::Humus)),
+                ("jfast", |b| b.classify(ClassifierPreset::Jfast)),
+                ("strict", |b| b.classify(ClassifierPreset::Strict)),
+            ]),
+        ),
+    ]
+}
+
+/// The value the builder wrote at a key path ("breaker.window"), or null.
+fn written_at(builder: &SettingsBuilder, key: &str) -> Value {
+    let mut at: Value = serde_json::from_str(&builder.to_json()).unwrap();
+    for part in key.split('.') {
+        at = at.get(part).cloned().unwrap_or(Value::Null);
+    }
+    at
+}
+
+// Every key of the library's schema has a builder method of the same kind that writes that very key with a
+// value the library accepts for it; and the builder knows no key the schema lacks.
+#[test]
+fn the_builder_covers_every_key_of_the_library_schema() {
+    let schema: Value = serde_json::from_str(&Settings::schema_json().unwrap()).unwrap();
+    let keys = schema["keys"].as_array().unwrap();
+    assert!(keys.len() > 40, "{schema}");
+    let setters = setters();
+    for entry in keys {
+        let key = entry["key"].as_str().unwrap();
+        let kind = entry["kind"].as_str().unwrap();
+        let Some(&(_, setter)) = setters.iter().find(|(k, _)| *k == key) else {
+            panic!("schema key {key} ({kind}) has no builder method");
+        };
+        assert_eq!(setter.kind(), kind, "{key}");
+        let b = || Settings::builder("https://payments");
+        let min = entry["min"].as_u64().unwrap_or(0);
+        let min = if entry["min_exclusive"] == true { min + 1 } else { min };
+        let written: Vec<(SettingsBuilder, Value)> = match setter {
+            Setter::Duration(set) => vec![(set(b(), Duration::from_secs(1)), json!("1s"))],
+            Setter::Count(set) => vec![(set(b(), min.try_into().unwrap()), json!(min))],
+            Setter::Bytes(set) => vec![(set(b(), min), json!(min))],
+            Setter::Number(set) | Setter::Share(set) => vec![(set(b(), 0.5), json!(0.5))],
+            Setter::Bool(set) => vec![(set(b(), false), json!(false)), (set(b(), true), json!(true))],
+            Setter::Text(set, sample) => vec![(set(b(), sample), json!(sample))],
+            Setter::Enum(choices) => {
+                let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+                assert_eq!(json!(names), entry["choices"], "{key}");
+                choices.iter().map(|(name, set)| (set(b()), json!(name))).collect()
+            }
+            Setter::Map(set) => vec![(set(b(), "X-A", "1"), json!({"X-A": "1"}))],
+            Setter::Object | Setter::BaseUrl => vec![],
+        };
+        for (builder, value) in written {
+            assert_eq!(written_at(&builder, key), value, "{key}: {}", builder.to_json());
+            Settings::check(key, &value.to_string()).unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+    }
+    for (key, _) in &setters {
+        assert!(keys.iter().any(|e| e["key"] == *key), "the builder sets {key}, which the schema lacks");
+    }
+}
