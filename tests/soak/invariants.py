@@ -15,6 +15,7 @@ Inputs, all plain data so that the self-test can doctor them:
 """
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -140,10 +141,28 @@ def budget_bound(tokens: float, ratio: float, successes: int) -> float:
     return tokens / 2 + ratio * successes
 
 
+def _wire_retries(mine: Sequence[Mapping[str, Any]]) -> list[float]:
+    """When each retry reached the wire: a call's requests after its first one."""
+    seen: set[str] = set()
+    times = []
+    for e in sorted(mine, key=lambda e: e["t"]):
+        if e["rid"] in seen:
+            times.append(e["t"])
+        seen.add(e["rid"])
+    return times
+
+
 def check_retry_budget(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, Any]],
                        meta: Mapping[str, Any]) -> Result:
-    """Per client: retries < tokens/2 + ratio x successes, over the whole run (reported attempts) and at every
-    retry the wire saw (the retries that had arrived by then against the successes answered by then).
+    """Per client, the token bucket's bound (budget_allows) three ways:
+
+    - over the whole run: the retries the calls reported against every success;
+    - at every retry the wire saw: the retries arrived by then against the successes answered by then;
+    - over every window of retries on the wire: the balance is never over `tokens` (the cap), so the retries
+      charged within any stretch of time are bound by the successes of that stretch alone. Retries arriving in
+      [t_i, t_j] were charged in [t_i - charge_lag, t_j] (charge_lag: the longest backoff or Retry-After wait,
+      plus connecting); the client counted a success at most count_lag after the upstream answered it (the
+      call's deadline). This is what catches retries that go on during an outage.
 
     A success is an attempt the upstream answered with a status below 500 (the default classifier's breaker
     `success`, docs/retries.md §5.3), counted when its status line was written: the client can only count it
@@ -152,33 +171,45 @@ def check_retry_budget(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapp
     details = []
     for name, conf in sorted(meta["clients"].items()):
         tokens, ratio = conf["tokens"], conf["ratio"]
+        reach = conf.get("charge_lag", 0.75) + conf.get("count_lag", 1.25)
         mine = [e for e in ledger if e["client"] == name]
         answers = sorted(e["t_answer"] for e in mine if e["status"] is not None and e["status"] < 500)
         retries_total = sum(max(0, c["attempts"] - 1) for c in calls if c["client"] == name)
         bound_total = budget_bound(tokens, ratio, len(answers))
         if not budget_allows(retries_total, tokens, ratio, len(answers)):
             problems.append(f"{name}: {retries_total} retries, bound < {bound_total:g}")
-        # Prefix check on the wire: entries of a call after its first are retries.
-        seen: set[str] = set()
-        retry_times = []
-        for e in sorted(mine, key=lambda e: e["t"]):
-            if e["rid"] in seen:
-                retry_times.append(e["t"])
-            seen.add(e["rid"])
-        worst = -math.inf
-        i = 0
-        for k, t in enumerate(retry_times, 1):
-            while i < len(answers) and answers[i] <= t:
-                i += 1
-            bound = budget_bound(tokens, ratio, i)
-            worst = max(worst, k - bound)
-            if not budget_allows(k, tokens, ratio, i):
-                problems.append(f"{name}: {k} retries on the wire by t={t:.3f}, {i} successes, "
-                                f"bound < {bound:g}")
+        retry_times = _wire_retries(mine)
+        worst_prefix = worst_window = -math.inf
+        failed = False
+        for j, t in enumerate(retry_times):
+            by_then = bisect.bisect_right(answers, t)
+            worst_prefix = max(worst_prefix, j + 1 - budget_bound(tokens, ratio, by_then))
+            if not budget_allows(j + 1, tokens, ratio, by_then):
+                problems.append(f"{name}: {j + 1} retries on the wire by t={t:.3f}, {by_then} successes, "
+                                f"bound < {budget_bound(tokens, ratio, by_then):g}")
+                failed = True
                 break
-        details.append(f"{name} {retries_total} retries / {len(answers)} successes "
-                       f"(bound {bound_total:g}, closest margin {-worst:g})"
-                       if retry_times else f"{name} {retries_total} retries / {len(answers)} successes")
+            # Windows ending at retry j, growing backwards; once even all retries so far fit, wider ones do.
+            for i in range(j, -1, -1):
+                in_window = by_then - bisect.bisect_left(answers, retry_times[i] - reach)
+                k = j - i + 1
+                worst_window = max(worst_window, k - budget_bound(tokens, ratio, in_window))
+                if not budget_allows(k, tokens, ratio, in_window):
+                    problems.append(f"{name}: {k} retries on the wire in [{retry_times[i]:.3f}, {t:.3f}], "
+                                    f"{in_window} successes within {reach:g}s before, "
+                                    f"bound < {budget_bound(tokens, ratio, in_window):g}")
+                    failed = True
+                    break
+                if budget_allows(j + 1, tokens, ratio, in_window):
+                    break
+            if failed:
+                break
+        if retry_times:
+            details.append(f"{name} {retries_total} retries / {len(answers)} successes (bound "
+                           f"{bound_total:g}; closest margin {-worst_prefix:g} at a retry, "
+                           f"{-worst_window:g} in a window)")
+        else:
+            details.append(f"{name} {retries_total} retries / {len(answers)} successes")
     if problems:
         return ("retry_budget", False, "; ".join(problems))
     return ("retry_budget", True, "; ".join(details))
