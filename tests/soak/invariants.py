@@ -5,7 +5,9 @@ Inputs, all plain data so that the self-test can doctor them:
 - ``calls``: one dict per outcome the soak saw: ``rid``, ``client``, ``method``, ``idem`` (an
   Idempotency-Key was sent), ``t0``/``t1`` (time.monotonic() around the call), ``deadline`` (seconds),
   ``outcome`` (``"response"``, ``"error"`` for an UpstreamError, ``"unexpected"`` for anything else), ``kind``
-  (the status code or the exception's class name) and ``attempts`` (what the client reported).
+  (the status code or the exception's class name) and ``attempts`` (what the client reported). A call the
+  soak itself cancelled (an asyncio task cancelled mid-call) has the outcome ``"cancelled"`` and ``attempts``
+  None: no count comes back from it, so only the wire's count is checked for it.
 - ``ledger``: the upstream's entries (upstream.py): ``rid``, ``client``, ``method``, ``idem``, ``t``,
   ``status``, ``t_answer``, ``inflight``; and its header: ``phases`` ([name, start, end]).
 - ``meta``: ``clients`` (name -> ``max_attempts``, ``bulkhead``, ``tokens``, ``ratio``), ``started``
@@ -69,7 +71,8 @@ def check_one_outcome(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mappi
     if strangers:
         problems.append(f"{len(strangers)} wire request(s) of no call ({_examples(strangers)})")
     kinds = Counter(c["outcome"] for c in calls)
-    detail = f"{len(calls)} calls: {kinds.get('response', 0)} responses, {kinds.get('error', 0)} errors"
+    detail = (f"{len(calls)} calls: {kinds.get('response', 0)} responses, {kinds.get('error', 0)} errors, "
+              f"{kinds.get('cancelled', 0)} cancelled by the soak")
     return ("one_outcome", not problems, detail if not problems else "; ".join(problems))
 
 
@@ -80,10 +83,12 @@ def check_attempts_match_wire(calls: Sequence[Mapping[str, Any]], ledger: Sequen
     wire = wire_counts(ledger)
     windows = refused_windows(header)
     bad = []
-    exact = relaxed = 0
+    exact = relaxed = cancelled = 0
     for c in calls:
         seen = wire.get(c["rid"], 0)
-        if _overlaps(c, windows):
+        if c["attempts"] is None:
+            cancelled += 1
+        elif _overlaps(c, windows):
             relaxed += 1
             if seen > c["attempts"]:
                 bad.append(f"{c['rid']} reported {c['attempts']} wire {seen}")
@@ -91,7 +96,8 @@ def check_attempts_match_wire(calls: Sequence[Mapping[str, Any]], ledger: Sequen
             exact += 1
             if seen != c["attempts"]:
                 bad.append(f"{c['rid']} reported {c['attempts']} wire {seen}")
-    detail = f"{exact} calls exact, {relaxed} in the refusing window wire<=reported, {sum(wire.values())} requests"
+    detail = (f"{exact} calls exact, {relaxed} in the refusing window wire<=reported, {cancelled} cancelled "
+              f"unchecked, {sum(wire.values())} requests")
     if bad:
         return ("attempts_match_wire", False, f"{len(bad)} mismatch(es): {_examples(bad)}")
     return ("attempts_match_wire", True, detail)
@@ -114,7 +120,7 @@ def check_max_attempts(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapp
     most = 0
     for c in calls:
         cap = meta["clients"][c["client"]]["max_attempts"]
-        n = max(c["attempts"], wire.get(c["rid"], 0))
+        n = max(c["attempts"] or 0, wire.get(c["rid"], 0))
         most = max(most, n)
         if n > cap:
             bad.append(f"{c['rid']} {n}>{cap}")
@@ -174,7 +180,9 @@ def check_retry_budget(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapp
         reach = conf.get("charge_lag", 0.75) + conf.get("count_lag", 1.25)
         mine = [e for e in ledger if e["client"] == name]
         answers = sorted(e["t_answer"] for e in mine if e["status"] is not None and e["status"] < 500)
-        retries_total = sum(max(0, c["attempts"] - 1) for c in calls if c["client"] == name)
+        wire = wire_counts(mine)
+        retries_total = sum(max(0, (wire.get(c["rid"], 0) if c["attempts"] is None else c["attempts"]) - 1)
+                            for c in calls if c["client"] == name)
         bound_total = budget_bound(tokens, ratio, len(answers))
         if not budget_allows(retries_total, tokens, ratio, len(answers)):
             problems.append(f"{name}: {retries_total} retries, bound < {bound_total:g}")

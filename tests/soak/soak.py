@@ -50,6 +50,7 @@ CHARGE_LAG_S = 0.2 + 0.2 + 0.25
 COUNT_LAG_S = 1.0 + 0.25
 BULKHEAD_WAIT = 0.05
 SHORT_TIMEOUT = 0.5  # a quarter of the calls set their own, shorter deadline
+CANCEL_SHARE = 0.2  # of the asynchronous calls, cancelled by asyncio.wait_for after 10-400 ms
 RSS_EVERY_S = 0.25
 
 
@@ -103,6 +104,10 @@ def plan(rng: random.Random) -> tuple[str, bool, float | None]:
     return method, idem, (SHORT_TIMEOUT if rng.random() < 0.25 else None)
 
 
+class Cancelled:
+    """A call the soak cancelled (asyncio.wait_for ran out): it ends without a count of its own."""
+
+
 def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float, timeout: float | None,
             result: Any) -> dict[str, Any]:
     record = {"rid": rid, "client": client, "method": method, "idem": idem, "t0": t0, "t1": t1,
@@ -111,6 +116,8 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
         record.update(outcome="response", kind=result.status_code, attempts=result.attempts)
     elif isinstance(result, humus_http.UpstreamError):
         record.update(outcome="error", kind=type(result).__name__, status=result.status, attempts=result.attempts)
+    elif isinstance(result, Cancelled):
+        record.update(outcome="cancelled", kind="cancelled", attempts=None)
     else:
         record.update(outcome="unexpected", kind=f"{type(result).__name__}: {result}", attempts=0)
     return record
@@ -138,12 +145,17 @@ async def async_driver(client: humus_http.AsyncClient, name: str, workers: int, 
         while time.monotonic() < stop_at:
             rid = rec.begin(worker, name)
             method, idem, timeout = plan(rng)
+            cancel_after = rng.uniform(0.01, 0.4) if rng.random() < CANCEL_SHARE else None
             t0 = time.monotonic()
             try:
-                result: Any = await client.request(
-                    method, f"/soak/{rid}", content=b"payload" if method != "GET" else None,
-                    idempotency_key=f"key-{rid}" if idem else None, timeout=timeout,
-                    context=humus_http.CallContext(request_id=rid))
+                call = client.request(method, f"/soak/{rid}", content=b"payload" if method != "GET" else None,
+                                      idempotency_key=f"key-{rid}" if idem else None, timeout=timeout,
+                                      context=humus_http.CallContext(request_id=rid))
+                result: Any = await (call if cancel_after is None else asyncio.wait_for(call, cancel_after))
+            except TimeoutError as error:
+                # wait_for cancelled the task: the call ended with no outcome of its own. An
+                # UpstreamTimeoutError is a TimeoutError too, but it is the call's own.
+                result = error if isinstance(error, humus_http.UpstreamError) else Cancelled()
             except Exception as error:  # noqa: BLE001
                 result = error
             rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result))

@@ -124,6 +124,14 @@ def test_wire_request_of_no_call() -> None:
     assert "one_outcome" in failing(run)
 
 
+def test_cancelled_call_is_an_outcome_checked_on_the_wire_only() -> None:
+    run = clean()
+    run["calls"][0].update(outcome="cancelled", kind="cancelled", attempts=None)
+    assert failing(run) == set()
+    run["meta"]["clients"]["a"]["max_attempts"] = 1  # its two requests on the wire are still counted
+    assert "max_attempts" in failing(run)
+
+
 def test_post_twice_on_the_wire() -> None:
     run = clean()
     run["ledger"].append({**run["ledger"][2], "t": T0 + 0.35})
