@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import heapq
 import json
 import os
 import random
@@ -51,6 +52,7 @@ COUNT_LAG_S = 1.0 + 0.25
 BULKHEAD_WAIT = 0.05
 SHORT_TIMEOUT = 0.5  # a quarter of the calls set their own, shorter deadline
 CANCEL_SHARE = 0.2  # of the asynchronous calls, cancelled by asyncio.wait_for after 10-400 ms
+TOKEN_SHARE = 0.1  # of the blocking calls, given a CancelToken that another thread triggers after 10-400 ms
 RSS_EVERY_S = 0.25
 
 
@@ -96,6 +98,31 @@ class Recorder:
         self.current.pop(worker, None)
 
 
+class Canceller:
+    """One thread that triggers the CancelTokens of blocking calls when they come due."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.due: list[tuple[float, int, humus_http.CancelToken]] = []
+        self.count = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="soak-canceller")
+
+    def token(self, after: float) -> humus_http.CancelToken:
+        token = humus_http.CancelToken()
+        with self.lock:
+            self.count += 1
+            heapq.heappush(self.due, (time.monotonic() + after, self.count, token))
+        return token
+
+    def run(self) -> None:
+        while not self.stop.wait(0.005):
+            now = time.monotonic()
+            with self.lock:
+                while self.due and self.due[0][0] <= now:
+                    heapq.heappop(self.due)[2].cancel()
+
+
 def plan(rng: random.Random) -> tuple[str, bool, float | None]:
     """A call's method, whether it carries an Idempotency-Key, and its own timeout (None: the client's)."""
     r = rng.random()
@@ -124,16 +151,17 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
 
 
 def sync_worker(client: humus_http.Client, name: str, worker: str, rec: Recorder, stop_at: float,
-                seed: int) -> None:
+                seed: int, canceller: Canceller) -> None:
     rng = random.Random(seed)
     while time.monotonic() < stop_at:
         rid = rec.begin(worker, name)
         method, idem, timeout = plan(rng)
+        cancel = canceller.token(rng.uniform(0.01, 0.4)) if rng.random() < TOKEN_SHARE else None
         t0 = time.monotonic()
         try:
             result: Any = client.request(method, f"/soak/{rid}", content=b"payload" if method != "GET" else None,
                                          idempotency_key=f"key-{rid}" if idem else None, timeout=timeout,
-                                         context=humus_http.CallContext(request_id=rid))
+                                         context=humus_http.CallContext(request_id=rid), cancel=cancel)
         except Exception as error:  # noqa: BLE001 - every outcome is recorded, the unexpected ones too
             result = error
         rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result))
@@ -199,13 +227,15 @@ def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
                                 bulkhead=humus_http.Bulkhead(max_concurrent=cap, wait=BULKHEAD_WAIT),
                                 headers={"X-Soak-Client": name})
         stop_at = time.monotonic() + duration
+        canceller = Canceller()
+        canceller.thread.start()
         threads = []
         for name, (kind, workers, _, _) in CLIENTS.items():
             if kind == "sync":
                 for i in range(workers):
                     threads.append(threading.Thread(target=sync_worker, name=f"soak-{name}-{i}",
                                                     args=(clients[name], name, f"{name}/{i}", rec, stop_at,
-                                                          seed * 1000 + len(threads))))
+                                                          seed * 1000 + len(threads), canceller)))
             else:
                 threads.append(threading.Thread(target=asyncio.run, name=f"soak-{name}", args=(
                     async_driver(clients[name], name, workers, rec, stop_at, seed * 1000 + 500),)))
@@ -224,6 +254,9 @@ def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
             c.close()
         for t in alive:
             t.join(5.0)
+        canceller.stop.set()
+        canceller.thread.join()
+        del canceller
         stop_rss.set()
         sampler.join()
         del clients, runtime, c

@@ -248,6 +248,14 @@ def test_memory_growing_only_early_is_flat() -> None:
     assert failing(run) == set()
 
 
+def test_short_run_may_grow_by_the_noise_floor_only() -> None:
+    run = clean()
+    run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.02e6) for i in range(40)]  # 0.4 MB over the second half
+    assert failing(run) == set()
+    run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.2e6) for i in range(40)]  # 4 MB over the second half
+    assert failing(run) == {"memory_flat"}
+
+
 # --- a short real soak ------------------------------------------------------------------------------------------
 
 def test_short_soak_passes() -> None:
