@@ -5,7 +5,8 @@ Inputs, all plain data so that the self-test can doctor them:
 - ``calls``: one dict per outcome the soak saw: ``rid``, ``client``, ``method``, ``idem`` (an
   Idempotency-Key was sent), ``t0``/``t1`` (time.monotonic() around the call), ``deadline`` (seconds),
   ``outcome`` (``"response"``, ``"error"`` for an UpstreamError, ``"unexpected"`` for anything else), ``kind``
-  (the status code or the exception's class name) and ``attempts`` (what the client reported). A call the
+  (the status code or the exception's class name), ``attempts`` (what the client reported) and, for a
+  response, ``own`` (it echoed the call's id). A call the
   soak itself cancelled (an asyncio task cancelled mid-call) has the outcome ``"cancelled"`` and ``attempts``
   None: no count comes back from it, so only the wire's count is checked for it.
 - ``ledger``: the upstream's entries (upstream.py): ``rid``, ``client``, ``method``, ``idem``, ``t``,
@@ -76,6 +77,16 @@ def check_one_outcome(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mappi
     detail = (f"{len(calls)} calls: {kinds.get('response', 0)} responses, {kinds.get('error', 0)} errors, "
               f"{kinds.get('cancelled', 0)} cancelled by the soak")
     return ("one_outcome", not problems, detail if not problems else "; ".join(problems))
+
+
+def check_response_is_own(calls: Sequence[Mapping[str, Any]]) -> Result:
+    """Every response a call returned is the upstream's answer to that call (it echoes the call id): never a
+    stale answer left on a reused connection, nor another call's (docs/transport.md §10.7)."""
+    responses = [c for c in calls if c["outcome"] == "response"]
+    foreign = [c["rid"] for c in responses if not c["own"]]
+    if foreign:
+        return ("response_is_own", False, f"{len(foreign)} response(s) not the call's own: {_examples(foreign)}")
+    return ("response_is_own", True, f"{len(responses)} responses, each echoing its call's id")
 
 
 def check_attempts_match_wire(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, Any]],
@@ -290,6 +301,7 @@ def check_all(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, 
               rss: Sequence[tuple[float, float]]) -> list[Result]:
     return [
         check_one_outcome(calls, ledger, meta),
+        check_response_is_own(calls),
         check_attempts_match_wire(calls, ledger, header),
         check_post_once(ledger),
         check_max_attempts(calls, ledger, meta),

@@ -140,7 +140,9 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
     record = {"rid": rid, "client": client, "method": method, "idem": idem, "t0": t0, "t1": t1,
               "deadline": timeout if timeout is not None else COMMON["timeout"]}
     if isinstance(result, humus_http.Response):
-        record.update(outcome="response", kind=result.status_code, attempts=result.attempts)
+        # The upstream echoes the call id in X-Echo and in a 200's body: is this answer this call's own?
+        own = result.headers.get("x-echo") == rid and (result.status_code != 200 or result.content == rid.encode())
+        record.update(outcome="response", kind=result.status_code, attempts=result.attempts, own=own)
     elif isinstance(result, humus_http.UpstreamError):
         record.update(outcome="error", kind=type(result).__name__, status=result.status, attempts=result.attempts)
     elif isinstance(result, Cancelled):

@@ -24,14 +24,14 @@ def clean() -> dict[str, Any]:
     """A small run that keeps every invariant: three calls of one client, one retried once."""
     calls = [
         {"rid": "a-0", "client": "a", "method": "GET", "idem": False, "t0": T0, "t1": T0 + 0.2, "deadline": 1.0,
-         "outcome": "response", "kind": 200, "attempts": 2},
+         "outcome": "response", "kind": 200, "attempts": 2, "own": True},
         {"rid": "a-1", "client": "a", "method": "POST", "idem": False, "t0": T0 + 0.3, "t1": T0 + 0.4,
          "deadline": 1.0, "outcome": "error", "kind": "UpstreamConnectError", "attempts": 1},
         {"rid": "a-2", "client": "a", "method": "POST", "idem": True, "t0": T0 + 0.3, "t1": T0 + 0.9,
-         "deadline": 0.5, "outcome": "response", "kind": 200, "attempts": 1},
+         "deadline": 0.5, "outcome": "response", "kind": 200, "attempts": 1, "own": True},
         # Dialled a closed port once, then got through: the wire saw one of its two attempts.
         {"rid": "a-3", "client": "a", "method": "GET", "idem": False, "t0": 1010.9, "t1": 1011.2,
-         "deadline": 1.0, "outcome": "response", "kind": 200, "attempts": 2},
+         "deadline": 1.0, "outcome": "response", "kind": 200, "attempts": 2, "own": True},
     ]
 
     def entry(rid: str, method: str, idem: bool, t: float, status: int | None, inflight: int) -> dict[str, Any]:
@@ -97,6 +97,12 @@ def test_a_wire_request_in_the_refusing_window_may_not_exceed_the_count() -> Non
     assert failing(run) == set()
     run["ledger"].append({**run["ledger"][-1], "t": 1011.18})  # wire 3 > reported 2
     assert "attempts_match_wire" in failing(run)
+
+
+def test_stale_answer_on_a_reused_connection() -> None:
+    run = clean()
+    run["calls"][2]["own"] = False
+    assert failing(run) == {"response_is_own"}
 
 
 def test_two_outcomes_for_one_call() -> None:
@@ -190,7 +196,8 @@ def _add_call(run: dict[str, Any], rid: str, t: float, statuses: list[int | None
     run["calls"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t0": t - 0.01,
                          "t1": t + 0.05 * len(statuses), "deadline": 1.0,
                          "outcome": "response" if statuses[-1] else "error",
-                         "kind": statuses[-1] or "UpstreamTimeoutError", "attempts": len(statuses)})
+                         "kind": statuses[-1] or "UpstreamTimeoutError", "attempts": len(statuses),
+                         "own": True})
     for n, status in enumerate(statuses):
         run["ledger"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t": t + 0.05 * n,
                               "status": status, "t_answer": None if status is None else t + 0.05 * n + 0.001,
@@ -263,8 +270,8 @@ def test_short_soak_passes() -> None:
                           text=True, timeout=120)
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout + done.stderr
-    assert lines[-1] == "9 passed, 0 failed", done.stdout
-    assert sum(1 for line in lines if line.startswith("invariant ")) == 9
+    assert lines[-1] == "10 passed, 0 failed", done.stdout
+    assert sum(1 for line in lines if line.startswith("invariant ")) == 10
 
 
 @pytest.mark.parametrize("flag", ["--duration=1", "--duration=abc"])

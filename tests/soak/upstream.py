@@ -30,11 +30,13 @@ from dataclasses import dataclass
 PHASES = (("healthy", 0.15), ("slow", 0.15), ("burst", 0.30), ("outage", 0.15), ("recovery", 0.25))
 
 # What a request gets during the burst, with weights.
-BURST = (("ok", 30), ("reset", 8), ("close", 8), ("503", 14), ("429", 10), ("hang", 8), ("stall", 8),
-         ("slow_ok", 14))
+BURST = (("ok", 26), ("reset", 8), ("close", 8), ("503", 14), ("429", 10), ("hang", 8), ("stall", 8),
+         ("slow_ok", 12), ("late_bytes", 6))
 
 HANG_MAX_S = 5.0  # a hang or a stall ends by itself after this, should the client never give up
-BODY = b"x" * 64
+# What a peer sends after a complete response (late_bytes): a whole second response that belongs to no
+# request, so a client that reused the connection would take it for the next call's answer.
+STALE = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Echo: stale\r\n\r\nstale"
 
 
 @dataclass
@@ -146,23 +148,28 @@ class Upstream:
         return "ok"
 
     async def _answer(self, entry: dict[str, object], writer: asyncio.StreamWriter, status: int, reason: str,
-                      extra: str = "", body: bytes = b"", close: bool = False) -> None:
+                      extra: str = "", body: bytes = b"", close: bool = False, late: bytes = b"") -> None:
+        """Every answer echoes the call id (X-Echo), and a 200's body is that id: a response the client hands
+        to another call is seen."""
         entry["status"] = status
         entry["t_answer"] = time.monotonic()
-        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n{extra}"
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\nX-Echo: {entry['rid']}\r\n{extra}"
                 f"{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n").encode()
-        writer.write(head + body)
+        writer.write(head + body + late)
         await writer.drain()
 
     async def _act(self, action: str, entry: dict[str, object], reader: asyncio.StreamReader,
                    writer: asyncio.StreamWriter, sock: socket.socket) -> bool:
         """Does `action`; answers whether the connection stays open for the next request."""
         try:
+            body = str(entry["rid"]).encode()
             if action == "ok":
-                await self._answer(entry, writer, 200, "OK", body=BODY)
+                await self._answer(entry, writer, 200, "OK", body=body)
             elif action == "slow_ok":
                 await asyncio.sleep(self.rng.uniform(0.02, 0.4))
-                await self._answer(entry, writer, 200, "OK", body=BODY)
+                await self._answer(entry, writer, 200, "OK", body=body)
+            elif action == "late_bytes":
+                await self._answer(entry, writer, 200, "OK", body=body, late=STALE)
             elif action == "503":
                 await self._answer(entry, writer, 503, "Service Unavailable")
             elif action == "503_close":  # a request on a connection opened before the listener closed
@@ -183,7 +190,8 @@ class Upstream:
             elif action == "stall":
                 entry["status"] = 200
                 entry["t_answer"] = time.monotonic()
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n" + BODY)
+                writer.write(f"HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nX-Echo: {entry['rid']}\r\n\r\n".encode()
+                             + body)
                 await writer.drain()
                 await _until_gone(reader)
                 return False
