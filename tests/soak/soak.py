@@ -172,7 +172,7 @@ def sync_worker(client: humus_http.Client, name: str, worker: str, rec: Recorder
 async def async_driver(client: humus_http.AsyncClient, name: str, workers: int, rec: Recorder, stop_at: float,
                        seed: int) -> None:
     async def one(worker: str, rng: random.Random) -> None:
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at and not client.is_closed:
             rid = rec.begin(worker, name)
             method, idem, timeout = plan(rng)
             cancel_after = rng.uniform(0.01, 0.4) if rng.random() < CANCEL_SHARE else None
@@ -190,9 +190,16 @@ async def async_driver(client: humus_http.AsyncClient, name: str, workers: int, 
                 result = error
             rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result))
 
+    async def close_at_the_end() -> None:
+        # Closing with calls in flight cancels them (CancelledCallError, with their attempts): each still
+        # has exactly one outcome, and what they held is released with the client.
+        await asyncio.sleep(max(0.0, stop_at - time.monotonic()))
+        await client.aclose()
+
     async with asyncio.TaskGroup() as group:
         for i in range(workers):
             group.create_task(one(f"{name}/{i}", random.Random(seed + i)))
+        group.create_task(close_at_the_end())
 
 
 def sample_rss(samples: list[tuple[float, int]], stop: threading.Event) -> None:
