@@ -238,7 +238,7 @@ def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
         stop_at = time.monotonic() + duration
         canceller = Canceller()
         canceller.thread.start()
-        threads = []
+        threads: list[threading.Thread] = []
         for name, (kind, workers, _, _) in CLIENTS.items():
             if kind == "sync":
                 for i in range(workers):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import socket
 import struct
@@ -34,6 +35,9 @@ BURST = (("ok", 26), ("reset", 8), ("close", 8), ("503", 14), ("429", 10), ("han
          ("slow_ok", 12), ("late_bytes", 6))
 
 HANG_MAX_S = 5.0  # a hang or a stall ends by itself after this, should the client never give up
+BURST_NAMES = [name for name, _ in BURST]
+BURST_WEIGHTS = [weight for _, weight in BURST]
+
 # What a peer sends after a complete response (late_bytes): a whole second response that belongs to no
 # request, so a client that reused the connection would take it for the next call's answer.
 STALE = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Echo: stale\r\n\r\nstale"
@@ -141,8 +145,7 @@ class Upstream:
         if phase == "slow":
             return "slow_ok"
         if phase == "burst":
-            names, weights = zip(*BURST)
-            return self.rng.choices(names, weights)[0]
+            return self.rng.choices(BURST_NAMES, BURST_WEIGHTS)[0]
         if phase.startswith("outage"):
             return "503_close" if phase == "outage_refused" else "503"
         return "ok"
@@ -279,7 +282,8 @@ async def main_async(args: argparse.Namespace) -> Upstream:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # stdin closing (the soak done, or gone) stops the upstream.
-    loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not sys.stdin.buffer.read1(4096) else None)
+    stdin = sys.stdin.fileno()
+    loop.add_reader(stdin, lambda: stop.set() if not os.read(stdin, 4096) else None)
     await upstream.run(stop)
     return upstream
 
