@@ -135,6 +135,10 @@ class Cancelled:
     """A call the soak cancelled (asyncio.wait_for ran out): it ends without a count of its own."""
 
 
+class ClientClosed:
+    """A blocking call made just after the soak closed its client: RuntimeError, nothing sent."""
+
+
 def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float, timeout: float | None,
             result: Any) -> dict[str, Any]:
     record = {"rid": rid, "client": client, "method": method, "idem": idem, "t0": t0, "t1": t1,
@@ -147,6 +151,8 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
         record.update(outcome="error", kind=type(result).__name__, status=result.status, attempts=result.attempts)
     elif isinstance(result, Cancelled):
         record.update(outcome="cancelled", kind="cancelled", attempts=None)
+    elif isinstance(result, ClientClosed):
+        record.update(outcome="error", kind="RuntimeError: closed", attempts=0)
     else:
         record.update(outcome="unexpected", kind=f"{type(result).__name__}: {result}", attempts=0)
     return record
@@ -155,7 +161,7 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
 def sync_worker(client: humus_http.Client, name: str, worker: str, rec: Recorder, stop_at: float,
                 seed: int, canceller: Canceller) -> None:
     rng = random.Random(seed)
-    while time.monotonic() < stop_at:
+    while time.monotonic() < stop_at and not client.is_closed:
         rid = rec.begin(worker, name)
         method, idem, timeout = plan(rng)
         cancel = canceller.token(rng.uniform(0.01, 0.4)) if rng.random() < TOKEN_SHARE else None
@@ -164,6 +170,9 @@ def sync_worker(client: humus_http.Client, name: str, worker: str, rec: Recorder
             result: Any = client.request(method, f"/soak/{rid}", content=b"payload" if method != "GET" else None,
                                          idempotency_key=f"key-{rid}" if idem else None, timeout=timeout,
                                          context=humus_http.CallContext(request_id=rid), cancel=cancel)
+        except RuntimeError as error:
+            # The soak closed the client between this worker's check and its call: refused before sending.
+            result = ClientClosed() if client.is_closed else error
         except Exception as error:  # noqa: BLE001 - every outcome is recorded, the unexpected ones too
             result = error
         rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result))
@@ -254,6 +263,12 @@ def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
         time.sleep(min(1.0, duration / 4))
         peak = {k: max(v, peak[k]) for k, v in resource_counts().items()}
         # A call cannot outlast its deadline by much; give stragglers the longest one and some more.
+        # Close the blocking clients at the end with calls in flight on their threads, as the AsyncClient
+        # closes itself: a call in flight finishes first, later ones raise RuntimeError.
+        time.sleep(max(0.0, stop_at - time.monotonic()))
+        for name, (kind, *_) in CLIENTS.items():
+            if kind == "sync":
+                clients[name].close()
         join_by = stop_at + COMMON["timeout"] + 5.0
         for t in threads:
             t.join(max(0.0, join_by - time.monotonic()))
