@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the soak (tests/soak/README.md): the Python package at full speed against a fault-scheduled loopback
+# upstream, then its invariants. Exits non-zero if any fails.
+#
+#   scripts/soak.sh [--duration S] [--seed N] [--python PY] [--selftest]
+#
+# By default the package is built from this checkout into a virtual environment of its own (SOAK_VENV,
+# default ${TMPDIR:-/tmp}/humus-soak-venv, made with --system-site-packages so that pytest comes from the
+# system), so it does not replace the humus_http of the system Python. --python PY uses an interpreter that
+# already has humus_http and installs nothing. --selftest also runs tests/soak/test_soak_selftest.py first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=90
+seed=1
+python=""
+selftest=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration="$2"; shift 2 ;;
+    --duration=*) duration="${1#*=}"; shift ;;
+    --seed) seed="$2"; shift 2 ;;
+    --seed=*) seed="${1#*=}"; shift ;;
+    --python) python="$2"; shift 2 ;;
+    --python=*) python="${1#*=}"; shift ;;
+    --selftest) selftest=1; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "soak.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+
+if [ -z "$python" ]; then
+  venv="${SOAK_VENV:-${TMPDIR:-/tmp}/humus-soak-venv}"
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv --system-site-packages "$venv"
+  fi
+  echo "=== soak: build the package into $venv"
+  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" "$venv/bin/python" -m pip install --quiet \
+    --disable-pip-version-check .
+  python="$venv/bin/python"
+fi
+
+if [ "$selftest" = 1 ]; then
+  echo "=== soak: self-test"
+  "$python" -m pytest -q tests/soak/test_soak_selftest.py
+fi
+
+echo "=== soak: ${duration}s"
+exec "$python" tests/soak/soak.py --duration "$duration" --seed "$seed"

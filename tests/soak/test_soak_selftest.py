@@ -1,0 +1,281 @@
+"""The soak's own test: each invariant catches a planted bug, and a short real soak passes.
+
+    python -m pytest tests/soak/test_soak_selftest.py
+"""
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import invariants  # noqa: E402
+
+T0 = 1000.0
+REFUSED = (1010.0, 1011.0)
+
+
+def clean() -> dict[str, Any]:
+    """A small run that keeps every invariant: three calls of one client, one retried once."""
+    calls = [
+        {"rid": "a-0", "client": "a", "method": "GET", "idem": False, "t0": T0, "t1": T0 + 0.2, "deadline": 1.0,
+         "outcome": "response", "kind": 200, "attempts": 2, "own": True},
+        {"rid": "a-1", "client": "a", "method": "POST", "idem": False, "t0": T0 + 0.3, "t1": T0 + 0.4,
+         "deadline": 1.0, "outcome": "error", "kind": "UpstreamConnectError", "attempts": 1},
+        {"rid": "a-2", "client": "a", "method": "POST", "idem": True, "t0": T0 + 0.3, "t1": T0 + 0.9,
+         "deadline": 0.5, "outcome": "response", "kind": 200, "attempts": 1, "own": True},
+        # Dialled a closed port once, then got through: the wire saw one of its two attempts.
+        {"rid": "a-3", "client": "a", "method": "GET", "idem": False, "t0": 1010.9, "t1": 1011.2,
+         "deadline": 1.0, "outcome": "response", "kind": 200, "attempts": 2, "own": True},
+    ]
+
+    def entry(rid: str, method: str, idem: bool, t: float, status: int | None, inflight: int) -> dict[str, Any]:
+        return {"rid": rid, "client": "a", "method": method, "idem": idem, "t": t, "status": status,
+                "t_answer": None if status is None else t + 0.01, "inflight": inflight, "action": "x"}
+
+    ledger = [
+        entry("a-0", "GET", False, T0 + 0.01, 503, 1),
+        entry("a-0", "GET", False, T0 + 0.1, 200, 1),
+        entry("a-1", "POST", False, T0 + 0.31, None, 1),
+        entry("a-2", "POST", True, T0 + 0.32, 200, 2),
+        entry("a-3", "GET", False, 1011.1, 200, 1),
+    ]
+    return {
+        "calls": calls,
+        "ledger": ledger,
+        "header": {"phases": [["outage_refused", *REFUSED]]},
+        "meta": {"clients": {"a": {"max_attempts": 3, "bulkhead": 2, "tokens": 10, "ratio": 0.1}},
+                 "started": {"a": 4}, "unfinished": []},
+        "resources": {"baseline": {"fds": 10, "sockets": 2, "threads": 1, "tasks": 3},
+                      "after": {"fds": 10, "sockets": 2, "threads": 1, "tasks": 3}},
+        "rss": [(T0 + i, 50e6 + (i % 2) * 1e5) for i in range(40)],
+    }
+
+
+def verdicts(run: dict[str, Any]) -> dict[str, bool]:
+    results = invariants.check_all(run["calls"], run["ledger"], run["header"], run["meta"], run["resources"],
+                                   run["rss"])
+    return {name: ok for name, ok, _ in results}
+
+
+def failing(run: dict[str, Any]) -> set[str]:
+    return {name for name, ok in verdicts(run).items() if not ok}
+
+
+def test_clean_run_passes_every_invariant() -> None:
+    assert failing(clean()) == set()
+
+
+def test_report_format() -> None:
+    lines, failed = invariants.report([("a", True, "fine"), ("b", False, "broken")])
+    assert lines == ["invariant a: ok fine", "invariant b: FAIL broken", "1 passed, 1 failed"]
+    assert failed == 1
+
+
+# --- planted bugs: each one is caught by its invariant, and only by the ones it really breaks -------------------
+
+def test_attempt_counted_twice() -> None:
+    run = clean()
+    run["calls"][0]["attempts"] = 3  # the client says 3, the wire saw 2
+    assert failing(run) == {"attempts_match_wire"}
+
+
+def test_attempt_missing_from_count() -> None:
+    run = clean()
+    run["calls"][0]["attempts"] = 1
+    assert "attempts_match_wire" in failing(run)
+
+
+def test_a_wire_request_in_the_refusing_window_may_not_exceed_the_count() -> None:
+    run = clean()
+    run["ledger"].append({**run["ledger"][-1], "t": 1011.15})  # a-3: wire 2, reported 2 - still fine
+    assert failing(run) == set()
+    run["ledger"].append({**run["ledger"][-1], "t": 1011.18})  # wire 3 > reported 2
+    assert "attempts_match_wire" in failing(run)
+
+
+def test_stale_answer_on_a_reused_connection() -> None:
+    run = clean()
+    run["calls"][2]["own"] = False
+    assert failing(run) == {"response_is_own"}
+
+
+def test_two_outcomes_for_one_call() -> None:
+    run = clean()
+    run["calls"].append(copy.deepcopy(run["calls"][1]))
+    assert "one_outcome" in failing(run)
+
+
+def test_call_that_never_returned() -> None:
+    run = clean()
+    run["meta"]["unfinished"] = ["a-4"]
+    run["meta"]["started"]["a"] = 5
+    assert failing(run) == {"one_outcome"}
+
+
+def test_exception_outside_the_upstream_error_tree() -> None:
+    run = clean()
+    run["calls"][1].update(outcome="unexpected", kind="KeyError: 'x'")
+    assert failing(run) == {"one_outcome"}
+
+
+def test_wire_request_of_no_call() -> None:
+    run = clean()
+    run["ledger"].append({**run["ledger"][0], "rid": "ghost-1"})
+    assert "one_outcome" in failing(run)
+
+
+def test_cancelled_call_is_an_outcome_checked_on_the_wire_only() -> None:
+    run = clean()
+    run["calls"][0].update(outcome="cancelled", kind="cancelled", attempts=None)
+    assert failing(run) == set()
+    run["meta"]["clients"]["a"]["max_attempts"] = 1  # its two requests on the wire are still counted
+    assert "max_attempts" in failing(run)
+
+
+def test_post_twice_on_the_wire() -> None:
+    run = clean()
+    run["ledger"].append({**run["ledger"][2], "t": T0 + 0.35})
+    run["calls"][1]["attempts"] = 2  # even when the client owns up to it
+    assert failing(run) == {"post_once"}
+
+
+def test_post_with_a_key_may_be_sent_twice() -> None:
+    run = clean()
+    run["ledger"].append({**run["ledger"][3], "t": T0 + 0.5})
+    run["calls"][2]["attempts"] = 2
+    assert failing(run) == set()
+
+
+def test_call_over_max_attempts() -> None:
+    run = clean()
+    run["meta"]["clients"]["a"]["max_attempts"] = 1
+    assert "max_attempts" in failing(run)
+
+
+def test_retries_over_the_budget() -> None:
+    run = clean()
+    # tokens 2: a retry needs more than 1 token left after its charge, so not one retry is possible.
+    run["meta"]["clients"]["a"]["tokens"] = 2
+    assert failing(run) == {"retry_budget"}
+
+
+def test_retry_budget_bound_is_exact() -> None:
+    # 10 tokens, no success: retries 1..4 leave 9..6 (> 5): allowed; the 5th leaves 5: refused.
+    assert invariants.budget_allows(4, 10, 0.1, 0)
+    assert not invariants.budget_allows(5, 10, 0.1, 0)
+    # One success lifts the 5th charge to 5.1 left; the 6th needs 11 (10 successes leave exactly 5).
+    assert invariants.budget_allows(5, 10, 0.1, 1)
+    assert not invariants.budget_allows(6, 10, 0.1, 10)
+    assert invariants.budget_allows(6, 10, 0.1, 11)
+
+
+def test_retries_on_the_wire_before_their_successes() -> None:
+    run = clean()
+    # 6 calls retried at once in a 10-token bucket with no success yet: the 5th retry was over.
+    for i in range(6):
+        rid = f"a-r{i}"
+        run["calls"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t0": T0 - 1.1,
+                             "t1": T0 - 0.9, "deadline": 1.0, "outcome": "error", "kind": "UpstreamTimeoutError",
+                             "attempts": 2})
+        for j in range(2):
+            run["ledger"].append({"rid": rid, "client": "a", "method": "GET", "idem": False,
+                                  "t": T0 - 1 + j * 0.01 + i * 0.001, "status": None, "t_answer": None,
+                                  "inflight": 1, "action": "hang"})
+    run["meta"]["started"]["a"] += 6
+    assert failing(run) == {"retry_budget"}
+
+
+def _add_call(run: dict[str, Any], rid: str, t: float, statuses: list[int | None]) -> None:
+    """A GET of client a whose attempts reached the wire at t, t + 0.05, ... with these statuses."""
+    run["calls"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t0": t - 0.01,
+                         "t1": t + 0.05 * len(statuses), "deadline": 1.0,
+                         "outcome": "response" if statuses[-1] else "error",
+                         "kind": statuses[-1] or "UpstreamTimeoutError", "attempts": len(statuses),
+                         "own": True})
+    for n, status in enumerate(statuses):
+        run["ledger"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t": t + 0.05 * n,
+                              "status": status, "t_answer": None if status is None else t + 0.05 * n + 0.001,
+                              "inflight": 1, "action": "x"})
+    run["meta"]["started"]["a"] += 1
+
+
+def test_retries_through_an_outage_despite_earlier_successes() -> None:
+    # 200 successes early earn 20 tokens' worth over the whole run, but the bucket is capped at 10: in an
+    # outage 10 s later, with no success near, the 5th retry is past the bound of that window.
+    run = clean()
+    for n in range(200):
+        _add_call(run, f"a-ok{n}", T0 + 1 + n * 0.001, [200])
+    for n in range(4):
+        _add_call(run, f"a-out{n}", T0 + 20 + n * 0.3, [503, 503])
+    assert failing(run) == set()
+    _add_call(run, "a-out4", T0 + 20 + 4 * 0.3, [503, 503])
+    assert failing(run) == {"retry_budget"}
+
+
+def test_bulkhead_exceeded() -> None:
+    run = clean()
+    run["ledger"][3]["inflight"] = 3
+    assert failing(run) == {"bulkhead"}
+
+
+def test_call_past_its_deadline() -> None:
+    run = clean()
+    run["calls"][2]["t1"] = run["calls"][2]["t0"] + 0.5 + 0.26
+    assert failing(run) == {"deadline"}
+
+
+def test_leaked_socket() -> None:
+    run = clean()
+    run["resources"]["after"] = {**run["resources"]["after"], "fds": 11, "sockets": 3}
+    assert failing(run) == {"resources_released"}
+
+
+def test_leaked_thread() -> None:
+    run = clean()
+    run["resources"]["after"] = {**run["resources"]["after"], "tasks": 4}
+    assert failing(run) == {"resources_released"}
+
+
+def test_memory_growing() -> None:
+    run = clean()
+    # 100 kB a second is ~5.7 MiB a minute.
+    run["rss"] = [(T0 + i, 50e6 + i * 1e5) for i in range(40)]
+    assert failing(run) == {"memory_flat"}
+
+
+def test_memory_growing_only_early_is_flat() -> None:
+    run = clean()
+    run["rss"] = [(T0 + i, 50e6 + min(i, 15) * 1e6) for i in range(40)]
+    assert failing(run) == set()
+
+
+def test_short_run_may_grow_by_the_noise_floor_only() -> None:
+    run = clean()
+    run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.02e6) for i in range(40)]  # 0.4 MB over the second half
+    assert failing(run) == set()
+    run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.2e6) for i in range(40)]  # 4 MB over the second half
+    assert failing(run) == {"memory_flat"}
+
+
+# --- a short real soak ------------------------------------------------------------------------------------------
+
+def test_short_soak_passes() -> None:
+    done = subprocess.run([sys.executable, str(HERE / "soak.py"), "--duration", "10"], capture_output=True,
+                          text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert lines[-1] == "10 passed, 0 failed", done.stdout
+    assert sum(1 for line in lines if line.startswith("invariant ")) == 10
+
+
+@pytest.mark.parametrize("flag", ["--duration=1", "--duration=abc"])
+def test_soak_refuses_a_bad_duration(flag: str) -> None:
+    done = subprocess.run([sys.executable, str(HERE / "soak.py"), flag], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
