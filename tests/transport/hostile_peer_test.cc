@@ -229,6 +229,20 @@ TEST_F(HostilePeerTest, F49F50OversizedHeaderBlocksAreTooLargeNotRetriedNoBreake
   EXPECT_EQ(body_of(make(peer)->execute(req(peer))), "ok");
 }
 
+TEST_F(HostilePeerTest, MaxResponseHeadersIsTheSettingsLimit) {
+  const std::string head = "HTTP/1.1 200 OK\r\nX-Big: " + std::string(6000, 'a') + "\r\nContent-Length: 2\r\n\r\nok";
+  RawPeer peer([head](RawConnection& c) {
+    while (c.read_request()) c.write(head);
+  });
+  EXPECT_EQ(body_of(make(peer)->execute(req(peer))), "ok");  // 6 KB is within the default 64 KiB
+  Result<settings::Settings> s = settings::from_json(R"({"base_url": "http://x", "max_response_headers": 4096})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  CallResult out = make(peer, *s)->execute(req(peer));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error.code(), Code::kTooLarge);
+  EXPECT_NE(out.error.message().find("4096"), std::string::npos) << out.error.message();
+}
+
 // --- 6. Every request on the wire is an attempt the policy admitted (docs/transport.md §10.8). --------------
 
 // Answers every request, and closes (FIN, unanswered) every `kill_every`-th request that arrives on a
