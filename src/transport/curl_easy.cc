@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "transport/curl_errors.h"
+#include "transport/response_head.h"
 
 namespace humus::transport {
 namespace {
@@ -78,7 +79,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     }
     st.content_length = value;
   }
-  st.response.headers.add(std::string(name), std::string(value));
+  st.response.headers.add(field_text(name), field_text(value));  // no CR, LF or NUL passes on
   return n;
 }
 

@@ -124,8 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const transport::WireResponse& r = result.response;
   FUZZ_CHECK(r.status >= 100 && r.status <= 999, "a status libcurl accepted");
   for (const auto& [name, value] : r.headers.fields()) {
-    FUZZ_CHECK(name.find_first_of("\r\n") == std::string::npos, name.c_str());
-    FUZZ_CHECK(value.find_first_of("\r\n") == std::string::npos, name.c_str());
+    FUZZ_CHECK(name.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos, name.c_str());
+    FUZZ_CHECK(value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos, name.c_str());
   }
   if (const std::string* retry_after = r.headers.find("Retry-After")) {
     (void)humus::retry::parse_retry_after(*retry_after, humus::WallTime::clock::now());
