@@ -89,6 +89,10 @@ Result<Url> parse_url(std::string_view text) {
   if (get_part(url, CURLUPART_SCHEME, 0, out.scheme) != CURLUE_OK) return bad_url("no scheme");
   lowercase(out.scheme);
   if (get_part(url, CURLUPART_HOST, 0, out.host) != CURLUE_OK || out.host.empty()) return bad_url("no host");
+  // libcurl decodes a percent-encoded host ("a%2541" is "a%41"), and a '%' left in it would be decoded once
+  // more by the next parse of the origin's own spelling: another host. No name holds one; an IPv6 zone is
+  // read on its own below.
+  if (out.host.find('%') != std::string::npos) return bad_url("the host holds a percent-encoded '%'");
   if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
     out.host = out.host.substr(1, out.host.size() - 2);
     std::string zone;
