@@ -49,9 +49,8 @@ bool valid_utf8(std::string_view s) {
       if ((c & 0xC0u) != 0x80u) return false;
       cp = (cp << 6) | (c & 0x3Fu);
     }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
+    const bool overlong = (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
     i += n + 1;
   }
   return true;

@@ -57,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     repeated = repeated || headers.contains(name);
 
     const std::string cname(name), cvalue(value);
-    if (cname.find('\0') == std::string::npos && cvalue.find('\0') == std::string::npos) {  // the C ABI sees all
+    // Without a NUL the C ABI sees all of it.
+    if (cname.find('\0') == std::string::npos && cvalue.find('\0') == std::string::npos) {
       humus_error* err = nullptr;
       const humus_status st = humus_request_set_header(request, cname.c_str(), cvalue.c_str(), &err);
       FUZZ_CHECK((st == HUMUS_OK) == ok, cname.c_str());

@@ -43,8 +43,8 @@ const Listener& listener() {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (out.fd < 0 || bind(out.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(out.fd, 16) != 0 ||
-        getsockname(out.fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (out.fd < 0 || bind(out.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        listen(out.fd, 16) != 0 || getsockname(out.fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       std::abort();
     }
     out.port = ntohs(a.sin_port);

@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(wait->count() >= 0, "never negative");
     FUZZ_CHECK(*wait <= humus::retry::kMaxRetryAfter, "saturated at kMaxRetryAfter");
     // The same text at another `now`: a delta does not move, a date does (both stay in range).
-    const std::optional<humus::Duration> later = humus::retry::parse_retry_after(text, now - std::chrono::hours(1));
+    const std::optional<humus::Duration> later =
+        humus::retry::parse_retry_after(text, now - std::chrono::hours(1));
     FUZZ_CHECK(later.has_value(), "whether it parses does not depend on now");
   }
   return 0;

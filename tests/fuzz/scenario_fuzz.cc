@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "faults/scenario.h"
 #include "fuzz_check.h"
@@ -18,10 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const faults::Rule& rule : (*scenario)->rules) {
       FUZZ_CHECK(rule.fault.probability >= 0 && rule.fault.probability <= 1, rule.point.c_str());
       FUZZ_CHECK((*scenario)->fault_for(rule.point) != nullptr, rule.point.c_str());
-      if (rule.fault.kind == faults::Fault::Kind::kDelay) FUZZ_CHECK(rule.fault.delay.count() >= 0, "delay >= 0");
+      if (rule.fault.kind == faults::Fault::Kind::kDelay) {
+        FUZZ_CHECK(rule.fault.delay.count() >= 0, "delay >= 0");
+      }
     }
   } else if (!scenario.ok()) {
-    FUZZ_CHECK(!scenario.status().fields().empty() && scenario.status().fields()[0] == "baggage", "names baggage");
+    const std::vector<std::string> fields = scenario.status().fields();
+    FUZZ_CHECK(!fields.empty() && fields[0] == "baggage", "names baggage");
   }
   const std::string rest = faults::without_scenario(baggage);
   humus::Result<std::optional<faults::Scenario>> left = faults::scenario_from_baggage(rest);

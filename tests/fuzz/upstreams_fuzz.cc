@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   std::map<std::string, std::string> env;
   std::string_view doc = in;
-  if (const size_t sep = in.find("%%\n"); sep != std::string_view::npos && (sep == 0 || in[sep - 1] == '\n')) {
+  const size_t sep = in.find("%%\n");
+  if (sep != std::string_view::npos && (sep == 0 || in[sep - 1] == '\n')) {
     std::string_view vars = in.substr(0, sep);
     doc = in.substr(sep + 3);
     while (!vars.empty()) {

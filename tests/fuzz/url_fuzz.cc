@@ -37,7 +37,7 @@ const std::vector<std::unique_ptr<humus::client::Client>>& clients() {
     for (const char* origin : kOrigins) {
       humus::settings::Settings s;
       s.base_url = origin;
-      humus::Result<std::unique_ptr<humus::client::Client>> c = humus::client::Client::create(*rt, std::move(s));
+      auto c = humus::client::Client::create(*rt, std::move(s));
       if (!c.ok()) std::abort();
       out->push_back(std::move(c).value());
     }
@@ -89,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   response.headers.add("Location", text);
   for (const int status : {301, 303, 307}) {
     response.status = status;
-    std::optional<transport::WireRequest> next = humus::client::follow_redirect(request, response, client.origin());
+    std::optional<transport::WireRequest> next =
+        humus::client::follow_redirect(request, response, client.origin());
     if (!next) continue;
     humus::Result<transport::Url> target = transport::parse_url(next->url);
     FUZZ_CHECK(target.ok(), next->url.c_str());

@@ -108,10 +108,10 @@ TEST_F(RegistryTest, ABaseUrlVariableThatIsNotUtf8IsRefusedNamingIt) {
   env_["HUMUS_HTTP_UPSTREAMS__C__BASE_URL"] = "http://caf\xc3\xa9:8080";  // valid UTF-8 reaches the URL check
   Result<std::vector<Upstream>> u = build(R"({"upstreams": {"a": {"timeout": "7s"}, "b": {}, "c": {}}})");
   ASSERT_FALSE(u.ok());
-  EXPECT_NE(u.status().message().find("HUMUS_HTTP_UPSTREAMS__A__BASE_URL: not valid UTF-8"), std::string::npos)
-      << u.status().message();
-  EXPECT_NE(u.status().message().find("HUMUS_HTTP_UPSTREAMS__B__BASE_URL: not valid UTF-8"), std::string::npos);
-  EXPECT_EQ(u.status().message().find("HUMUS_HTTP_UPSTREAMS__C__BASE_URL"), std::string::npos);
+  const std::string message = u.status().message();
+  EXPECT_NE(message.find("HUMUS_HTTP_UPSTREAMS__A__BASE_URL: not valid UTF-8"), std::string::npos) << message;
+  EXPECT_NE(message.find("HUMUS_HTTP_UPSTREAMS__B__BASE_URL: not valid UTF-8"), std::string::npos) << message;
+  EXPECT_EQ(message.find("HUMUS_HTTP_UPSTREAMS__C__BASE_URL"), std::string::npos) << message;
   const std::vector<std::string> f = u.status().fields();
   EXPECT_NE(std::find(f.begin(), f.end(), "upstreams.a.base_url"), f.end());
   EXPECT_NE(std::find(f.begin(), f.end(), "upstreams.b.base_url"), f.end());
