@@ -96,7 +96,11 @@ Result<Url> parse_url(std::string_view text) {
   if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
     out.host = out.host.substr(1, out.host.size() - 2);
     std::string zone;
-    if (get_part(url, CURLUPART_ZONEID, 0, zone) == CURLUE_OK && !zone.empty()) out.host += "%" + zone;
+    if (get_part(url, CURLUPART_ZONEID, 0, zone) == CURLUE_OK && !zone.empty()) {
+      // As for the host: a '%' in the zone would be read as an escape by the next parse of its spelling.
+      if (zone.find('%') != std::string::npos) return bad_url("the IPv6 zone holds a '%'");
+      out.host += "%" + zone;
+    }
   }
   lowercase(out.host);
 

@@ -99,6 +99,7 @@ TEST(Origin, DefaultPortAndCaseMakeOneOrigin) {
 TEST(ParseUrl, AHostWithAPercentEncodedPercentIsRefused) {
   EXPECT_FALSE(parse_url("http://.EX%25AA.E:80/").ok());
   EXPECT_FALSE(parse_url("http://a%2541/").ok());
+  EXPECT_FALSE(parse_url("h://[fe80::12%5%th0]:8080/").ok());  // the zone "5%th0"
   EXPECT_EQ(parsed("http://[fe80::1%25eth0]:8080/").host, "fe80::1%eth0");
   const Origin o = origin_of(parsed("http://[fe80::1%25eth0]:8080/"));
   EXPECT_EQ(origin_of(parsed(o.to_string())), o);
