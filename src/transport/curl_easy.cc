@@ -330,6 +330,11 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     out.error = map_curl_error(code, detail, state_.headers_done);
     out.message = std::string(detail);
   } else {
+    // The status libcurl read from the final status line, by which it also framed the body: on_header's own
+    // reading of a malformed line ("HTTP/.1  213 OK", two spaces) can miss it and leave 0.
+    long status = 0;
+    curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
+    state_.response.status = static_cast<int>(status);
     long version = 0;
     curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
     state_.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
