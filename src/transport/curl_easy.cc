@@ -335,6 +335,12 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     long status = 0;
     curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
     state_.response.status = static_cast<int>(status);
+  }
+  if (out.error == Code::kOk && (state_.response.status < 100 || state_.response.status > 999)) {
+    // libcurl reads "HTTP/2  1.1" as status 1: no answer a caller could act on.
+    out.error = Code::kProtocol;
+    out.message = "malformed status line (status " + std::to_string(state_.response.status) + ")";
+  } else if (out.error == Code::kOk) {
     long version = 0;
     curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
     state_.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
