@@ -276,12 +276,17 @@ std::string headers_block(const humus_response* r, const char* prefix, const cha
   return s;
 }
 
+// JSON text of a document built from the command line. Arguments are bytes, not necessarily UTF-8, and
+// dump() throws on invalid UTF-8 (which ended the program through std::terminate): such bytes become
+// U+FFFD, and the library then refuses or ignores the value as it would any other bad one.
+std::string json_text_of(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 // The effective settings for -v, with a private key's PEM left out.
 std::string redacted_settings(const Json& effective) {
   Json j = effective;
   if (j.contains("tls") && j["tls"].is_object() && j["tls"].contains("key_pem"))
     j["tls"]["key_pem"] = "(redacted)";
-  return j.dump();
+  return json_text_of(j);
 }
 
 }  // namespace
@@ -302,7 +307,7 @@ int run_fetch(const FetchOptions& o) {
   if (auto failed = settings_json(o, json, sources)) return report(*failed);
   humus_error* raw_error = nullptr;
   humus_settings* raw_settings = nullptr;
-  const std::string json_text = json.dump();
+  const std::string json_text = json_text_of(json);
   if (humus_settings_from_json(json_text.data(), json_text.size(), &raw_settings, &raw_error) != HUMUS_OK) {
     Error e(raw_error);
     return report(settings_error(e.get(), sources));
@@ -337,7 +342,7 @@ int run_fetch(const FetchOptions& o) {
     resolve = Json::object();
     for (const auto& [from, to] : o.resolve) resolve[from] = to;
   }
-  const std::string options_text = runtime_options.dump();
+  const std::string options_text = json_text_of(runtime_options);
   humus_runtime* raw_runtime = nullptr;
   if (humus_runtime_new(options_text.data(), options_text.size(), &raw_runtime, &raw_error) != HUMUS_OK) {
     Error e(raw_error);

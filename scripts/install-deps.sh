@@ -10,6 +10,9 @@ packages=(
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   chromium  # headless, to check in a test that the demo's SVG chart renders
+  # libFuzzer and clang's sanitizer runtimes, for the fuzz preset (tests/fuzz, scripts/fuzz.sh). The runtime
+  # package is named after clang's major version: 14 on Debian 12.
+  clang libclang-rt-14-dev
 )
 
 # The test server every language's integration tests talk to (tests/server/) is Python with h2 and h11; the

@@ -7,9 +7,11 @@ package humushttp
 import "C"
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"unsafe"
 )
 
@@ -26,6 +28,27 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 		method = http.MethodGet
 	}
 	target := req.URL.String()
+	// The strings cross as C strings: a NUL would silently cut one short (a header "a\x00b" sent as "a", a
+	// name "X\x00Y" as "X"), so each is refused here, as the core refuses CR and LF.
+	if err := refuseNUL("method", method); err != nil {
+		return nil, "", err
+	}
+	if err := refuseNUL("url", target); err != nil {
+		return nil, "", err
+	}
+	if o.hasKey {
+		if err := refuseNUL("Idempotency-Key", o.idempotencyKey); err != nil {
+			return nil, "", err
+		}
+	}
+	if cc := o.context; cc != nil {
+		for _, part := range [][2]string{{"traceparent", cc.Traceparent}, {"tracestate", cc.Tracestate},
+			{"baggage", cc.Baggage}, {"X-Request-ID", cc.RequestID}, {"Authorization", cc.Authorization}} {
+			if err := refuseNUL(part[0], part[1]); err != nil {
+				return nil, "", err
+			}
+		}
+	}
 	var p cstrings
 	p.add(method)
 	p.add(target)
@@ -54,7 +77,14 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 	sort.Strings(names)
 	headers := 0
 	for _, name := range names {
+		if strings.IndexByte(name, 0) >= 0 {
+			return nil, "", &Error{Status: StatusInvalidArgument, Fields: []string{name},
+				Message: fmt.Sprintf("header name %q contains a NUL byte", name)}
+		}
 		for _, value := range req.Header[name] {
+			if err := refuseNUL(name, value); err != nil {
+				return nil, "", err
+			}
 			p.add(name)
 			p.add(value)
 			headers++
@@ -82,6 +112,16 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 		return nil, "", err
 	}
 	return native, target, nil
+}
+
+// refuseNUL is ErrInvalidArgument naming field when s holds a NUL byte (never quoting s: it may be a
+// credential).
+func refuseNUL(field, s string) error {
+	if strings.IndexByte(s, 0) < 0 {
+		return nil
+	}
+	return &Error{Status: StatusInvalidArgument, Fields: []string{field},
+		Message: field + ": the value contains a NUL byte (header injection)"}
 }
 
 // readBody reads and closes the request body: the core needs it whole to replay it on a retry.

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "transport/curl_errors.h"
+#include "transport/response_head.h"
 
 namespace humus::transport {
 namespace {
@@ -109,7 +110,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     }
     st.content_length = value;
   }
-  st.response.headers.add(std::string(name), std::string(value));
+  st.response.headers.add(field_text(name), field_text(value));  // no CR, LF or NUL passes on
   return n;
 }
 
@@ -452,6 +453,17 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     out.error = Code::kConnectionLost;
     out.message = "the connection closed in the middle of the response headers";
   } else {
+    // The status libcurl read from the final status line, by which it also framed the body: on_header's own
+    // reading of a malformed line ("HTTP/.1  213 OK", two spaces) can miss it and leave 0.
+    long status = 0;
+    curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
+    state_.response.status = static_cast<int>(status);
+  }
+  if (out.error == Code::kOk && (state_.response.status < 100 || state_.response.status > 999)) {
+    // libcurl reads "HTTP/2  1.1" as status 1: no answer a caller could act on.
+    out.error = Code::kProtocol;
+    out.message = "malformed status line (status " + std::to_string(state_.response.status) + ")";
+  } else if (out.error == Code::kOk) {
     long version = 0;
     curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
     const bool http2 = version == CURL_HTTP_VERSION_2_0;

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace humus::transport {
@@ -60,6 +61,17 @@ bool is_scheme_char(char c, bool first) {
   return alpha || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
 }
 
+bool is_zone_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+// RFC 3986's reg-name without its pct-encoded (unreserved and sub-delims), plus the bytes of UTF-8 names.
+bool is_host_char(char c) {
+  return is_zone_char(c) || static_cast<unsigned char>(c) >= 0x80 ||
+         std::string_view("!$&'()*+,;=").find(c) != std::string_view::npos;
+}
+
 // libcurl is as lenient as a browser ("http:/host", "http:///host" both reach "host"); a setting is not
 // typed into an address bar, so the shape "scheme://authority" is required before libcurl sees it.
 bool has_scheme_and_authority(std::string_view text) {
@@ -89,10 +101,20 @@ Result<Url> parse_url(std::string_view text) {
   if (get_part(url, CURLUPART_SCHEME, 0, out.scheme) != CURLUE_OK) return bad_url("no scheme");
   lowercase(out.scheme);
   if (get_part(url, CURLUPART_HOST, 0, out.host) != CURLUE_OK || out.host.empty()) return bad_url("no host");
+  // libcurl decodes a percent-encoded host ("a%2541" is "a%41", "0%7f.1" holds a DEL): what it decodes to
+  // must spell itself, or the next parse of the origin's own spelling reads another host (or none). An IPv6
+  // address is libcurl's to check, and its zone is read on its own below.
+  if (out.host.front() != '[' && !std::all_of(out.host.begin(), out.host.end(), is_host_char)) {
+    return bad_url("the host holds a character a host name cannot (after percent-decoding)");
+  }
   if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
     out.host = out.host.substr(1, out.host.size() - 2);
     std::string zone;
-    if (get_part(url, CURLUPART_ZONEID, 0, zone) == CURLUE_OK && !zone.empty()) out.host += "%" + zone;
+    if (get_part(url, CURLUPART_ZONEID, 0, zone) == CURLUE_OK && !zone.empty()) {
+      // As for the host: an interface name or number, which spells itself.
+      if (!std::all_of(zone.begin(), zone.end(), is_zone_char)) return bad_url("the IPv6 zone is malformed");
+      out.host += "%" + zone;
+    }
   }
   lowercase(out.host);
 

@@ -1,6 +1,7 @@
 #include "upstreams/registry.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,41 @@ bool valid_name(std::string_view name) {
   if (name.empty()) return false;
   for (const char c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// Whether `s` is UTF-8 (RFC 3629: shortest forms only, no surrogates, nothing past U+10FFFF). The document,
+// parsed as JSON, holds nothing else; an environment variable may hold any bytes.
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      n = 1;
+      cp = b & 0x1Fu;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      n = 2;
+      cp = b & 0x0Fu;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      n = 3;
+      cp = b & 0x07u;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0u) != 0x80u) return false;
+      cp = (cp << 6) | (c & 0x3Fu);
+    }
+    const bool overlong = (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
   }
   return true;
 }
@@ -102,11 +138,18 @@ Result<std::vector<Upstream>> build_upstreams(client::Runtime& runtime, std::str
       json settings = value;
       const std::string variable = base_url_variable(name);
       if (std::optional<std::string> from_env = env(variable); from_env && !from_env->empty()) {
+        if (!valid_utf8(*from_env)) {
+          problem(Status(Code::kConfig, variable + ": not valid UTF-8, so not a base_url",
+                         {"upstreams." + name + ".base_url"}));
+          continue;
+        }
         const std::string from_file = settings.value("base_url", json()).is_string() ? settings["base_url"].get<std::string>() : "";
         if (!from_file.empty() && from_file != *from_env) overrides.push_back({name, variable, from_file, *from_env});
         settings["base_url"] = *from_env;
       }
-      Result<settings::Settings> s = settings::from_json(settings.dump());
+      // Replacing, not throwing, should a byte the check above let through ever reach the serialiser.
+      Result<settings::Settings> s =
+          settings::from_json(settings.dump(-1, ' ', false, json::error_handler_t::replace));
       if (!s.ok()) {
         problem(within(name, s.status()));
         continue;

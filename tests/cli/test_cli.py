@@ -693,3 +693,11 @@ def test_the_installed_binary_finds_its_library(cli: Path, tmp_path: Path) -> No
                             env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(b"humus-http ")
+
+
+def test_arguments_that_are_not_utf8_end_in_an_exit_status_not_an_abort(cli) -> None:
+    # The JSON the CLI builds from its arguments threw on invalid UTF-8 (std::terminate, SIGABRT).
+    result = subprocess.run([str(cli), "get", "http://127.0.0.1:1/", "--retry", "0",
+                             "--resolve", b"a\xff:80:127.0.0.1:1"], capture_output=True, timeout=60)
+    assert result.returncode > 0, result.stderr
+    assert b"terminate" not in result.stderr

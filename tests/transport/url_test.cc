@@ -94,6 +94,21 @@ TEST(Origin, DefaultPortAndCaseMakeOneOrigin) {
   EXPECT_EQ(origin_of(parsed("https://payments:8443")).to_string(), "https://payments:8443");
 }
 
+// Found by tests/fuzz (url): libcurl decodes a host's percent-encoding, so the origin's spelling of
+// "http://.EX%25AA.E:80/", "http://.ex%aa.e:80", parsed again was another host (byte 0xAA); "0%7f.1" held a
+// DEL. A decoded host must spell itself; zones still work.
+TEST(ParseUrl, AHostThatDoesNotSpellItselfIsRefused) {
+  EXPECT_FALSE(parse_url("http://.EX%25AA.E:80/").ok());
+  EXPECT_FALSE(parse_url("http://a%2541/").ok());
+  EXPECT_FALSE(parse_url("h://[fe80::12%5%th0]:8080/").ok());  // the zone "5%th0"
+  EXPECT_FALSE(parse_url("https://0%7f.1/").ok());  // a DEL once decoded
+  EXPECT_FALSE(parse_url("http://a%20b/").ok());
+  EXPECT_EQ(parsed("http://a-b_c~d.example:8080/").host, "a-b_c~d.example");
+  EXPECT_EQ(parsed("http://[fe80::1%25eth0]:8080/").host, "fe80::1%eth0");
+  const Origin o = origin_of(parsed("http://[fe80::1%25eth0]:8080/"));
+  EXPECT_EQ(origin_of(parsed(o.to_string())), o);
+}
+
 TEST(ParseUrl, TruncatedPrefixesNeverCrash) {
   const std::string url = "https://user:pw@[fe80::1%25eth0]:8443/a/b?c=d&e=f#g";
   for (size_t n = 0; n <= url.size(); ++n) (void)parse_url(std::string_view(url).substr(0, n));

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <map>
 #include <mutex>
 
@@ -96,6 +98,23 @@ TEST_F(RegistryTest, TheEnvironmentsBaseUrlWinsAndADisagreementIsLoggedOnce) {
   EXPECT_EQ(logs_[0].upstream, "billing-api");
   EXPECT_NE(logs_[0].message.find("HUMUS_HTTP_UPSTREAMS__BILLING_API__BASE_URL"), std::string::npos);
   EXPECT_NE(logs_[0].message.find("https://billing:8443"), std::string::npos);
+}
+
+// Found by tests/fuzz (upstreams): the variable's bytes went into a JSON document whose serialiser threw on
+// invalid UTF-8, so a stray byte in the environment ended the process instead of being refused.
+TEST_F(RegistryTest, ABaseUrlVariableThatIsNotUtf8IsRefusedNamingIt) {
+  env_["HUMUS_HTTP_UPSTREAMS__A__BASE_URL"] = "https://a:547\xf9\xf9";
+  env_["HUMUS_HTTP_UPSTREAMS__B__BASE_URL"] = "http://b\xed\xa0\x80";  // a UTF-16 surrogate, as UTF-8
+  env_["HUMUS_HTTP_UPSTREAMS__C__BASE_URL"] = "http://caf\xc3\xa9:8080";  // valid UTF-8 reaches the URL check
+  Result<std::vector<Upstream>> u = build(R"({"upstreams": {"a": {"timeout": "7s"}, "b": {}, "c": {}}})");
+  ASSERT_FALSE(u.ok());
+  const std::string message = u.status().message();
+  EXPECT_NE(message.find("HUMUS_HTTP_UPSTREAMS__A__BASE_URL: not valid UTF-8"), std::string::npos) << message;
+  EXPECT_NE(message.find("HUMUS_HTTP_UPSTREAMS__B__BASE_URL: not valid UTF-8"), std::string::npos) << message;
+  EXPECT_EQ(message.find("HUMUS_HTTP_UPSTREAMS__C__BASE_URL"), std::string::npos) << message;
+  const std::vector<std::string> f = u.status().fields();
+  EXPECT_NE(std::find(f.begin(), f.end(), "upstreams.a.base_url"), f.end());
+  EXPECT_NE(std::find(f.begin(), f.end(), "upstreams.b.base_url"), f.end());
 }
 
 TEST_F(RegistryTest, EveryProblemIsRefusedAtOnceNamingItsPath) {

@@ -1,0 +1,16 @@
+// The response head as the transport hands it on (SPEC §10.5): what libcurl passes through from a server
+// is made safe to give to callers, who may copy fields into requests or logs of their own.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace humus::transport {
+
+// A response field's name or value with each CR, LF and NUL replaced by a space, as RFC 9110 §5.5 allows a
+// recipient to do instead of rejecting the message. libcurl ends a header line at LF only, so a bare CR (or
+// a NUL) inside a line reaches the header callback; passed on as is, it would let a server split a header
+// that a caller forwards (response splitting).
+std::string field_text(std::string_view text);
+
+}  // namespace humus::transport
