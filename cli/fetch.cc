@@ -523,7 +523,8 @@ int run_fetch(const FetchOptions& o) {
     const bool method =
         humus_error_field_count(e.get()) == 1 && std::strcmp(humus_error_field(e.get(), 0), "method") == 0;
     if (method) return report({exit_code::kUsage, "-X '" + o.method + "': " + describe(e.get())});
-    return report({exit_code::kUrl, "URL '" + shown_url(url) + "': " + describe(e.get())});
+    const std::string hint = shown_url(url) != url ? " (give a user and password with -u)" : "";
+    return report({exit_code::kUrl, "URL '" + shown_url(url) + "': " + describe(e.get()) + hint});
   }
   Request request(raw_request);
   std::vector<std::pair<std::string, std::string>> sent_headers;

@@ -826,9 +826,12 @@ def test_user_sends_basic_auth_and_never_prints_the_password(run, server: TestSe
     assert "s3cret" not in failed.stderr and secret_b64 not in failed.stderr
 
 
-def test_a_credential_in_the_url_is_refused_and_never_echoed(run, server: TestServer) -> None:
+def test_a_credential_in_the_url_is_refused_and_never_echoed(run, server: TestServer, tmp_path: Path) -> None:
     url = server.url("http", "/c").replace("://", "://alice:s3cret-pw@")
-    for args in ([url], ["get", url, "-v", "--trace"], [url, "-w", "%{url_effective}"]):
+    settings = tmp_path / "s.json"  # the base_url is fine: the request's URL is the one refused
+    settings.write_text(json.dumps({"base_url": server.url("http", "")}))
+    for args in ([url], ["get", url, "-v", "--trace"], [url, "-w", "%{url_effective}"],
+                 [url, "--settings", str(settings), "-v"]):
         result = run(*args)
         assert result.returncode == 3, result.stderr
         assert "s3cret" not in result.stderr and "alice" not in result.stderr
