@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "exit_codes.h"
+#include "write_out.h"
 
 namespace humus::cli {
 namespace {
@@ -44,6 +45,24 @@ constexpr Flag kFlags[] = {
     {"metrics", 0, false, Scope::kFetch},
     {"repeat", 0, true, Scope::kFetch},
     {"concurrency", 0, true, Scope::kFetch},
+    {"request", 'X', true, Scope::kFetch},
+    {"head", 'I', false, Scope::kFetch},
+    {"location", 'L', false, Scope::kFetch},
+    {"write-out", 'w', true, Scope::kFetch},
+    {"json", 0, true, Scope::kFetch},
+    {"user", 'u', true, Scope::kFetch},
+    {"user-agent", 'A', true, Scope::kFetch},
+    {"form", 'F', true, Scope::kFetch},
+    {"get", 'G', false, Scope::kFetch},
+    {"data-urlencode", 0, true, Scope::kFetch},
+    {"remote-name", 'O', false, Scope::kFetch},
+    {"dump-header", 'D', true, Scope::kFetch},
+    {"http1.1", 0, false, Scope::kFetch},
+    {"http2", 0, false, Scope::kFetch},
+    {"fail-with-body", 0, false, Scope::kFetch},
+    {"retry-delay", 0, true, Scope::kFetch},
+    {"retry-max-time", 0, true, Scope::kFetch},
+    {"retry-all-errors", 0, false, Scope::kFetch},
     {"duration", 0, true, Scope::kDemo},
     {"rate", 0, true, Scope::kDemo},
     {"plot", 0, true, Scope::kDemo},
@@ -159,6 +178,78 @@ DataPiece data_piece(const std::string& flag, const std::string& text) {
   return piece;
 }
 
+// --data-urlencode, as curl reads it: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE.
+DataPiece urlencode_piece(const std::string& text) {
+  DataPiece piece;
+  piece.kind = DataPiece::Kind::kUrlencode;
+  piece.flag = "--data-urlencode";
+  const size_t eq = text.find('=');
+  const size_t at = text.find('@');
+  if (eq != std::string::npos && (at == std::string::npos || eq < at)) {
+    piece.name = text.substr(0, eq);
+    piece.has_name = eq > 0;
+    piece.text = text.substr(eq + 1);
+  } else if (at != std::string::npos) {
+    piece.name = text.substr(0, at);
+    piece.has_name = at > 0;
+    piece.text = text.substr(at + 1);
+    piece.from_file = true;
+  } else {
+    piece.text = text;
+  }
+  return piece;
+}
+
+// -F NAME=VALUE | NAME=@FILE[;type=T][;filename=F] | NAME=<FILE[;type=T].
+std::optional<std::string> parse_form(const std::string& text, FormPart& out) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return "-F: expected NAME=VALUE, NAME=@FILE or NAME=<FILE, got " + quoted(text);
+  }
+  out.name = text.substr(0, eq);
+  std::string rest = text.substr(eq + 1);
+  if (rest.empty() || (rest[0] != '@' && rest[0] != '<')) {
+    out.value = rest;
+    return std::nullopt;
+  }
+  out.from_file = true;
+  out.upload = rest[0] == '@';
+  rest.erase(0, 1);
+  size_t semi = rest.find(';');
+  out.value = rest.substr(0, semi);
+  while (semi != std::string::npos) {
+    const size_t next = rest.find(';', semi + 1);
+    const std::string param = rest.substr(semi + 1, next == std::string::npos ? next : next - semi - 1);
+    if (param.rfind("type=", 0) == 0 && param.size() > 5) {
+      out.type = param.substr(5);
+    } else if (param.rfind("filename=", 0) == 0 && param.size() > 9 && out.upload) {
+      out.filename = param.substr(9);
+    } else {
+      return "-F: unknown parameter " + quoted(param) + " in " + quoted(text) + " (type=, filename=)";
+    }
+    semi = next;
+  }
+  if (out.value.empty()) return "-F: needs a file name after " + quoted(text.substr(eq + 1, 1));
+  // The part's headers are written as given: no CR, LF or quote may break out of them.
+  const std::string* fields[] = {&out.name, out.type ? &*out.type : nullptr,
+                                 out.filename ? &*out.filename : nullptr};
+  for (const std::string* p : fields) {
+    if (p != nullptr && p->find_first_of("\r\n\"") != std::string::npos)
+      return "-F: a quote or line break in " + quoted(text);
+  }
+  return std::nullopt;
+}
+
+bool is_token(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
 // Applies one flag. `shown` is how the user spelt it, for messages.
 std::optional<std::string> apply(const Flag& flag, const std::string& shown, const std::string& value,
                                  Invocation& inv) {
@@ -219,6 +310,54 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
     return parse_int(shown, value, 1, 1000000, f.repeat);
   } else if (n == "concurrency") {
     return parse_int(shown, value, 1, 1000, f.concurrency);
+  } else if (n == "request") {
+    if (!is_token(value)) return shown + ": expected a method (a token like PATCH), got " + quoted(value);
+    f.method_flag = value;
+  } else if (n == "head") {
+    f.head = true;
+  } else if (n == "location") {
+    // The client follows same-origin redirects always, and never another origin's (docs/origin.md).
+  } else if (n == "write-out") {
+    if (auto e = write_out_error(value)) return shown == "-w" ? e : shown + e->substr(2);
+    f.write_out = value;
+  } else if (n == "json") {
+    DataPiece piece = data_piece("--json", value);
+    piece.kind = DataPiece::Kind::kJson;
+    f.data.push_back(std::move(piece));
+  } else if (n == "user") {
+    // The password is never repeated in a message.
+    if (value.find(':') == std::string::npos)
+      return shown + ": expected USER:PASSWORD (humus-http does not prompt for a password)";
+    f.user = value;
+  } else if (n == "user-agent") {
+    f.user_agent = value;
+  } else if (n == "form") {
+    FormPart part;
+    if (auto e = parse_form(value, part)) return shown == "-F" ? e : shown + e->substr(2);
+    f.form.push_back(std::move(part));
+  } else if (n == "get") {
+    f.get_query = true;
+  } else if (n == "data-urlencode") {
+    f.data.push_back(urlencode_piece(value));
+  } else if (n == "remote-name") {
+    f.remote_name = true;
+  } else if (n == "dump-header") {
+    if (value.empty()) return shown + ": needs a file name (or - for stdout)";
+    f.dump_header = value;
+  } else if (n == "http1.1" || n == "http2") {
+    f.http_version = n == "http2" ? "2" : "1.1";
+  } else if (n == "fail-with-body") {
+    f.fail_with_body = true;
+  } else if (n == "retry-delay") {
+    std::string ms;
+    if (auto e = duration_of(shown, value, ms)) return e;
+    f.retry_delay = ms;
+  } else if (n == "retry-max-time") {
+    std::string ms;
+    if (auto e = duration_of(shown, value, ms)) return e;
+    f.retry_max_time_ms = std::stoll(ms);
+  } else if (n == "retry-all-errors") {
+    f.retry_all_errors = true;
   } else if (n == "duration") {
     return parse_int(shown, value, 5, 3600, d.duration_s);
   } else if (n == "rate") {
@@ -236,6 +375,42 @@ std::optional<std::string> check_scope(const Flag& flag, const std::string& show
   if (flag.scope == Scope::kDemo && !demo) return shown + ": only for 'humus-http demo'";
   if (flag.scope == Scope::kFetch && demo)
     return shown + ": not for 'humus-http demo' (see humus-http --help)";
+  return std::nullopt;
+}
+
+constexpr std::string_view kCommands = "get, head, post, put, patch, delete, options";
+
+bool is_command(const std::string& s) {
+  return s == "get" || s == "head" || s == "post" || s == "put" || s == "patch" || s == "delete" ||
+         s == "options";
+}
+
+// The method, from -X, then -I, then the command, then curl's rule (a body makes a POST); and the checks
+// across the body's flags.
+std::optional<std::string> settle_method(FetchOptions& f, const std::string& subcommand) {
+  bool json = false;
+  bool plain = false;
+  for (const DataPiece& p : f.data) (p.kind == DataPiece::Kind::kJson ? json : plain) = true;
+  if (json && plain) return "--json: not with -d, --data-binary or --data-urlencode (one body)";
+  if (!f.form.empty() && !f.data.empty()) return "-F: not with " + f.data.front().flag + " (one body)";
+  if (f.get_query && (json || !f.form.empty()))
+    return "-G: puts -d and --data-urlencode in the query; not " + std::string(json ? "--json" : "-F");
+  if (f.head && !subcommand.empty() && subcommand != "head")
+    return "-I: the command " + subcommand + " already names the method (use head, or -X HEAD)";
+  const bool has_body = !f.form.empty() || (!f.data.empty() && !f.get_query);
+  if (f.method_flag) {
+    f.method = *f.method_flag;
+  } else if (f.head) {
+    f.method = "HEAD";
+  } else if (subcommand.empty()) {
+    f.method = has_body ? "POST" : "GET";
+  }
+  if (has_body && (f.method == "GET" || f.method == "HEAD")) {
+    const std::string flag = f.form.empty() ? f.data.front().flag : "-F";
+    if (!subcommand.empty() && !f.method_flag)
+      return flag + ": " + subcommand + " sends no body (use post, put, patch or delete)";
+    return flag + ": a " + f.method + " sends no body (use -G to put the data in the query)";
+  }
   return std::nullopt;
 }
 
@@ -284,22 +459,26 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
     out.command = Command::kVersion;
     return std::nullopt;
   }
+  // Without a command, the line is curl's: the method follows from the flags (-X, -I, the data).
+  const bool curl_form = !command.empty() && (command[0] == '-' || command.find("://") != std::string::npos);
+  std::string subcommand;
   if (command == "demo") {
     out.command = Command::kDemo;
-  } else if (command == "get" || command == "head" || command == "post" || command == "put" ||
-             command == "delete") {
+  } else if (is_command(command)) {
     out.command = Command::kFetch;
+    subcommand = command;
     for (char c : command) out.fetch.method += static_cast<char>(c - 'a' + 'A');
-  } else if (!command.empty() && command[0] == '-') {
-    return "expected a command (get, head, post, put, delete, demo) before " + quoted(command) +
-           " (see humus-http --help)";
+  } else if (curl_form) {
+    out.command = Command::kFetch;
   } else {
-    return "unknown command " + quoted(command) + " (commands: get, head, post, put, delete, demo)";
+    return "unknown command " + quoted(command) + " (commands: " + std::string(kCommands) +
+           ", demo; or a URL, as curl takes it)";
   }
+  const std::string who = subcommand.empty() ? std::string("humus-http") : subcommand;
 
   bool options_done = false;
   std::vector<std::string> positional;
-  for (size_t i = 1; i < args.size(); ++i) {
+  for (size_t i = subcommand.empty() && out.command == Command::kFetch ? 0 : 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (options_done || a.size() < 2 || a[0] != '-') {
       positional.push_back(a);
@@ -361,17 +540,26 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
       return "demo: unexpected argument " + quoted(positional[0]) + " (it takes no URL)";
     return std::nullopt;
   }
-  if (positional.empty()) return command + ": needs a URL (see humus-http --help)";
+  if (subcommand.empty()) {
+    // curl's form: a command further on is a command put in the wrong place.
+    for (const std::string& p : positional) {
+      if (is_command(p) || p == "demo") {
+        return "expected a command (" + std::string(kCommands) + ", demo) before " + quoted(args[0]) +
+               ", or a URL alone (see humus-http --help)";
+      }
+    }
+  }
+  if (positional.empty()) return who + ": needs a URL (see humus-http --help)";
   if (positional.size() > 1) {
-    return command + ": one URL per command, got a second: " + quoted(positional[1]) +
+    return who + ": one URL per command, got a second: " + quoted(positional[1]) +
            " (to call it again, use --repeat N)";
   }
   FetchOptions& f = out.fetch;
   f.url = positional[0];
-  if (!f.data.empty() && (f.method == "GET" || f.method == "HEAD")) {
-    return f.data.front().flag + ": " + command + " sends no body (use post, put or delete)";
-  }
+  if (auto e = settle_method(f, subcommand)) return e;
   if (f.key && !f.cert) return "--key: needs --cert (the client certificate the key belongs to)";
+  if (f.fail && f.fail_with_body) return "--fail-with-body: choose it or -f, not both";
+  if (f.remote_name && f.output) return "-O: choose it or -o, not both";
   if (f.concurrency > f.repeat) {
     return "--concurrency: " + std::to_string(f.concurrency) + " is more than the calls to make (--repeat " +
            std::to_string(f.repeat) + ")";
@@ -384,24 +572,50 @@ std::string help_text() {
       R"(humus-http — a resilient HTTP client on the command line, and a demo of what resilience looks like.
 
 Usage:
-  humus-http get|head|post|put|delete [options] URL
+  humus-http [options] URL                        as curl: GET, or POST with a body, -X to name another
+  humus-http get|head|post|put|patch|delete|options [options] URL
   humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg]
   humus-http --help | --version
 
 Each call goes through one humus_http client (libhumus_http): deadlines, retries within a budget, a circuit
 breaker and a bulkhead, with the client's defaults unless a flag or --settings says otherwise. Same-origin
-redirects are followed by the client itself; a redirect to another origin is returned as it came.
+redirects are always followed by the client itself (up to 10), with or without -L; a redirect to another
+origin is never followed: it is returned as it came, its Location for you to judge. A URL with a user and
+password in it is refused without echoing them: use -u.
 
 Options as curl spells them (short flags combine: -sfi):
+  -X, --request METHOD         the method, as given (PATCH, OPTIONS, ...), over the command's
+  -I, --head                   a HEAD request; prints the status line and headers
+  -L, --location               accepted for curl's sake: same-origin redirects are followed anyway, another
+                               origin's never (there is no flag to stop following: the client always does)
   -H, --header 'Name: value'   add a request header (repeatable)
   -d, --data DATA              request body (repeatable, joined with '&'); @FILE reads FILE without its
                                newlines, @- reads stdin; Content-Type defaults to
-                               application/x-www-form-urlencoded. Only for post, put and delete
+                               application/x-www-form-urlencoded. Not for get or head (see -G)
       --data-binary DATA       as -d, but @FILE is sent byte for byte
+      --data-urlencode DATA    as -d, URL-encoded: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE
+                               (NAME is sent as given, the content encoded)
+      --json DATA              a JSON body (repeatable, joined as given; @FILE, @-), with Content-Type and
+                               Accept: application/json; a POST unless a command or -X says otherwise
+  -F, --form NAME=VALUE        a multipart/form-data part (repeatable); NAME=@FILE uploads FILE with its
+                               filename and a content type (from its extension, or ;type=T; ;filename=F
+                               to send another name); NAME=<FILE sends FILE's text as the value
+  -G, --get                    put the -d and --data-urlencode data in the URL's query (after a '&' if it
+                               has one) and make a GET (a HEAD with -I)
+  -u, --user USER:PASSWORD     Basic authentication; the password is never printed (-v, --trace, errors)
+  -A, --user-agent NAME        send User-Agent: NAME (a -H User-Agent wins)
   -o, --output FILE            write the body to FILE instead of stdout
+  -O, --remote-name            write the body to a file in the current directory named after the URL's
+                               last path segment (exit 23 when it has none)
+  -D, --dump-header FILE       write the status line and response headers to FILE (- for stdout)
+  -w, --write-out FORMAT       after each call, print FORMAT on stdout with curl's %{http_code},
+                               %{time_total}, %{size_download}, %{num_retries}, %{url_effective},
+                               %{exitcode} and the client's %{attempts} and %{breaker_state} (after the
+                               call: closed, open, half-open) replaced; \n, \t, \r and %% as curl reads them
   -i, --include                print the status line and response headers before the body (head always
                                prints them)
   -f, --fail                   exit 22, printing no body, when the status is 400 or more
+      --fail-with-body         exit 22 when the status is 400 or more, after printing the body
   -s, --silent                 print no error message (the exit status still tells)
   -v, --verbose                print the effective settings, the request as given to the client, the
                                response's status line and headers, and the attempts made, on stderr
@@ -412,10 +626,19 @@ Options as curl spells them (short flags combine: -sfi):
                                max_attempts = N+1; default: the client's, 2 retries). Retries happen only
                                where the client's rules allow: a safe method or an idempotency key, a
                                retryable result, budget left, time left
+      --retry-delay T          wait up to T before each retry (backoff_base and backoff_max = T; the wait
+                               is a random draw below it, and a Retry-After the server sends still counts)
+      --retry-max-time T       retry only within T: the call's own deadline (the earlier of it and
+                               --max-time ends the call)
+      --retry-all-errors       retry even a request the client would send once (a post without an
+                               idempotency key): the call's retry mode is force; budget, deadline and
+                               breaker still apply, and only results the client classifies retryable
   -m, --max-time T             deadline of the whole call: attempts, waits and body (setting timeout,
                                default 10s). T is seconds as in curl (2.5) or a duration (250ms, 5s, 1m)
       --connect-timeout T      bound on dialling and the TLS handshake (connect_timeout, default 2s)
       --resolve HOST:PORT:ADDR connect to ADDR for HOST:PORT, still verifying TLS for HOST (repeatable)
+      --http1.1                HTTP/1.1 only (setting http_version "1.1")
+      --http2                  HTTP/2 only (http_version "2"; https only, there is no HTTP/2 over plain text)
 
 The client's own options:
       --attempt-timeout T      bound on one attempt, dial to response headers (attempt_timeout, default 5s)

@@ -9,22 +9,49 @@
 
 namespace humus::cli {
 
-// One -d / --data-binary: the bytes, or a file to read them from ("-" is stdin).
+// One -d / --data-binary / --data-urlencode / --json: the bytes, or a file to read them from ("-" is stdin).
 struct DataPiece {
+  enum class Kind { kRaw, kUrlencode, kJson } kind = Kind::kRaw;
   std::string flag;  // as given, for messages: "-d", "--data-binary"
   std::string text;  // the literal, or the file name after '@'
+  std::string name;  // --data-urlencode NAME=..., NAME@...: sent as NAME=<encoded>
+  bool has_name = false;
   bool from_file = false;
   bool strip_newlines = false;  // -d @FILE drops CR and LF, as curl does; --data-binary keeps every byte
 };
 
+// One -F part: NAME=VALUE, NAME=<FILE (the file's text as the value) or NAME=@FILE (an upload).
+struct FormPart {
+  std::string name;
+  std::string value;  // the literal, or the file name
+  bool from_file = false;
+  bool upload = false;                  // '@': sent with a filename and a content type
+  std::optional<std::string> type;      // ;type=
+  std::optional<std::string> filename;  // ;filename=
+};
+
 struct FetchOptions {
-  std::string method;  // "GET", "HEAD", "POST", "PUT", "DELETE"
+  std::string method;  // "GET", "HEAD", "POST", ..., or -X's token as given
   std::string url;
+  std::optional<std::string> method_flag;  // -X, as given
+  bool head = false;                       // -I
   std::vector<std::pair<std::string, std::string>> headers;  // -H, in order
   std::vector<DataPiece> data;
   std::optional<std::string> output;  // -o
   bool include = false;               // -i
   bool fail = false;                  // -f
+  bool fail_with_body = false;        // --fail-with-body
+  bool remote_name = false;           // -O
+  std::optional<std::string> dump_header;  // -D FILE, "-" for stdout
+  std::optional<std::string> write_out;    // -w, checked by parse_args
+  std::optional<std::string> user;         // -u USER:PASSWORD; never printed
+  std::optional<std::string> user_agent;   // -A
+  std::vector<FormPart> form;              // -F, in order
+  bool get_query = false;                  // -G: the data goes into the query string
+  std::optional<std::string> http_version;  // --http1.1 "1.1", --http2 "2"
+  std::optional<std::string> retry_delay;   // --retry-delay, as backoff_base and backoff_max
+  std::optional<int64_t> retry_max_time_ms;  // --retry-max-time: the call's own timeout
+  bool retry_all_errors = false;             // --retry-all-errors: the call's retry mode is force
   bool silent = false;                // -s
   bool verbose = false;               // -v
   bool trace = false;                 // --trace

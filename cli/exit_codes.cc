@@ -73,8 +73,8 @@ std::string help_table() {
     8  the server broke HTTP
    16  HTTP/2 stream refused or dropped unprocessed, on every attempt
    22  --fail, and the status was 400 or more
-   23  could not write the output (-o, stdout, demo --plot)
-   26  could not read the body's file (-d @FILE, --data-binary @FILE)
+   23  could not write the output (-o, -O, -D, stdout, demo --plot), or -O found no file name in the URL
+   26  could not read the body's file (-d, --data-binary, --data-urlencode, --json @FILE; -F NAME=@FILE)
    28  timed out: the call's deadline (--max-time) or its last attempt's timeout (--attempt-timeout)
    35  TLS handshake failed (protocol version, a client certificate the server refused or required)
    56  the connection was lost (reset, or closed before a full response)

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "faults.h"
 #include "metrics.h"
 #include "trace.h"
+#include "write_out.h"
 
 namespace humus::cli {
 namespace {
@@ -59,6 +61,16 @@ bool read_file(const std::string& name, std::string& out, std::string& why) {
     return false;
   }
   return true;
+}
+
+// The URL as it may be printed: a user and password in it become "***" (they are never echoed).
+std::string shown_url(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return url;
+  const size_t authority_end = url.find_first_of("/?#", scheme_end + 3);
+  const size_t at = url.rfind('@', authority_end == std::string::npos ? url.size() : authority_end);
+  if (at == std::string::npos || at < scheme_end + 3) return url;
+  return url.substr(0, scheme_end + 3) + "***" + url.substr(at);
 }
 
 // scheme://host[:port] of an absolute URL: the client's origin (SPEC §2). The library checks the rest.
@@ -132,7 +144,16 @@ Outcome settings_error(const humus_error* e, const Sources& src) {
   }
   std::string prefix;
   for (const std::string& n : named) {
-    prefix += (prefix.empty() ? "" : ", ") + (n == "URL" ? "URL '" + src.url + "'" : n);
+    prefix += (prefix.empty() ? "" : ", ") + (n == "URL" ? "URL '" + shown_url(src.url) + "'" : n);
+  }
+  // A URL's user-info is refused (docs/origin.md §2) and must not be echoed on the way out.
+  if (src.url != shown_url(src.url)) {
+    for (size_t at = message.find(src.url); at != std::string::npos; at = message.find(src.url, at))
+      message.replace(at, src.url.size(), shown_url(src.url));
+    const std::string origin = origin_of(src.url);
+    for (size_t at = message.find(origin); at != std::string::npos; at = message.find(origin, at))
+      message.replace(at, origin.size(), shown_url(origin));
+    message += " (give a user and password with -u)";
   }
   return {code, (prefix.empty() ? "" : prefix + ": ") + message};
 }
@@ -163,6 +184,11 @@ std::optional<Outcome> settings_json(const FetchOptions& o, Json& j, Sources& sr
   if (o.attempt_timeout) set("attempt_timeout", *o.attempt_timeout, "--attempt-timeout");
   if (o.connect_timeout) set("connect_timeout", *o.connect_timeout, "--connect-timeout");
   if (o.retry) set("max_attempts", *o.retry + 1, "--retry");
+  if (o.retry_delay) {
+    set("backoff_base", *o.retry_delay, "--retry-delay");
+    set("backoff_max", *o.retry_delay, "--retry-delay");
+  }
+  if (o.http_version) set("http_version", *o.http_version, *o.http_version == "2" ? "--http2" : "--http1.1");
   if (o.cacert || o.cert) {
     Json& tls = j["tls"];
     if (!tls.is_object()) tls = Json::object();
@@ -181,7 +207,24 @@ std::optional<Outcome> settings_json(const FetchOptions& o, Json& j, Sources& sr
   return std::nullopt;
 }
 
-// The body: every -d / --data-binary, joined with '&' as curl does.
+// curl's --data-urlencode: every byte but the unreserved ones as %XX.
+std::string url_encoded(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  return out;
+}
+
+// The data: every -d / --data-binary / --data-urlencode joined with '&' as curl does; --json pieces as given.
 std::optional<Outcome> body_of(const FetchOptions& o, std::string& body) {
   for (size_t i = 0; i < o.data.size(); ++i) {
     const DataPiece& piece = o.data[i];
@@ -192,10 +235,109 @@ std::optional<Outcome> body_of(const FetchOptions& o, std::string& body) {
         return Outcome{exit_code::kRead, piece.flag + " @" + piece.text + ": " + why};
       if (piece.strip_newlines) std::erase_if(bytes, [](char c) { return c == '\r' || c == '\n'; });
     }
-    if (i > 0) body += '&';
+    if (piece.kind == DataPiece::Kind::kUrlencode)
+      bytes = (piece.has_name ? piece.name + "=" : "") + url_encoded(bytes);
+    if (i > 0 && piece.kind != DataPiece::Kind::kJson) body += '&';
     body += bytes;
   }
   return std::nullopt;
+}
+
+// curl's guesses from a file name's extension; application/octet-stream otherwise.
+std::string content_type_of(const std::string& file) {
+  static const std::pair<const char*, const char*> kTypes[] = {
+      {".txt", "text/plain"},       {".html", "text/html"},        {".htm", "text/html"},
+      {".css", "text/css"},         {".csv", "text/csv"},          {".json", "application/json"},
+      {".xml", "application/xml"},  {".pdf", "application/pdf"},   {".zip", "application/zip"},
+      {".png", "image/png"},        {".jpg", "image/jpeg"},        {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},        {".svg", "image/svg+xml"},     {".js", "application/javascript"}};
+  for (const auto& [ext, type] : kTypes) {
+    const size_t n = std::strlen(ext);
+    if (file.size() > n && strcasecmp(file.c_str() + file.size() - n, ext) == 0) return type;
+  }
+  return "application/octet-stream";
+}
+
+// -F's parts as multipart/form-data (RFC 7578); `boundary` is chosen to appear in none of them.
+std::optional<Outcome> form_body(const FetchOptions& o, std::string& body, std::string& boundary) {
+  struct Part {
+    std::string headers;
+    std::string bytes;
+  };
+  std::vector<Part> parts;
+  for (const FormPart& f : o.form) {
+    Part part;
+    part.bytes = f.value;
+    if (f.from_file) {
+      std::string why;
+      if (!read_file(f.value, part.bytes, why))
+        return Outcome{exit_code::kRead,
+                       "-F " + f.name + "=" + (f.upload ? "@" : "<") + f.value + ": " + why};
+    }
+    part.headers = "Content-Disposition: form-data; name=\"" + f.name + "\"";
+    if (f.upload) {
+      std::string filename = f.filename.value_or(f.value == "-" ? std::string() : f.value);
+      if (!f.filename) filename = filename.substr(filename.find_last_of('/') + 1);
+      if (!filename.empty()) part.headers += "; filename=\"" + filename + "\"";
+      part.headers += "\r\nContent-Type: " + f.type.value_or(content_type_of(filename));
+    } else if (f.type) {
+      part.headers += "\r\nContent-Type: " + *f.type;
+    }
+    parts.push_back(std::move(part));
+  }
+  std::random_device seed;
+  std::mt19937_64 random(seed());
+  for (;;) {
+    char hex[33];
+    std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(random()),
+                  static_cast<unsigned long long>(random()));
+    boundary = std::string("------------------------") + hex;
+    if (std::none_of(parts.begin(), parts.end(),
+                     [&](const Part& p) { return p.bytes.find(boundary) != std::string::npos; }))
+      break;
+  }
+  for (const Part& p : parts) body += "--" + boundary + "\r\n" + p.headers + "\r\n\r\n" + p.bytes + "\r\n";
+  body += "--" + boundary + "--\r\n";
+  return std::nullopt;
+}
+
+// The URL's last path segment, for -O; empty when it has none.
+std::string remote_name_of(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const size_t path = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  if (path == std::string::npos) return "";
+  std::string p = url.substr(path, url.find_first_of("?#", path) - path);
+  return p.substr(p.find_last_of('/') + 1);
+}
+
+// -G: the data after the URL's query (or as its query), before any fragment.
+std::string with_query(const std::string& url, const std::string& data) {
+  const size_t hash = url.find('#');
+  std::string base = url.substr(0, hash);
+  if (!data.empty()) {
+    base += (base.find('?') == std::string::npos ? "?" : (base.back() == '?' ? "" : "&")) + data;
+  }
+  return base + (hash == std::string::npos ? "" : url.substr(hash));
+}
+
+std::string base64(const std::string& in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t n = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+    for (int k = 18; k >= 0; k -= 6) out += kAlphabet[(n >> k) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t n = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
 }
 
 bool has_header(const FetchOptions& o, const char* name) {
@@ -206,7 +348,9 @@ bool has_header(const FetchOptions& o, const char* name) {
 // Where the output goes: stdout, or -o FILE opened at the first write (a refused --fail call creates none).
 class Output {
  public:
-  explicit Output(std::optional<std::string> path) : path_(std::move(path)) {}
+  // `flag` names the file in messages: "-o", "-D".
+  explicit Output(std::optional<std::string> path, std::string flag = "-o")
+      : path_(std::move(path)), flag_(std::move(flag)) {}
   Output(const Output&) = delete;
   Output& operator=(const Output&) = delete;
   ~Output() {
@@ -239,11 +383,12 @@ class Output {
  private:
   [[nodiscard]] Outcome failed() const {
     const int error = errno;
-    return {exit_code::kWrite, (path_ ? "-o " + *path_ : std::string("stdout")) +
+    return {exit_code::kWrite, (path_ ? flag_ + " " + *path_ : std::string("stdout")) +
                                    ": cannot write: " + std::generic_category().message(error)};
   }
 
   std::optional<std::string> path_;
+  std::string flag_;
   FILE* file_ = nullptr;
   bool ends_line_ = true;
 };
@@ -252,6 +397,8 @@ struct CallResult {
   Response response;
   Error error;
   int64_t elapsed_ms = 0;
+  int64_t elapsed_us = 0;
+  std::string breaker_state;  // just after the call, for -w
   // The body, read as soon as the call returns: reading it is what counts the result (SPEC §7).
   const void* body = nullptr;
   size_t body_len = 0;
@@ -299,7 +446,20 @@ int run_fetch(const FetchOptions& o) {
   };
 
   std::string body;
-  if (auto failed = body_of(o, body)) return report(*failed);
+  std::string boundary;
+  if (auto failed = o.form.empty() ? body_of(o, body) : form_body(o, body, boundary)) return report(*failed);
+  std::string url = o.url;
+  const bool has_body = !o.form.empty() || (!o.data.empty() && !o.get_query);
+  if (o.get_query) {
+    url = with_query(o.url, body);
+    body.clear();
+  }
+  std::optional<std::string> output_path = o.output;
+  if (o.remote_name) {
+    output_path = remote_name_of(o.url);
+    if (output_path->empty())
+      return report({exit_code::kWrite, "-O: the URL '" + shown_url(o.url) + "' names no file in its path"});
+  }
 
   // Settings, then the client.
   Json json;
@@ -363,15 +523,28 @@ int run_fetch(const FetchOptions& o) {
 
   // The request.
   humus_request* raw_request = nullptr;
-  if (humus_request_new(o.method.c_str(), o.url.c_str(), &raw_request, &raw_error) != HUMUS_OK) {
+  if (humus_request_new(o.method.c_str(), url.c_str(), &raw_request, &raw_error) != HUMUS_OK) {
     Error e(raw_error);
-    return report({exit_code::kUrl, "URL '" + o.url + "': " + describe(e.get())});
+    const bool method =
+        humus_error_field_count(e.get()) == 1 && std::strcmp(humus_error_field(e.get(), 0), "method") == 0;
+    if (method) return report({exit_code::kUsage, "-X '" + o.method + "': " + describe(e.get())});
+    const std::string hint = shown_url(url) != url ? " (give a user and password with -u)" : "";
+    return report({exit_code::kUrl, "URL '" + shown_url(url) + "': " + describe(e.get()) + hint});
   }
   Request request(raw_request);
-  std::vector<std::pair<std::string, std::string>> sent_headers = o.headers;
-  if (!o.data.empty() && !has_header(o, "Content-Type")) {
-    sent_headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+  std::vector<std::pair<std::string, std::string>> sent_headers;
+  // curl's: what -A, -u and --json imply comes first, and a -H of the same name replaces it.
+  const bool json_body = !o.data.empty() && o.data.front().kind == DataPiece::Kind::kJson;
+  if (o.user_agent && !has_header(o, "User-Agent")) sent_headers.emplace_back("User-Agent", *o.user_agent);
+  if (o.user && !has_header(o, "Authorization"))
+    sent_headers.emplace_back("Authorization", "Basic " + base64(*o.user));
+  if (json_body && !has_header(o, "Accept")) sent_headers.emplace_back("Accept", "application/json");
+  if (has_body && !has_header(o, "Content-Type")) {
+    sent_headers.emplace_back("Content-Type", !o.form.empty() ? "multipart/form-data; boundary=" + boundary
+                                              : json_body     ? "application/json"
+                                                              : "application/x-www-form-urlencoded");
   }
+  sent_headers.insert(sent_headers.end(), o.headers.begin(), o.headers.end());
   // The fault scenario joins the baggage a -H gives, else it is the call context's baggage.
   std::string fault_member;
   if (!o.faults.empty()) fault_member = cli::fault_member(o.faults, cli::fault_point(effective.value("base_url", "")));
@@ -396,8 +569,14 @@ int run_fetch(const FetchOptions& o) {
     Error e(raw_error);
     return report({exit_code::kUsage, "--idempotency-key: " + describe(e.get())});
   }
-  if (!o.data.empty() && humus_request_set_body(request.get(), body.data(), body.size()) != HUMUS_OK) {
+  if (has_body && humus_request_set_body(request.get(), body.data(), body.size()) != HUMUS_OK) {
     return report({exit_code::kFailure, "the body could not be set"});
+  }
+  if (o.retry_all_errors && humus_request_set_retry(request.get(), HUMUS_RETRY_MODE_FORCE) != HUMUS_OK) {
+    return report({exit_code::kFailure, "--retry-all-errors: the retry mode could not be set"});
+  }
+  if (o.retry_max_time_ms && humus_request_set_timeout_ms(request.get(), *o.retry_max_time_ms) != HUMUS_OK) {
+    return report({exit_code::kFailure, "--retry-max-time: the call's timeout could not be set"});
   }
 
   if (o.verbose) {
@@ -405,11 +584,16 @@ int run_fetch(const FetchOptions& o) {
     std::fprintf(stderr, "* settings: %s\n", redacted_settings(effective).c_str());
     for (const auto& [from, to] : o.resolve)
       std::fprintf(stderr, "* resolve: %s -> %s\n", from.c_str(), to.c_str());
-    std::fprintf(stderr, "> %s %s\n", o.method.c_str(), o.url.c_str());
-    for (const auto& [name, value] : sent_headers)
-      std::fprintf(stderr, "> %s: %s\n", name.c_str(), value.c_str());
+    std::fprintf(stderr, "> %s %s\n", o.method.c_str(), shown_url(url).c_str());
+    for (const auto& [name, value] : sent_headers) {
+      // Credentials are never printed: the scheme stays, the rest is hidden.
+      const bool secret = strcasecmp(name.c_str(), "Authorization") == 0 ||
+                          strcasecmp(name.c_str(), "Proxy-Authorization") == 0;
+      const std::string v = secret ? value.substr(0, value.find(' ')) + " (hidden)" : value;
+      std::fprintf(stderr, "> %s: %s\n", name.c_str(), v.c_str());
+    }
     if (o.idempotency_key) std::fprintf(stderr, "> Idempotency-Key: %s\n", o.idempotency_key->c_str());
-    if (!o.data.empty()) std::fprintf(stderr, "> (body: %zu bytes)\n", body.size());
+    if (has_body) std::fprintf(stderr, "> (body: %zu bytes)\n", body.size());
   }
   if (o.trace) {
     std::fprintf(stderr, "trace: client for %s: max_attempts %d, timeout %s, attempt_timeout %s; %s; %s\n",
@@ -440,9 +624,12 @@ int run_fetch(const FetchOptions& o) {
       if (resp != nullptr && humus_response_body(resp, &r.body, &r.body_len, &body_err) != HUMUS_OK) {
         r.body_error.reset(body_err);
       }
-      r.elapsed_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
-              .count();
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      r.elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+      r.elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+      int32_t state = -1;
+      if (o.write_out && humus_client_breaker_state(client.get(), &state) == HUMUS_OK)
+        r.breaker_state = circuit_name(state);
       if (o.trace) {
         std::string what = resp != nullptr ? std::to_string(humus_response_status(resp)) + " after " +
                                                  attempts_text(humus_response_attempts(resp))
@@ -469,48 +656,81 @@ int run_fetch(const FetchOptions& o) {
   }
 
   // Output, in call order.
-  Output out(o.output);
+  Output out(output_path, o.remote_name ? "-O" : "-o");
+  Output headers_out(o.dump_header == "-" ? std::nullopt : o.dump_header, "-D");
+  Output write_out(std::nullopt);
   int status = exit_code::kOk;
   for (size_t i = 0; i < results.size(); ++i) {
     const CallResult& r = results[i];
     const std::string which =
         o.repeat > 1 ? "call " + std::to_string(i + 1) + " of " + std::to_string(o.repeat) + ": " : "";
-    if (!r.response) {
-      const humus_error* e = r.error.get();
-      if (!o.faults.empty() && humus_error_field_count(e) == 1 && std::strcmp(humus_error_field(e, 0), "baggage") == 0) {
-        status = report({exit_code::kUsage, "--inject-fault: " + describe(e)});  // the scenario cannot be read
-        continue;
-      }
-      std::string message = which + humus_status_name(humus_error_status(e)) + ": " + describe(e) +
-                            " (after " + attempts_text(humus_error_attempts(e)) + ")";
-      if (humus_error_status(e) == HUMUS_E_REJECTED) {
-        message += "; the breaker stays open " + std::to_string(humus_error_retry_after_ms(e)) + " ms more";
-      }
-      status = report({exit_code::for_call_error(e), message});
-      continue;
-    }
+    // This call's exit status; a write that fails ends the command.
+    int call_status = exit_code::kOk;
     humus_response* resp = r.response.get();
-    const int32_t code = humus_response_status(resp);
-    if (o.verbose) {
-      std::fputs(headers_block(resp, "< ", "\n").c_str(), stderr);
-      std::fprintf(stderr, "* %s%d after %s in %lld ms\n", which.c_str(), code,
-                   attempts_text(humus_response_attempts(resp)).c_str(),
-                   static_cast<long long>(r.elapsed_ms));
+    if (resp == nullptr) {
+      const humus_error* e = r.error.get();
+      if (!o.faults.empty() && humus_error_field_count(e) == 1 &&
+          std::strcmp(humus_error_field(e, 0), "baggage") == 0) {
+        // The scenario cannot be read.
+        call_status = report({exit_code::kUsage, "--inject-fault: " + describe(e)});
+      } else {
+        std::string message = which + humus_status_name(humus_error_status(e)) + ": " + describe(e) +
+                              " (after " + attempts_text(humus_error_attempts(e)) + ")";
+        if (humus_error_status(e) == HUMUS_E_REJECTED) {
+          message += "; the breaker stays open " + std::to_string(humus_error_retry_after_ms(e)) + " ms more";
+        }
+        call_status = report({exit_code::for_call_error(e), message});
+      }
+    } else {
+      const int32_t code = humus_response_status(resp);
+      if (o.verbose) {
+        std::fputs(headers_block(resp, "< ", "\n").c_str(), stderr);
+        std::fprintf(stderr, "* %s%d after %s in %lld ms\n", which.c_str(), code,
+                     attempts_text(humus_response_attempts(resp)).c_str(),
+                     static_cast<long long>(r.elapsed_ms));
+      }
+      if (o.dump_header) {
+        if (auto failed = headers_out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
+      }
+      if (o.fail && code >= 400) {
+        call_status = report(
+            {exit_code::kHttpError, which + "the server answered " + std::to_string(code) + " (--fail)"});
+      } else {
+        if (o.include || o.method == "HEAD") {
+          if (auto failed = out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
+        }
+        if (r.body_error) {
+          const humus_error* e = r.body_error.get();
+          call_status = report({exit_code::for_call_error(e), which + "reading the body: " + describe(e)});
+        } else {
+          if (auto failed = out.write(r.body, r.body_len)) return report(*failed);
+          if (o.fail_with_body && code >= 400) {
+            const std::string answered = "the server answered " + std::to_string(code);
+            call_status = report({exit_code::kHttpError, which + answered + " (--fail-with-body)"});
+          }
+        }
+      }
     }
-    if (o.fail && code >= 400) {
-      status = report(
-          {exit_code::kHttpError, which + "the server answered " + std::to_string(code) + " (--fail)"});
-      continue;
+    if (o.write_out) {
+      WriteOutValues v;
+      v.time_total_us = r.elapsed_us;
+      v.exitcode = call_status;
+      v.breaker_state = r.breaker_state;
+      if (resp != nullptr) {
+        v.http_code = humus_response_status(resp);
+        v.size_download = r.body_error ? 0 : r.body_len;
+        v.attempts = humus_response_attempts(resp);
+        v.url_effective = shown_url(humus_response_url(resp));
+      } else {
+        v.attempts = humus_error_attempts(r.error.get());
+        v.url_effective = shown_url(url);
+      }
+      if (auto failed = write_out.write(render_write_out(*o.write_out, v))) return report(*failed);
     }
-    if (o.include || o.method == "HEAD") {
-      if (auto failed = out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
-    }
-    if (r.body_error) {
-      const humus_error* e = r.body_error.get();
-      status = report({exit_code::for_call_error(e), which + "reading the body: " + describe(e)});
-      continue;
-    }
-    if (auto failed = out.write(r.body, r.body_len)) return report(*failed);
+    if (call_status != exit_code::kOk) status = call_status;
+  }
+  if (o.dump_header && o.dump_header != "-") {
+    if (auto failed = headers_out.finish()) return report(*failed);
   }
   if (o.metrics) {
     char* text = nullptr;

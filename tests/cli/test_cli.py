@@ -45,7 +45,11 @@ FLAGS = ["-H, --header", "-d, --data", "--data-binary", "-o, --output", "-i, --i
          "--connect-timeout", "--resolve", "--attempt-timeout", "--idempotency-key", "--inject-fault",
          "--settings", "--trace",
          "--metrics",
-         "--repeat", "--concurrency", "--duration", "--rate", "--plot"]
+         "--repeat", "--concurrency", "--duration", "--rate", "--plot",
+         "-X, --request", "-I, --head", "-L, --location", "-w, --write-out", "--json", "-u, --user",
+         "-A, --user-agent", "-F, --form", "-G, --get", "--data-urlencode", "-O, --remote-name",
+         "-D, --dump-header", "--http1.1", "--http2", "--fail-with-body", "--retry-delay", "--retry-max-time",
+         "--retry-all-errors"]
 EXIT_CODES = [0, 1, 2, 3, 6, 7, 8, 16, 22, 23, 26, 28, 35, 56, 58, 60, 77, 78, 120, 121]
 
 
@@ -54,7 +58,7 @@ def test_help_names_every_command_flag_and_exit_status(run, flag: str) -> None:
     result = run(flag)
     assert result.returncode == 0
     text = result.stdout.decode()
-    for command in ("get", "head", "post", "put", "delete", "demo"):
+    for command in ("get", "head", "post", "put", "patch", "delete", "options", "demo"):
         assert command in text
     for f in FLAGS:
         assert f in text, f
@@ -133,6 +137,23 @@ def test_version_names_every_linked_library_one_per_line(run) -> None:
     (["demo", "--rate", "lots"], "--rate: expected a whole number 1..2000, got 'lots'"),
     (["get", "http://x/", "--metrics=yes"], "--metrics: takes no value"),
     (["get", "http://x/", "--colour", "x"], "unknown option '--colour'"),
+    (["http://x/", "-X", "GE T"], "-X: expected a method"),
+    (["http://x/", "-w", "%{bogus}"], "-w: unknown variable %{bogus}"),
+    (["http://x/", "--write-out", "%{http_code"], "--write-out: unclosed %{"),
+    (["http://x/", "-u", "bob"], "-u: expected USER:PASSWORD"),
+    (["http://x/", "-F", "novalue"], "-F: expected NAME=VALUE"),
+    (["http://x/", "-F", "f=@x;colour=red"], "-F: unknown parameter 'colour=red'"),
+    (["http://x/", "-F", "a=1", "-d", "b=2"], "-F: not with -d"),
+    (["http://x/", "--json", "{}", "-d", "b=2"], "--json: not with -d"),
+    (["http://x/", "-G", "--json", "{}"], "-G: puts -d"),
+    (["post", "http://x/", "-I"], "-I: the command post already names the method"),
+    (["http://x/", "-X", "GET", "-d", "a"], "-d: a GET sends no body (use -G"),
+    (["http://x/", "-f", "--fail-with-body"], "--fail-with-body: choose it or -f"),
+    (["http://x/", "-O", "-o", "f"], "-O: choose it or -o"),
+    (["http://x/", "--retry-delay", "0"], "--retry-delay: expected seconds"),
+    (["http://x/", "--retry-max-time", "x"], "--retry-max-time: expected seconds"),
+    (["http://x/", "-D", ""], "-D: needs a file name"),
+    (["http://a/", "http://b/"], "humus-http: one URL per command, got a second: 'http://b/'"),
 ])
 def test_bad_command_lines_exit_2_with_one_line_naming_the_flag(run, args: list[str], named: str) -> None:
     result = run(*args)
@@ -701,3 +722,271 @@ def test_arguments_that_are_not_utf8_end_in_an_exit_status_not_an_abort(cli) -> 
                              "--resolve", b"a\xff:80:127.0.0.1:1"], capture_output=True, timeout=60)
     assert result.returncode > 0, result.stderr
     assert b"terminate" not in result.stderr
+
+
+# ---- curl's shape: no command, and the flags curl users reach for -------------------------------------------
+
+def test_a_url_alone_is_a_get_and_a_body_makes_a_post_as_in_curl(run, server: TestServer) -> None:
+    result = run(server.url("http", "/plain?q=1"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["method"] == "GET"
+    posted = run("-d", "a=1", server.url("http", "/plain"))
+    assert posted.returncode == 0, posted.stderr
+    record = server.requests("/plain")[1]
+    assert record["method"] == "POST" and record["body_sha256"] == hashlib.sha256(b"a=1").hexdigest()
+    assert header(record, "content-type") == "application/x-www-form-urlencoded"
+
+
+@pytest.mark.parametrize(("args", "method"), [
+    (["-X", "PATCH", "-d", "a=1"], "PATCH"), (["--request", "OPTIONS"], "OPTIONS"),
+    (["-X", "DELETE"], "DELETE"), (["patch", "-d", "a=1"], "PATCH"), (["options"], "OPTIONS"),
+    (["post", "-X", "PUT", "-d", "a=1"], "PUT"), (["-XPATCH", "--json", "{}"], "PATCH"),
+])
+def test_request_and_the_patch_and_options_commands_name_the_method(run, server: TestServer, args: list[str],
+                                                                    method: str) -> None:
+    command = args[:1] if args[0] in ("patch", "options", "post") else []
+    result = run(*command, server.url("http", "/x"), *args[len(command):])
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/x")[0]
+    assert record["method"] == method
+    if "-d" in args:
+        assert record["body_sha256"] == hashlib.sha256(b"a=1").hexdigest()
+
+
+@pytest.mark.parametrize("flag", ["-I", "--head"])
+def test_head_flag_makes_a_head_and_prints_the_headers(run, server: TestServer, flag: str) -> None:
+    server.script("/h", [{"headers": {"X-Answer": "42"}, "body": "ignored"}])
+    result = run(flag, server.url("http", "/h"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"HTTP/1.1 200\r\n") and b"x-answer: 42" in result.stdout.lower()
+    assert result.stdout.endswith(b"\r\n\r\n")
+    assert server.requests("/h")[0]["method"] == "HEAD"
+
+
+@pytest.mark.parametrize("location", [[], ["-L"], ["--location"]])
+def test_same_origin_redirects_are_followed_with_or_without_location(run, server: TestServer,
+                                                                     location: list[str]) -> None:
+    server.script("/old", [{"status": 302, "headers": [["Location", "/new"]]}])
+    server.script("/new", [{"body": "arrived"}])
+    result = run(server.url("http", "/old"), *location, "-w", "\\n%{http_code} %{url_effective}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"arrived\n200 {server.url('http', '/new')}".encode()
+
+
+def test_location_never_follows_another_origin(run, server: TestServer) -> None:
+    elsewhere = f"https://payments:{server.port('https')}/y"
+    server.script("/away", [{"status": 301, "headers": [["Location", elsewhere]], "body": "moved"}])
+    result = run("-L", "-i", server.url("http", "/away"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"HTTP/1.1 301") and elsewhere.encode() in result.stdout
+    assert server.requests("/y") == []
+
+
+@pytest.mark.parametrize("flag", ["-w", "--write-out"])
+def test_write_out_prints_curls_variables_and_the_clients(run, server: TestServer, flag: str) -> None:
+    server.script("/w", [{"status": 503, "headers": {"Retry-After": "0"}}, {"status": 201, "body": "hello"}])
+    fmt = "\\n%{http_code}|%{response_code}|%{num_retries}|%{attempts}|%{size_download}|%{exitcode}|" \
+          "%{breaker_state}|%{url_effective}|%{time_total}|100%%\\t.\\n"
+    result = run(server.url("http", "/w"), flag, fmt)
+    assert result.returncode == 0, result.stderr
+    body, line, end = result.stdout.decode().split("\n")
+    assert body == "hello" and end == ""
+    fields = line.split("|")
+    assert fields[:8] == ["201", "201", "1", "2", "5", "0", "closed", server.url("http", "/w")], fields
+    assert re.fullmatch(r"\d+\.\d{6}", fields[8]) and 0 < float(fields[8]) < 10
+    assert fields[9] == "100%\t."
+
+
+def test_write_out_after_a_failure_gives_000_and_the_exit_status(run, server: TestServer) -> None:
+    result = run("http://127.0.0.1:1/", "--retry", "0", "-s", "-w", "%{http_code} %{exitcode} %{attempts}")
+    assert result.returncode == 7
+    assert result.stdout == b"000 7 1"
+    server.script("/404", [{"status": 404, "body": "no"}])
+    failed = run(server.url("http", "/404"), "-f", "-s", "-w", "%{http_code} %{exitcode}", "--repeat", "2")
+    assert failed.returncode == 22 and failed.stdout == b"404 22404 22"
+
+
+def test_json_posts_with_json_content_type_and_accept(run, server: TestServer, tmp_path: Path) -> None:
+    more = tmp_path / "more.json"
+    more.write_text(', "b": 2}')
+    result = run("--json", '{"a": 1', "--json", f"@{more}", server.url("http", "/j"))
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/j")[0]
+    assert record["method"] == "POST"
+    assert record["body_sha256"] == hashlib.sha256(b'{"a": 1, "b": 2}').hexdigest()
+    assert header(record, "content-type") == "application/json" and header(record, "accept") == "application/json"
+    put = run("put", server.url("http", "/j"), "--json", "[]", "-H", "Accept: text/plain")
+    assert put.returncode == 0
+    record = server.requests("/j")[1]
+    assert record["method"] == "PUT" and header(record, "accept") == "text/plain"
+
+
+@pytest.mark.parametrize("flag", ["-u", "--user"])
+def test_user_sends_basic_auth_and_never_prints_the_password(run, server: TestServer, flag: str) -> None:
+    secret_b64 = "YWxpY2U6czNjcmV0LXB3"  # alice:s3cret-pw
+    result = run(server.url("http", "/a"), flag, "alice:s3cret-pw", "-v", "--trace")
+    assert result.returncode == 0, result.stderr
+    assert header(server.requests("/a")[0], "authorization") == f"Basic {secret_b64}"
+    assert "> Authorization: Basic (hidden)" in result.stderr
+    assert "s3cret" not in result.stderr and secret_b64 not in result.stderr
+    failed = run("http://127.0.0.1:1/", flag, "alice:s3cret-pw", "-v", "--trace", "--retry", "0")
+    assert failed.returncode == 7
+    assert "s3cret" not in failed.stderr and secret_b64 not in failed.stderr
+
+
+def test_a_credential_in_the_url_is_refused_and_never_echoed(run, server: TestServer, tmp_path: Path) -> None:
+    url = server.url("http", "/c").replace("://", "://alice:s3cret-pw@")
+    settings = tmp_path / "s.json"  # the base_url is fine: the request's URL is the one refused
+    settings.write_text(json.dumps({"base_url": server.url("http", "")}))
+    for args in ([url], ["get", url, "-v", "--trace"], [url, "-w", "%{url_effective}"],
+                 [url, "--settings", str(settings), "-v"]):
+        result = run(*args)
+        assert result.returncode == 3, result.stderr
+        assert "s3cret" not in result.stderr and "alice" not in result.stderr
+        assert "***@127.0.0.1" in one_line_error(result.stderr) and "-u" in result.stderr
+    assert server.requests("/c") == []
+
+
+@pytest.mark.parametrize("flag", ["-A", "--user-agent"])
+def test_user_agent_sets_the_header_and_a_header_flag_wins(run, server: TestServer, flag: str) -> None:
+    assert run(server.url("http", "/ua"), flag, "tool/1.0").returncode == 0
+    assert run(server.url("http", "/ua"), flag, "tool/1.0", "-H", "User-Agent: mine").returncode == 0
+    records = server.requests("/ua")
+    assert header(records[0], "user-agent") == "tool/1.0" and header(records[1], "user-agent") == "mine"
+
+
+@pytest.mark.parametrize("flag", ["-F", "--form"])
+def test_form_sends_multipart_parts_with_filename_and_content_type(run, server: TestServer, tmp_path: Path,
+                                                                   flag: str) -> None:
+    upload = tmp_path / "report.json"
+    upload.write_bytes(b'{"ok": true}\n')
+    text = tmp_path / "note.txt"
+    text.write_text("from a file")
+    result = run(server.url("http", "/f"), flag, "name=value one", flag, f"doc=@{upload}",
+                 flag, f"raw=@{upload};type=text/x-custom;filename=other.bin", flag, f"note=<{text}")
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/f")[0]
+    assert record["method"] == "POST"
+    content_type = header(record, "content-type") or ""
+    assert content_type.startswith("multipart/form-data; boundary=")
+    boundary = content_type.split("boundary=", 1)[1]
+    parts = [
+        b'Content-Disposition: form-data; name="name"\r\n\r\nvalue one',
+        b'Content-Disposition: form-data; name="doc"; filename="report.json"\r\n'
+        b'Content-Type: application/json\r\n\r\n{"ok": true}\n',
+        b'Content-Disposition: form-data; name="raw"; filename="other.bin"\r\n'
+        b'Content-Type: text/x-custom\r\n\r\n{"ok": true}\n',
+        b'Content-Disposition: form-data; name="note"\r\n\r\nfrom a file',
+    ]
+    expected = b"".join(b"--" + boundary.encode() + b"\r\n" + p + b"\r\n" for p in parts)
+    expected += b"--" + boundary.encode() + b"--\r\n"
+    assert record["body_sha256"] == hashlib.sha256(expected).hexdigest()
+    missing = run(server.url("http", "/f"), flag, f"doc=@{tmp_path / 'absent'}")
+    assert missing.returncode == 26 and "-F doc=@" in one_line_error(missing.stderr)
+
+
+@pytest.mark.parametrize("flag", ["-G", "--get"])
+def test_get_moves_the_data_into_the_query_string(run, server: TestServer, flag: str) -> None:
+    result = run(server.url("http", "/g?x=1"), flag, "-d", "a=1", "--data-urlencode", "q=a b&c")
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/g")[0]
+    assert record["method"] == "GET" and record["query"] == "x=1&a=1&q=a%20b%26c" and record["body_size"] == 0
+    head = run(server.url("http", "/g"), flag, "-I", "-d", "only")
+    assert head.returncode == 0
+    assert server.requests("/g")[1]["method"] == "HEAD" and server.requests("/g")[1]["query"] == "only"
+
+
+def test_data_urlencode_encodes_as_curl_does(run, server: TestServer, tmp_path: Path) -> None:
+    file = tmp_path / "v.txt"
+    file.write_text("x/y z")
+    result = run(server.url("http", "/u"), "--data-urlencode", "plain é", "--data-urlencode", "=a=b",
+                 "--data-urlencode", "k=1+1", "--data-urlencode", f"@{file}", "--data-urlencode", f"f@{file}")
+    assert result.returncode == 0, result.stderr
+    record = server.requests("/u")[0]
+    assert record["method"] == "POST"
+    expected = b"plain%20%C3%A9&a%3Db&k=1%2B1&x%2Fy%20z&f=x%2Fy%20z"
+    assert record["body_sha256"] == hashlib.sha256(expected).hexdigest()
+    assert header(record, "content-type") == "application/x-www-form-urlencoded"
+
+
+@pytest.mark.parametrize("flag", ["-O", "--remote-name"])
+def test_remote_name_writes_to_the_urls_last_segment(cli: Path, server: TestServer, tmp_path: Path,
+                                                     flag: str) -> None:
+    server.script("/files/report.csv", [{"body": "a,b\n"}])
+    done = subprocess.run([str(cli), flag, server.url("http", "/files/report.csv?v=2")], cwd=tmp_path,
+                          capture_output=True, check=False)
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
+    assert (tmp_path / "report.csv").read_bytes() == b"a,b\n"
+    nameless = subprocess.run([str(cli), flag, server.url("http", "/files/")], cwd=tmp_path,
+                              capture_output=True, text=True, check=False)
+    assert nameless.returncode == 23 and "-O: the URL" in nameless.stderr
+
+
+@pytest.mark.parametrize("flag", ["-D", "--dump-header"])
+def test_dump_header_writes_the_headers_to_a_file_or_stdout(run, server: TestServer, tmp_path: Path,
+                                                            flag: str) -> None:
+    server.script("/d", [{"status": 202, "headers": {"X-Made": "yes"}, "body": "body"}])
+    dump = tmp_path / "headers.txt"
+    result = run(server.url("http", "/d"), flag, str(dump))
+    assert result.returncode == 0 and result.stdout == b"body"
+    text = dump.read_bytes()
+    assert text.startswith(b"HTTP/1.1 202\r\n") and b"x-made: yes\r\n" in text.lower()
+    assert text.endswith(b"\r\n\r\n")
+    to_stdout = run(server.url("http", "/d"), flag, "-")
+    head, _, body = to_stdout.stdout.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 202") and body == b"body"
+    unwritable = run(server.url("http", "/d"), flag, str(tmp_path / "no" / "dir"))
+    assert unwritable.returncode == 23 and "-D " in one_line_error(unwritable.stderr)
+
+
+@pytest.mark.parametrize(("flag", "protocol"), [("--http1.1", "1.1"), ("--http2", "2")])
+def test_http_version_flags_set_the_protocol(run, server: TestServer, flag: str, protocol: str) -> None:
+    result = run(f"https://payments:{server.port('https')}/p", *https_args(server), flag, "-v")
+    assert result.returncode == 0, result.stderr
+    assert server.requests("/p")[0]["protocol"] == protocol
+    assert f'"http_version":"{protocol}"' in result.stderr
+
+
+def test_http2_on_plain_http_is_refused_naming_the_flag(run, server: TestServer) -> None:
+    result = run(server.url("http", "/p"), "--http2")
+    assert result.returncode == 2
+    line = one_line_error(result.stderr)
+    assert line.startswith("humus-http: (2) --http2, URL ") and "needs an https" in line
+
+
+def test_fail_with_body_prints_the_body_and_exits_22(run, server: TestServer) -> None:
+    server.script("/404", [{"status": 404, "body": "not here"}])
+    result = run(server.url("http", "/404"), "--fail-with-body")
+    assert result.returncode == 22 and result.stdout == b"not here"
+    assert "404" in one_line_error(result.stderr)
+    server.script("/ok", [{"body": "fine"}])
+    assert run(server.url("http", "/ok"), "--fail-with-body").returncode == 0
+
+
+def test_retry_delay_sets_the_backoff(run, server: TestServer) -> None:
+    server.script("/rd", [{"status": 503}, {"body": "ok"}])
+    result = run(server.url("http", "/rd"), "--retry-delay", "0.05", "-v")
+    assert result.returncode == 0 and result.stdout == b"ok"
+    assert '"backoff_base":"50ms"' in result.stderr and '"backoff_max":"50ms"' in result.stderr
+    assert len(server.requests("/rd")) == 2
+
+
+def test_retry_max_time_bounds_the_retries(run, server: TestServer) -> None:
+    server.script("/slow", [{"delay_ms": 400}])
+    started = time.monotonic()
+    result = run(server.url("http", "/slow"), "--retry", "9", "--attempt-timeout", "0.2", "--retry-max-time", "0.5")
+    assert result.returncode == 28
+    assert time.monotonic() - started < 3
+    assert len(server.requests("/slow")) < 5
+
+
+def test_retry_all_errors_retries_a_post_without_a_key(run, server: TestServer) -> None:
+    steps = [{"status": 503, "headers": {"Retry-After": "0"}}, {"body": "second"}]
+    server.script("/p", steps)
+    assert run(server.url("http", "/p"), "-d", "x").stdout == b""
+    assert len(server.requests("/p")) == 1
+    server.reset()
+    server.script("/p", steps)
+    result = run(server.url("http", "/p"), "-d", "x", "--retry-all-errors")
+    assert result.returncode == 0 and result.stdout == b"second"
+    assert len(server.requests("/p")) == 2
