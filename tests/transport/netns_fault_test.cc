@@ -1,0 +1,193 @@
+// The fault catalogue's network cases (tests/fault-coverage.md) that need a network of their own: a route that
+// swallows every packet (blackhole), a route that is unreachable, a resolver that never answers, a port range
+// that runs out. The ctest case `faults.netns` runs these tests in a private network namespace
+// (tests/support/run_in_netns.sh: `unshare -n`, as root) with HUMUS_NETNS=1; anywhere else they skip, saying
+// so. Inside, SetUpTestSuite builds the network with `ip`: lo up, a veth pair v0/v1 with 10.99.0.2/24 on v0
+// and a permanent neighbour entry for 10.99.0.1, so a SYN to 10.99.0.1 leaves and nothing ever answers it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "support/raw_peer.h"
+
+namespace humus::client {
+namespace {
+
+using humus::test::RawConnection;
+using humus::test::RawPeer;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kBlackhole = "10.99.0.1";    // on the veth, never answered
+constexpr const char* kUnreachable = "10.98.0.1";  // `ip route add unreachable`: EHOSTUNREACH at once
+
+bool in_private_netns() {
+  const char* v = std::getenv("HUMUS_NETNS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+int run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
+
+// The namespace's own ephemeral port range (net.ipv4.ip_local_port_range is per network namespace).
+bool set_port_range(const char* range) {
+  std::ofstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  f << range << "\n";
+  f.close();
+  return f.good();
+}
+
+class NetnsFaultTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!in_private_netns()) return;
+    // The resolver gives up after 1 s per query, once (glibc reads RES_OPTIONS at its first lookup).
+    setenv("RES_OPTIONS", "timeout:1 attempts:1", 1);
+    network_ok_ = run("ip link set lo up") == 0 && run("ip link add v0 type veth peer name v1") == 0 &&
+                  run("ip link set v0 up") == 0 && run("ip link set v1 up") == 0 &&
+                  run("ip addr add 10.99.0.2/24 dev v0") == 0 &&
+                  run("ip neigh add 10.99.0.1 lladdr 02:00:00:00:00:01 dev v0 nud permanent") == 0 &&
+                  run("ip route add unreachable 10.98.0.0/24") == 0 &&
+                  run("ip route add default via 10.99.0.1") == 0;  // so a resolver elsewhere is a blackhole too
+  }
+
+  void SetUp() override {
+    if (!in_private_netns()) {
+      GTEST_SKIP() << "needs a private network namespace: run by the ctest case faults.netns "
+                      "(tests/support/run_in_netns.sh)";
+    }
+    ASSERT_TRUE(network_ok_) << "could not build the namespace's network with ip(8)";
+  }
+
+  std::unique_ptr<Client> make(const std::string& base_url, settings::Settings s = {}) {
+    s.base_url = base_url;
+    s.backoff_base = milliseconds(1);
+    s.backoff_max = milliseconds(2);
+    Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  static Request get(const std::string& base_url) {
+    Request r;
+    r.url = base_url + "/";
+    return r;
+  }
+
+  static inline bool network_ok_ = false;
+  Runtime runtime_{RuntimeOptions{}};
+};
+
+// F08: a SYN nobody answers: each attempt ends at the connect timeout, a GET is retried, each a breaker failure.
+TEST_F(NetnsFaultTest, ABlackholedAddressIsAConnectTimeoutRetried) {
+  settings::Settings s;
+  s.max_attempts = 2;
+  s.timeout = milliseconds(3000);
+  s.attempt_timeout = milliseconds(1000);
+  s.connect_timeout = milliseconds(300);
+  const std::string base = std::string("http://") + kBlackhole + ":8080";
+  auto c = make(base, s);
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(get(base));
+  const auto took = Clock::now() - t0;
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
+  EXPECT_EQ(out.attempts, 2);
+  EXPECT_GE(took, milliseconds(550));
+  EXPECT_LT(took, milliseconds(1500));
+  EXPECT_EQ(c->breaker().counts().failures, 2u);
+}
+
+// F09: an unreachable host (the errno an ICMP host-unreachable gives, from the route table): a connect
+// error at once, retried, each a breaker failure.
+TEST_F(NetnsFaultTest, AnUnreachableHostIsAConnectErrorAtOnce) {
+  const std::string base = std::string("http://") + kUnreachable + ":8080";
+  auto c = make(base);
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(get(base));
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kConnect) << out.error.message();
+  EXPECT_EQ(out.attempts, 3);
+  EXPECT_LT(Clock::now() - t0, milliseconds(500));
+  EXPECT_EQ(c->breaker().counts().failures, 3u);
+}
+
+// F02: the resolver never answers (its queries go into the blackhole): a resolve error once glibc gives
+// up, retried, a breaker failure (docs/retries.md §5.3).
+TEST_F(NetnsFaultTest, AResolverThatNeverAnswersIsAResolveErrorRetried) {
+  std::ifstream conf("/etc/resolv.conf");
+  std::string word, server;
+  while (conf >> word) {
+    if (word == "nameserver" && conf >> server) break;
+  }
+  if (server.empty() || server.rfind("127.", 0) == 0 || server.find(':') != std::string::npos) {
+    GTEST_SKIP() << "the resolver (" << (server.empty() ? "none" : server)
+                 << ") is not an IPv4 address off this host, so the blackhole route cannot swallow its queries";
+  }
+  settings::Settings s;
+  s.max_attempts = 2;
+  s.timeout = milliseconds(9000);
+  s.attempt_timeout = milliseconds(4000);
+  s.connect_timeout = milliseconds(4000);
+  const std::string base = "http://humus-dns-timeout.example:8080";
+  auto c = make(base, s);
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(get(base));
+  const auto took = Clock::now() - t0;
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kResolve) << out.error.message();
+  EXPECT_EQ(out.attempts, 2);
+  EXPECT_GE(took, milliseconds(1800)) << "the lookups failed without waiting: not a timeout";
+  EXPECT_EQ(c->breaker().counts().failures, 2u);
+}
+
+// F12: out of ephemeral ports (a two-port range, per namespace): a local shortage, HUMUS_E_RESOURCE: not
+// retried, no breaker verdict, nothing sent; the same client works once ports are free again.
+TEST_F(NetnsFaultTest, OutOfEphemeralPortsIsResourceNotRetriedNoVerdict) {
+  RawPeer peer([](RawConnection& c) {
+    while (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  });
+  ASSERT_TRUE(set_port_range("40000 40001"));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(peer.port()));
+  std::vector<int> hogs;
+  for (int i = 0; i < 16; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(fd);
+      break;
+    }
+    hogs.push_back(fd);
+  }
+  const std::string base = "http://127.0.0.1:" + std::to_string(peer.port());
+  auto c = make(base);
+  CallResult starved = c->execute(get(base));
+  for (int fd : hogs) close(fd);
+  set_port_range("32768 60999");
+  ASSERT_FALSE(hogs.empty());
+  ASSERT_LT(hogs.size(), 16u) << "the port range did not run out";
+  ASSERT_FALSE(starved.ok()) << starved.response->status;
+  EXPECT_EQ(starved.error.code(), Code::kResource) << starved.error.message();
+  EXPECT_EQ(starved.attempts, 1);
+  const breaker::Counts counts = c->breaker().counts();
+  EXPECT_EQ(counts.failures + counts.successes, 0u);
+  EXPECT_DOUBLE_EQ(c->budget().tokens(), 10.0);
+  EXPECT_EQ(peer.requests(), static_cast<int>(0));
+  CallResult again = c->execute(get(base));
+  EXPECT_TRUE(again.ok()) << again.error.message();
+}
+
+}  // namespace
+}  // namespace humus::client
