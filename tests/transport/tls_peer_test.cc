@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "support/raw_peer.h"
 
 namespace humus::client {
 namespace {
@@ -204,6 +206,74 @@ TEST_F(TlsPeerTest, AClientCertificateWithAnotherKeyIsRefusedAtBuild) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Code::kConfig);
   EXPECT_NE(c.status().message().find("does not match"), std::string::npos) << c.status().message();
+}
+
+// A close-delimited HTTP/1.0 body over TLS ended by a bare FIN, without close_notify, may have been cut
+// by anyone on the path: a dropped connection (retried for a GET), never a complete answer. The control, the
+// same peer sending close_notify, is a success.
+// DISABLED: bug — the body is returned as complete, 200 with all bytes seen so far: libcurl 7.88 with
+// OpenSSL 3 takes the bare EOF as the body's end (the curl 7.88.1 CLI too, exit 0), and the client does not
+// check it, so a truncation on the path is invisible to the caller.
+// F32
+TEST_F(TlsPeerTest, DISABLED_ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnectionLost) {
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  ASSERT_EQ(SSL_CTX_use_certificate_chain_file(ctx.get(), (certs_dir() + "/good.pem").c_str()), 1);
+  ASSERT_EQ(SSL_CTX_use_PrivateKey_file(ctx.get(), (certs_dir() + "/good.key").c_str(), SSL_FILETYPE_PEM), 1);
+  SSL_CTX_set_alpn_select_cb(
+      ctx.get(),
+      [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+         void*) {
+        static const unsigned char kHttp11[] = "\x08http/1.1";
+        unsigned char* selected = nullptr;
+        if (SSL_select_next_proto(&selected, outlen, kHttp11, sizeof kHttp11 - 1, in, inlen) !=
+            OPENSSL_NPN_NEGOTIATED) {
+          return SSL_TLSEXT_ERR_NOACK;
+        }
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+      },
+      nullptr);
+  for (bool notify : {true, false}) {
+    humus::test::RawPeer peer([&ctx, notify](humus::test::RawConnection& c) {
+      SSL* ssl = SSL_new(ctx.get());
+      SSL_set_fd(ssl, c.fd());
+      if (SSL_accept(ssl) == 1) {
+        std::string got;
+        char buf[4096];
+        while (got.find("\r\n\r\n") == std::string::npos) {
+          const int n = SSL_read(ssl, buf, sizeof buf);
+          if (n <= 0) break;
+          got.append(buf, static_cast<size_t>(n));
+        }
+        const std::string reply = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + std::string(20000, 'b');
+        SSL_write(ssl, reply.data(), static_cast<int>(reply.size()));
+        if (notify) SSL_shutdown(ssl);
+      }
+      SSL_free(ssl);  // without SSL_shutdown no close_notify goes out: the peer's FIN follows the body
+    });
+    Runtime runtime{RuntimeOptions{}};
+    settings::Settings s;
+    s.base_url = "https://127.0.0.1:" + std::to_string(peer.port());
+    s.backoff_base = std::chrono::milliseconds(1);
+    s.backoff_max = std::chrono::milliseconds(2);
+    s.tls.emplace();
+    s.tls->ca_file = certs_dir() + "/root.pem";
+    Result<std::unique_ptr<Client>> c = Client::create(runtime, s);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    Request r;
+    r.url = s.base_url + "/";
+    CallResult out = (*c)->execute(r);
+    if (notify) {
+      ASSERT_TRUE(out.ok()) << "with close_notify (the control): " << out.error.message();
+      EXPECT_EQ(out.response->body.size(), 20000u);
+    } else {
+      ASSERT_FALSE(out.ok()) << "a body ended without close_notify was taken as complete ("
+                             << out.response->body.size() << " bytes)";
+      EXPECT_EQ(out.error.code(), Code::kConnectionLost) << out.error.message();
+      EXPECT_EQ(out.attempts, 3);
+      EXPECT_EQ(peer.connections(), 3);
+    }
+  }
 }
 
 }  // namespace
