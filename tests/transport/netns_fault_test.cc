@@ -1,6 +1,6 @@
 // The fault catalogue's network cases (tests/fault-coverage.md) that need a network of their own: a route that
 // swallows every packet (blackhole), a route that is unreachable, a resolver that never answers, a port range
-// that runs out. The ctest case `faults.netns` runs these tests in a private network namespace
+// that runs out; with nft(8), an ICMP reject, a drop on the way out and random loss. The ctest case `faults.netns` runs these tests in a private network namespace
 // (tests/support/run_in_netns.sh: `unshare -n`, as root) with HUMUS_NETNS=1; anywhere else they skip, saying
 // so. Inside, SetUpTestSuite builds the network with `ip`: lo up, a veth pair v0/v1 with 10.99.0.2/24 on v0
 // and a permanent neighbour entry for 10.99.0.1, so a SYN to 10.99.0.1 leaves and nothing ever answers it.
@@ -46,6 +46,30 @@ bool set_port_range(const char* range) {
   f.close();
   return f.good();
 }
+
+// An nft table of the test's own in the namespace, deleted when the test ends; `rules` are added to its
+// chain `in` (input hook) or `out` (output hook).
+class NftTable {
+ public:
+  explicit NftTable(std::string name) : name_(std::move(name)) {
+    ok_ = run("nft add table inet " + name_) == 0 &&
+          run("nft add chain inet " + name_ + " in '{ type filter hook input priority 0; policy accept; }'") == 0 &&
+          run("nft add chain inet " + name_ + " out '{ type filter hook output priority 0; policy accept; }'") == 0;
+  }
+  ~NftTable() { run("nft delete table inet " + name_); }
+  NftTable(const NftTable&) = delete;
+  NftTable& operator=(const NftTable&) = delete;
+
+  bool add(const std::string& chain, const std::string& rule) {
+    return ok_ && run("nft add rule inet " + name_ + " " + chain + " " + rule) == 0;
+  }
+
+ private:
+  std::string name_;
+  bool ok_ = false;
+};
+
+bool have_nft() { return run("command -v nft") == 0; }
 
 class NetnsFaultTest : public ::testing::Test {
  protected:
@@ -187,6 +211,69 @@ TEST_F(NetnsFaultTest, OutOfEphemeralPortsIsResourceNotRetriedNoVerdict) {
   EXPECT_EQ(peer.requests(), static_cast<int>(0));
   CallResult again = c->execute(get(base));
   EXPECT_TRUE(again.ok()) << again.error.message();
+}
+
+// F10: an ICMP port-unreachable for the SYN (an nft reject): a connect error at once, retried.
+TEST_F(NetnsFaultTest, AnIcmpPortUnreachableIsAConnectErrorAtOnce) {
+  if (!have_nft()) GTEST_SKIP() << "nft is not installed: the ICMP reject cannot be made";
+  RawPeer peer([](RawConnection& c) {
+    while (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  });
+  NftTable t("f10");
+  ASSERT_TRUE(t.add("in", "tcp dport " + std::to_string(peer.port()) + " reject with icmp type port-unreachable"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(peer.port());
+  auto c = make(base);
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(get(base));
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kConnect) << out.error.message();
+  EXPECT_EQ(out.attempts, 3);
+  EXPECT_LT(Clock::now() - t0, milliseconds(500));
+  EXPECT_EQ(peer.connections(), 0);
+  EXPECT_EQ(c->breaker().counts().failures, 3u);
+}
+
+// F03: the resolver's queries dropped in the host's own output chain fail at once (EPERM), not by a
+// timeout: still a resolve error, retried, a breaker failure.
+TEST_F(NetnsFaultTest, ResolverQueriesDroppedOnTheWayOutAreAResolveErrorAtOnce) {
+  if (!have_nft()) GTEST_SKIP() << "nft is not installed: the output drop cannot be made";
+  NftTable t("f03");
+  ASSERT_TRUE(t.add("out", "udp dport 53 drop"));
+  ASSERT_TRUE(t.add("out", "tcp dport 53 drop"));
+  const std::string base = "http://humus-dns-dropped.example:8080";
+  auto c = make(base);
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(get(base));
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kResolve) << out.error.message();
+  EXPECT_EQ(out.attempts, 3);
+  EXPECT_LT(Clock::now() - t0, milliseconds(1500)) << "an EPERM on send is not a timeout";
+  EXPECT_EQ(c->breaker().counts().failures, 3u);
+}
+
+// F67: a fifth of the server's packets lost (nft numgen): TCP retransmits, the call succeeds with the body
+// whole, once, within its deadline.
+TEST_F(NetnsFaultTest, TwentyPercentPacketLossStillDeliversTheWholeBody) {
+  if (!have_nft()) GTEST_SKIP() << "nft is not installed: the packet loss cannot be made";
+  const std::string body(1 << 20, 'p');
+  RawPeer peer([&body](RawConnection& c) {
+    while (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  ASSERT_EQ(run("ip link set lo mtu 1500"), 0);  // many packets, so the loss is spread over the transfer
+  NftTable t("f67");
+  ASSERT_TRUE(t.add("in", "tcp sport " + std::to_string(peer.port()) + " numgen random mod 100 lt 20 drop"));
+  settings::Settings s;
+  s.timeout = std::chrono::seconds(30);
+  s.attempt_timeout = std::chrono::seconds(15);
+  s.connect_timeout = std::chrono::seconds(10);
+  const std::string base = "http://127.0.0.1:" + std::to_string(peer.port());
+  auto c = make(base, s);
+  CallResult out = c->execute(get(base));
+  run("ip link set lo mtu 65536");
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->body.size(), body.size());
+  EXPECT_EQ(out.response->attempts, 1);
+  EXPECT_EQ(peer.requests(), 1);
 }
 
 }  // namespace
