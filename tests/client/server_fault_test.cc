@@ -27,7 +27,8 @@ class ServerFaultTest : public humus::test::WithTestServer {
   static RuntimeOptions options() {
     RuntimeOptions o;
     o.resolve.emplace_back(server().host_port("https"), server().address("https"));
-    o.resolve.emplace_back("wrong.host.test:" + std::to_string(server().port("https")), server().address("https"));
+    const std::string port = std::to_string(server().port("https"));
+    o.resolve.emplace_back("wrong.host.test:" + port, server().address("https"));
     return o;
   }
 
@@ -57,7 +58,8 @@ class ServerFaultTest : public humus::test::WithTestServer {
 
 // DISABLED: bug — a stream refused on a reused HTTP/2 connection is reported as HUMUS_E_CONNECTION_LOST
 // ("the pooled connection closed before the response", on_prereq in src/transport/curl_easy.cc), so a call
-// whose streams are always refused ends as a lost connection, not HUMUS_E_STREAM_REFUSED (docs/retries.md §5.3).
+// whose streams are always refused ends as a lost connection, not HUMUS_E_STREAM_REFUSED
+// (docs/retries.md §5.3).
 // F90
 TEST_F(ServerFaultTest, DISABLED_AStreamRefusedEveryTimeEndsAsStreamRefused) {
   server().script("/refused", json::array({{{"refuse_stream", true}}}));
@@ -65,7 +67,8 @@ TEST_F(ServerFaultTest, DISABLED_AStreamRefusedEveryTimeEndsAsStreamRefused) {
   CallResult out = c->execute(req("/refused"));
   ASSERT_FALSE(out.ok()) << out.response->status;
   EXPECT_EQ(out.error.code(), Code::kStreamRefused) << out.error.message();
-  EXPECT_EQ(static_cast<size_t>(out.attempts), received("/refused")) << "a refused stream no attempt accounts for";
+  EXPECT_EQ(static_cast<size_t>(out.attempts), received("/refused"))
+      << "a refused stream no attempt accounts for";
   EXPECT_GE(c->breaker().counts().failures, 1u);
 }
 
@@ -166,8 +169,8 @@ TEST_F(ServerFaultTest, AStreamNeverAnsweredIsCutByTheAttemptTimeout) {
 // cut GETs are retried to success.
 TEST_F(ServerFaultTest, EveryCallEndsOnceWhenTheConnectionDiesWithStreamsInFlight) {
   server().script("/slow", json::array({{{"status", 200}, {"body", "slow"}, {"delay_ms", 400}}}));
-  server().script("/closer", json::array({{{"status", 200}, {"body", "closer"}, {"delay_ms", 100}, {"close", true}}}),
-                  false);
+  const json closer = {{"status", 200}, {"body", "closer"}, {"delay_ms", 100}, {"close", true}};
+  server().script("/closer", json::array({closer}), false);
   settings::Settings s;
   s.policy_params.consecutive_failures = 100;  // the cut streams must not open the breaker on their retries
   s.policy_params.min_results = 100;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make_bad_certs.sh DIR — the badssl-style certificates of the fault catalogue's TLS rows (tests/fault-coverage.md),
-# made with the openssl CLI at test time: a root, a rogue root, an intermediate, and one leaf per fault.
+# make_bad_certs.sh DIR — the badssl-style certificates of the fault catalogue's TLS rows
+# (tests/fault-coverage.md), made with the openssl CLI at test time: a root, a rogue root, an intermediate
+# and one leaf per fault.
 # Every leaf names 127.0.0.1 (IP SAN) unless its fault is the name. Writes DIR/.complete last.
 set -euo pipefail
 dir=$1
@@ -50,15 +51,17 @@ sign() {
     -out "$name.pem" -extfile "$name.ext" "$@" 2>/dev/null
 }
 
-server_ext='basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost'
+names='subjectAltName=IP:127.0.0.1,DNS:localhost'
+server_ext="basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n$names"
 
 root root
 root rogue
 sign good root "$server_ext"
-sign wronghost root 'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:wrong.host.test'
+sign wronghost root \
+  "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:wrong.host.test"
 sign expired root "$server_ext" -startdate 20200101000000Z -enddate 20200201000000Z
 sign notyet root "$server_ext" -startdate 20991201000000Z -enddate 20991231000000Z
-sign badeku root 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost'
+sign badeku root "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n$names"
 sign fromrogue rogue "$server_ext"
 sign inter root 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign'
 sign chained inter "$server_ext"

@@ -1,9 +1,10 @@
-// The fault catalogue's network cases (tests/fault-coverage.md) that need a network of their own: a route that
-// swallows every packet (blackhole), a route that is unreachable, a resolver that never answers, a port range
-// that runs out; with nft(8), an ICMP reject, a drop on the way out and random loss. The ctest case `faults.netns` runs these tests in a private network namespace
-// (tests/support/run_in_netns.sh: `unshare -n`, as root) with HUMUS_NETNS=1; anywhere else they skip, saying
-// so. Inside, SetUpTestSuite builds the network with `ip`: lo up, a veth pair v0/v1 with 10.99.0.2/24 on v0
-// and a permanent neighbour entry for 10.99.0.1, so a SYN to 10.99.0.1 leaves and nothing ever answers it.
+// The fault catalogue's network cases (tests/fault-coverage.md) that need a network of their own: a route
+// that swallows every packet (blackhole), a route that is unreachable, a resolver that never answers, a port
+// range that runs out; with nft(8), an ICMP reject, a drop on the way out and random loss. The ctest case
+// `faults.netns` runs these tests in a private network namespace (tests/support/run_in_netns.sh:
+// `unshare -n`, as root) with HUMUS_NETNS=1; anywhere else they skip, saying so. Inside, SetUpTestSuite
+// builds the network with `ip`: lo up, a veth pair v0/v1 with 10.99.0.2/24 on v0 and a permanent neighbour
+// entry for 10.99.0.1, so a SYN to 10.99.0.1 leaves and nothing ever answers it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -52,9 +53,10 @@ bool set_port_range(const char* range) {
 class NftTable {
  public:
   explicit NftTable(std::string name) : name_(std::move(name)) {
+    const std::string chain = "nft add chain inet " + name_;
     ok_ = run("nft add table inet " + name_) == 0 &&
-          run("nft add chain inet " + name_ + " in '{ type filter hook input priority 0; policy accept; }'") == 0 &&
-          run("nft add chain inet " + name_ + " out '{ type filter hook output priority 0; policy accept; }'") == 0;
+          run(chain + " in '{ type filter hook input priority 0; policy accept; }'") == 0 &&
+          run(chain + " out '{ type filter hook output priority 0; policy accept; }'") == 0;
   }
   ~NftTable() { run("nft delete table inet " + name_); }
   NftTable(const NftTable&) = delete;
@@ -82,7 +84,7 @@ class NetnsFaultTest : public ::testing::Test {
                   run("ip addr add 10.99.0.2/24 dev v0") == 0 &&
                   run("ip neigh add 10.99.0.1 lladdr 02:00:00:00:00:01 dev v0 nud permanent") == 0 &&
                   run("ip route add unreachable 10.98.0.0/24") == 0 &&
-                  run("ip route add default via 10.99.0.1") == 0;  // so a resolver elsewhere is a blackhole too
+                  run("ip route add default via 10.99.0.1") == 0;  // a resolver elsewhere: blackholed too
   }
 
   void SetUp() override {
@@ -112,7 +114,7 @@ class NetnsFaultTest : public ::testing::Test {
   Runtime runtime_{RuntimeOptions{}};
 };
 
-// F08: a SYN nobody answers: each attempt ends at the connect timeout, a GET is retried, each a breaker failure.
+// F08: a SYN nobody answers: each attempt ends at the connect timeout, a GET is retried, each a failure.
 TEST_F(NetnsFaultTest, ABlackholedAddressIsAConnectTimeoutRetried) {
   settings::Settings s;
   s.max_attempts = 2;
@@ -156,7 +158,7 @@ TEST_F(NetnsFaultTest, AResolverThatNeverAnswersIsAResolveErrorRetried) {
   }
   if (server.empty() || server.rfind("127.", 0) == 0 || server.find(':') != std::string::npos) {
     GTEST_SKIP() << "the resolver (" << (server.empty() ? "none" : server)
-                 << ") is not an IPv4 address off this host, so the blackhole route cannot swallow its queries";
+                 << ") is not an IPv4 address off this host: the blackhole route cannot swallow its queries";
   }
   settings::Settings s;
   s.max_attempts = 2;
@@ -220,7 +222,8 @@ TEST_F(NetnsFaultTest, AnIcmpPortUnreachableIsAConnectErrorAtOnce) {
     while (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
   });
   NftTable t("f10");
-  ASSERT_TRUE(t.add("in", "tcp dport " + std::to_string(peer.port()) + " reject with icmp type port-unreachable"));
+  const std::string port = std::to_string(peer.port());
+  ASSERT_TRUE(t.add("in", "tcp dport " + port + " reject with icmp type port-unreachable"));
   const std::string base = "http://127.0.0.1:" + std::to_string(peer.port());
   auto c = make(base);
   const auto t0 = Clock::now();
@@ -257,7 +260,8 @@ TEST_F(NetnsFaultTest, TwentyPercentPacketLossStillDeliversTheWholeBody) {
   if (!have_nft()) GTEST_SKIP() << "nft is not installed: the packet loss cannot be made";
   const std::string body(1 << 20, 'p');
   RawPeer peer([&body](RawConnection& c) {
-    while (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    while (c.read_request()) c.write(head + body);
   });
   ASSERT_EQ(run("ip link set lo mtu 1500"), 0);  // many packets, so the loss is spread over the transfer
   NftTable t("f67");

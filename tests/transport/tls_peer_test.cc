@@ -145,7 +145,9 @@ TEST_F(TlsPeerTest, AHostnameMismatchIsRefused) {
 }
 
 // F15, S1
-TEST_F(TlsPeerTest, AnExpiredCertificateIsRefused) { expect_tls_refusal(call("expired"), "an expired certificate"); }
+TEST_F(TlsPeerTest, AnExpiredCertificateIsRefused) {
+  expect_tls_refusal(call("expired"), "an expired certificate");
+}
 
 // F16, S1
 TEST_F(TlsPeerTest, ANotYetValidCertificateIsRefused) {
@@ -245,7 +247,8 @@ TEST_F(TlsPeerTest, DISABLED_ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnect
           if (n <= 0) break;
           got.append(buf, static_cast<size_t>(n));
         }
-        const std::string reply = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + std::string(20000, 'b');
+        const std::string reply =
+            "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + std::string(20000, 'b');
         SSL_write(ssl, reply.data(), static_cast<int>(reply.size()));
         if (notify) SSL_shutdown(ssl);
       }
