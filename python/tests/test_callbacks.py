@@ -77,6 +77,7 @@ def test_a_classifier_named_by_preset(server: TestServer, make_client: Callable[
     assert client.breaker_state == "closed"  # jfast counts a 500 as a success
 
 
+# F108
 def test_a_raising_classifier_ends_the_call_with_its_exception(server: TestServer,
                                                                make_client: Callable[..., humus_http.Client],
                                                                listener: str, path: str) -> None:
@@ -151,6 +152,7 @@ def test_breaker_policy_callables(server: TestServer, make_client: Callable[...,
     assert probes[0].state == "half_open" and probes[0].successes == 1
 
 
+# F108
 def test_a_raising_breaker_policy_ends_the_call_and_keeps_the_breaker(server: TestServer,
                                                                       make_client: Callable[..., humus_http.Client],
                                                                       path: str) -> None:

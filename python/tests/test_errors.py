@@ -38,6 +38,7 @@ def test_per_call_timeout_bounds_the_call(server: TestServer, make_client: Calla
         client.get(path, timeout=0)
 
 
+# F07
 def test_connect_refused_is_retried_then_raised(runtime: humus_http.Runtime) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -50,6 +51,7 @@ def test_connect_refused_is_retried_then_raised(runtime: humus_http.Runtime) -> 
     assert caught.value.origin == f"http://127.0.0.1:{port}"
 
 
+# F01
 def test_unresolvable_host_is_a_connect_error(runtime: humus_http.Runtime) -> None:
     with humus_http.Client("http://humus-no-such-host.invalid:80", max_attempts=1, runtime=runtime) as client:
         with pytest.raises(humus_http.UpstreamConnectError) as caught:

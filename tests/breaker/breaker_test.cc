@@ -183,6 +183,7 @@ TEST_F(BreakerTest, AdmitAloneAdvancesToHalfOpen) {
   EXPECT_EQ(transitions_[1].at, transitions_[0].at + open_for_);
 }
 
+// F106
 TEST_F(BreakerTest, ExactlyOneProbePassesByDefault) {
   make();
   to_half_open();
@@ -262,6 +263,7 @@ TEST_F(BreakerTest, ThreeConcurrentProbesClose) {
   EXPECT_EQ(breaker_->state(), State::kClosed);
 }
 
+// F107
 TEST_F(BreakerTest, AStaleFailureDoesNotReopenAHalfOpenBreaker) {
   make();
   const Permit slow = admit();  // a slow call admitted while closed
@@ -275,6 +277,7 @@ TEST_F(BreakerTest, AStaleFailureDoesNotReopenAHalfOpenBreaker) {
   EXPECT_TRUE(breaker_->admit().admitted);  // and it took no probe slot either
 }
 
+// F107
 TEST_F(BreakerTest, AStaleSuccessDoesNotTouchAnOpenBreaker) {
   make();
   const Permit slow = admit();

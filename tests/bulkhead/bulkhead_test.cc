@@ -49,6 +49,7 @@ class Caller {
   std::thread thread_;
 };
 
+// F104
 TEST(Bulkhead, LimitIsEnforcedAndWaitZeroTurnsAwayAtOnce) {
   VirtualClock clock;
   Bulkhead b(2, Duration::zero(), clock);

@@ -156,6 +156,7 @@ TEST_F(CapiClientTest, OpenBreakerRejectsWithRetryAfter) {
   humus_request_free(req);
 }
 
+// F109
 TEST_F(CapiClientTest, BadRequestsAreRefusedNamingWhatWasWrong) {
   make_client(R"({"base_url": "http://payments:8080"})");
   humus_request* req = nullptr;

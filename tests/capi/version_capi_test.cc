@@ -26,6 +26,7 @@ nlohmann::json report() {
   return j;
 }
 
+// S26
 TEST(CapiVersionInfo, NamesTheLibraryAndTheLibcurlLoaded) {
   const nlohmann::json j = report();
   EXPECT_EQ(j.at("humus_http"), HUMUS_VERSION_STRING);

@@ -63,12 +63,14 @@ TEST(DefaultClassifier, TwoAndThreeHundredsAreDoneSuccess) {
     expect(run(c, s), kDone, kSuccess, std::to_string(s));
 }
 
+// F78
 TEST(DefaultClassifier, RequestTimeoutAndTooManyRequestsAreRetriedAsSuccess) {
   const Classifier& c = *default_classifier();
   expect(run(c, 408), kAgain, kSuccess, "408");
   expect(run(c, 429), kAgain, kSuccess, "429");
 }
 
+// F79
 TEST(DefaultClassifier, OtherFourHundredsAreDoneSuccess) {
   const Classifier& c = *default_classifier();
   for (int s = 400; s <= 499; ++s) {
@@ -77,6 +79,7 @@ TEST(DefaultClassifier, OtherFourHundredsAreDoneSuccess) {
   }
 }
 
+// F74, F75
 TEST(DefaultClassifier, EveryFiveHundredSplit) {
   const Classifier& c = *default_classifier();
   for (int s = 500; s <= 599; ++s) {

@@ -89,6 +89,7 @@ def test_version(run) -> None:
     assert re.match(rb"humus-http \d+\.\d+\.\d+ \(libhumus_http \d+\.\d+\.\d+\)", result.stdout)
 
 
+# S26
 def test_version_names_every_linked_library_one_per_line(run) -> None:
     lines = run("--version").stdout.decode().splitlines()
     libraries = dict(line.split(" ", 1) for line in lines[1:-1])
@@ -577,6 +578,7 @@ def test_exit_7_when_nothing_listens(run) -> None:
     assert "HUMUS_E_CONNECT" in one_line_error(result.stderr)
 
 
+# F52
 def test_exit_8_when_the_server_breaks_http(run, server: TestServer) -> None:
     server.script("/dup", [{"duplicate_content_length": True, "body": "hello"}])
     result = run("get", server.url("http", "/dup"), "--retry", "0")
@@ -584,6 +586,7 @@ def test_exit_8_when_the_server_breaks_http(run, server: TestServer) -> None:
     assert "HUMUS_E_PROTOCOL" in one_line_error(result.stderr)
 
 
+# F91
 def test_exit_16_when_http2_streams_are_never_processed(run, server: TestServer) -> None:
     server.script("/ga", [{"goaway_unprocessed": True}])
     result = run("get", server.url("https", "/ga"), *https_args(server), "--retry", "0")
@@ -606,12 +609,14 @@ def test_exit_26_when_the_body_file_cannot_be_read(run, server: TestServer, tmp_
     assert server.requests("/x") == []
 
 
+# F26
 def test_exit_35_when_the_handshake_fails_for_want_of_a_client_certificate(run, server: TestServer) -> None:
     result = run("get", server.url("mtls", "/m"), *https_args(server, "mtls"), "--retry", "0")
     assert result.returncode == 35
     assert "HUMUS_E_TLS_CLIENT_CERT" in one_line_error(result.stderr)
 
 
+# F24
 def test_exit_35_when_the_server_offers_only_old_tls(run, server: TestServer) -> None:
     if not server.port("tls11"):
         pytest.skip("this machine's OpenSSL cannot serve TLS 1.1: " + "; ".join(server.ready.get("notes", [])))
@@ -651,6 +656,7 @@ def test_exit_60_for_a_certificate_of_another_name(run, server: TestServer) -> N
     assert result.returncode == 60
 
 
+# S4
 def test_exit_77_when_the_ca_file_cannot_be_read(run, server: TestServer, tmp_path: Path) -> None:
     result = run("get", server.url("https", "/"), "--resolve", server.resolve("https"), "--cacert",
                  str(tmp_path / "none.pem"))

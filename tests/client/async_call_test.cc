@@ -185,6 +185,7 @@ TEST_F(AsyncMockTest, CancelDuringTheWaitReturnsTheBufferedResponse) {
   EXPECT_EQ(r[0].response->body, "later");
 }
 
+// F112
 TEST_F(AsyncMockTest, FreeingTheClientCancelsItsCallsAndWaitsForEveryCompletion) {
   runtime_.virtual_clock()->set_auto_advance(false);
   auto c = make([](const transport::WireRequest&) -> Result<MockReply> {

@@ -52,6 +52,7 @@ class ClientMockTest : public ::testing::Test {
   std::shared_ptr<Script> script_;
 };
 
+// F81
 TEST_F(ClientMockTest, GetIsRetriedThroughA503) {
   auto c = make({status(503), status(200, {}, "ok")});
   CallResult r = c->execute(req());
@@ -147,6 +148,7 @@ TEST_F(ClientMockTest, AttemptLimitReturnsTheLastResponse) {
   EXPECT_EQ(script_->count(), 3u);
 }
 
+// F76
 TEST_F(ClientMockTest, A429WaitsExactlyItsRetryAfterOnTheVirtualClock) {
   settings::Settings s;
   s.max_retry_after = seconds(5);
@@ -160,6 +162,7 @@ TEST_F(ClientMockTest, A429WaitsExactlyItsRetryAfterOnTheVirtualClock) {
   EXPECT_LT(std::chrono::steady_clock::now() - real0, seconds(1));
 }
 
+// F69
 TEST_F(ClientMockTest, RetryAfterTooLongReturnsThe429AtOnce) {
   auto c = make({status(429, header("Retry-After", "60")), status(200)});  // max_retry_after = backoff_max 2s
   const Instant t0 = runtime_.clock().now();
@@ -180,6 +183,7 @@ TEST_F(ClientMockTest, AgainstAHangingDependencyDefaultsMakeTwoAttemptsWithinThe
   EXPECT_EQ(elapsed_since(t0), seconds(10));
 }
 
+// F68
 TEST_F(ClientMockTest, NoRetryIsStartedThatTheDeadlineCannotFinish) {
   settings::Settings s;
   s.timeout = milliseconds(1500);
@@ -195,6 +199,7 @@ TEST_F(ClientMockTest, NoRetryIsStartedThatTheDeadlineCannotFinish) {
   EXPECT_EQ(elapsed_since(t0), Duration::zero());
 }
 
+// F105
 TEST_F(ClientMockTest, ConsecutiveFailuresOpenTheCircuitAndNothingMoreReachesTheNetwork) {
   settings::Settings s;
   s.max_attempts = 1;
@@ -233,6 +238,7 @@ TEST_F(ClientMockTest, AnAttemptCutByTheDeadlineReturnsTheEarlierResponse) {
   EXPECT_EQ(r.attempts, 2);
 }
 
+// F79
 TEST_F(ClientMockTest, AnUpstreamThatAnswers4xxDoesNotOpenTheCircuit) {
   auto c = make({status(404)});
   for (int i = 0; i < 30; ++i) (void)c->execute(req());
@@ -251,6 +257,7 @@ TEST_F(ClientMockTest, AfterTheCoolDownProbesDecide) {
   EXPECT_EQ(c->breaker().state(), breaker::State::kClosed);
 }
 
+// F80
 TEST_F(ClientMockTest, BudgetTurnsAnOutageIntoOneAttemptPerCall) {
   settings::Settings s;
   s.policy_params.consecutive_failures = 1000;  // keep the breaker out of it: the budget alone decides
@@ -312,6 +319,7 @@ TEST_F(ClientMockTest, OnlyACanonicalSpellingSkipsTheFullOriginCheck) {
   EXPECT_TRUE(tls->spelled_as_origin("https://payments:443/x"));
 }
 
+// F109
 TEST_F(ClientMockTest, HeaderInjectionIsRefusedBeforeSending) {
   auto c = make({status(200)});
   Request r = req();
@@ -386,6 +394,7 @@ TEST_F(ClientMockTest, OnlyABearerTokenIsForwardedAndOnlyWhenAsked) {
   EXPECT_EQ(script_->received(2).headers.find("X-Request-ID"), nullptr);  // never invented
 }
 
+// F83
 TEST_F(ClientMockTest, SameOriginRedirectIsFollowedCrossOriginIsReturned) {
   auto c = make({status(302, header("Location", "/moved")), status(200, {}, "here")});
   CallResult r = c->execute(req("GET", "/old"));
@@ -401,6 +410,7 @@ TEST_F(ClientMockTest, SameOriginRedirectIsFollowedCrossOriginIsReturned) {
   EXPECT_EQ(script_->count(), 1u);
 }
 
+// F82
 TEST_F(ClientMockTest, AtMostTenRedirectsPerRequest) {
   auto c = make({status(302, header("Location", "/again"))});
   CallResult r = c->execute(req());
@@ -409,6 +419,7 @@ TEST_F(ClientMockTest, AtMostTenRedirectsPerRequest) {
   EXPECT_EQ(script_->count(), 11u);  // the request and ten redirects
 }
 
+// F88
 TEST_F(ClientMockTest, SeeOtherTurnsPostIntoGetWithoutBody) {
   auto c = make({status(303, header("Location", "/result")), status(200)});
   Request r = req("POST");
@@ -419,6 +430,7 @@ TEST_F(ClientMockTest, SeeOtherTurnsPostIntoGetWithoutBody) {
   EXPECT_EQ(second.body, nullptr);
 }
 
+// F104
 TEST_F(ClientMockTest, BulkheadTurnsAwayTheCallPastItsLimit) {
   settings::Settings s;
   s.bulkhead.max_concurrent = 1;

@@ -139,6 +139,7 @@ TEST_F(ClientServerTest, HttpsOffersHttp2AndFallsBackToHttp11ByAlpn) {
   EXPECT_EQ(records[1]["protocol"], "1.1");
 }
 
+// F75, F81
 TEST_F(ClientServerTest, GetIsRetriedThroughA503OverHttp2) {
   server().script("/flaky", json::array({{{"status", 503}}, {{"status", 200}, {"body", "ok"}}}));
   auto c = make("https");
@@ -150,6 +151,7 @@ TEST_F(ClientServerTest, GetIsRetriedThroughA503OverHttp2) {
   EXPECT_EQ(received("/flaky"), 2u);
 }
 
+// F76
 TEST_F(ClientServerTest, RetryAfterIsWaitedInRealTime) {
   server().script("/busy", json::array({{{"status", 429}, {"headers", {{"Retry-After", "1"}}}}, {{"status", 200}}}));
   auto c = make("http");
@@ -191,6 +193,7 @@ TEST_F(ClientServerTest, IdempotencyKeyMakesPostRetryableAndTheSameBodyIsReplaye
   EXPECT_EQ(records[1]["body_size"], 100000);
 }
 
+// F61
 TEST_F(ClientServerTest, AttemptTimeoutBoundsTheWaitForHeadersAndTheCallRetries) {
   server().script("/slow-headers", json::array({{{"status", 200}, {"delay_ms", 3000}}}));
   settings::Settings s;
@@ -208,6 +211,7 @@ TEST_F(ClientServerTest, AttemptTimeoutBoundsTheWaitForHeadersAndTheCallRetries)
   EXPECT_LT(took, milliseconds(1300));
 }
 
+// F64
 TEST_F(ClientServerTest, ASlowBodyIsNotCutByTheAttemptTimeoutButByTheCallTimeout) {
   server().script("/slow-body", json::array({{{"status", 200}, {"body", "late"}, {"body_delay_ms", 600}}}));
   settings::Settings s;
@@ -229,6 +233,7 @@ TEST_F(ClientServerTest, ASlowBodyIsNotCutByTheAttemptTimeoutButByTheCallTimeout
   EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(900));
 }
 
+// F07
 TEST_F(ClientServerTest, RefusedConnectionIsRetriedThenReported) {
   settings::Settings s;
   s.base_url = "http://127.0.0.1:" + std::to_string(closed_port());
@@ -242,6 +247,7 @@ TEST_F(ClientServerTest, RefusedConnectionIsRetriedThenReported) {
   EXPECT_EQ(out.attempts, 3);
 }
 
+// F17, F23, S1, S2
 TEST_F(ClientServerTest, UntrustedAndCnOnlyCertificatesAreRefusedAndNotRetried) {
   for (const char* listener : {"untrusted", "cn_only"}) {
     auto c = make(listener);
@@ -325,6 +331,7 @@ TEST_F(ClientServerTest, F30TlsHandshakeCutByTheNetworkIsConnectionLostAndRetrie
   }
 }
 
+// F18, S4
 TEST_F(ClientServerTest, SystemRootsDoNotTrustTheTestCa) {
   settings::Settings s;
   s.base_url = "https://" + server().host_port("https");
@@ -347,6 +354,7 @@ TEST_F(ClientServerTest, CaGivenAsPemWorks) {
   ASSERT_TRUE(out.ok()) << out.error.message();
 }
 
+// F26, F28
 TEST_F(ClientServerTest, MutualTlsNeedsTheClientCertificate) {
   auto without = make("mtls");
   CallResult refused = without->execute(req("mtls", "/mtls"));
@@ -366,6 +374,7 @@ TEST_F(ClientServerTest, MutualTlsNeedsTheClientCertificate) {
   EXPECT_FALSE(records.back()["client_cert"].is_null());
 }
 
+// F24, F25, S3
 TEST_F(ClientServerTest, Tls11OnlyServerIsRefused) {
   if (server().ready().value("tls11", json()).is_null()) GTEST_SKIP() << "no TLS 1.1 listener here";
   auto c = make("tls11");
@@ -375,6 +384,7 @@ TEST_F(ClientServerTest, Tls11OnlyServerIsRefused) {
 }
 
 // SPEC §19: libcurl silently resends a request whose reused HTTP/1.1 connection died after it was written.
+// F72, S20
 TEST_F(ClientServerTest, PostNeverReachesTheWireTwiceOnADeadReusedConnection) {
   settings::Settings s;
   s.max_attempts = 3;
@@ -405,6 +415,7 @@ TEST_F(ClientServerTest, SafeRequestOnADeadReusedConnectionIsRetriedAsACountedAt
   EXPECT_EQ(received("/safe"), 2u);  // the swallowed copy and the policy's retry
 }
 
+// F37
 TEST_F(ClientServerTest, ResetBeforeHeadersIsRetriedForGet) {
   server().script("/reset", json::array({{{"reset", "before_headers"}}, {{"status", 200}}}));
   auto c = make("http");
@@ -413,6 +424,7 @@ TEST_F(ClientServerTest, ResetBeforeHeadersIsRetriedForGet) {
   EXPECT_EQ(out.response->attempts, 2);
 }
 
+// F91
 TEST_F(ClientServerTest, Http2GoawayBeforeProcessingIsSafeToRetryEvenForPost) {
   server().script("/goaway", json::array({{{"goaway_unprocessed", true}}, {{"status", 201}}}));
   auto c = make("https");
@@ -423,6 +435,7 @@ TEST_F(ClientServerTest, Http2GoawayBeforeProcessingIsSafeToRetryEvenForPost) {
   EXPECT_EQ(out.response->status, 201);
 }
 
+// F89
 TEST_F(ClientServerTest, Http2RefusedStreamIsResentForAnyMethod) {
   for (const char* method : {"GET", "POST"}) {
     server().reset();
@@ -450,6 +463,7 @@ TEST_F(ClientServerTest, Http2StreamRefusedEveryTimeEndsAfterMaxAttemptsWireRequ
   EXPECT_EQ(received("/refused-all"), 3u);
 }
 
+// F42, S16
 TEST_F(ClientServerTest, DifferingDuplicateContentLengthIsRefused) {
   server().script("/dup", json::array({{{"status", 200}, {"body", "abcdef"}, {"duplicate_content_length", true}}}));
   auto c = make("http");
@@ -467,6 +481,7 @@ TEST_F(ClientServerTest, GzipBodiesAreNotInflated) {
   ASSERT_NE(out.response->headers.find("Content-Encoding"), nullptr);
 }
 
+// F110, S12
 TEST_F(ClientServerTest, AmbientProxyVariablesAreIgnored) {
   const std::string unreachable = "http://127.0.0.1:" + std::to_string(closed_port());
   for (const char* var : {"http_proxy", "HTTPS_PROXY", "ALL_PROXY"}) setenv(var, unreachable.c_str(), 1);
@@ -477,6 +492,7 @@ TEST_F(ClientServerTest, AmbientProxyVariablesAreIgnored) {
   EXPECT_EQ(received("/direct"), 1u);
 }
 
+// S13, S14
 TEST_F(ClientServerTest, NoCookieEngineAndNoNetrc) {
   // A cookie the server sets is never sent back; a ~/.netrc entry for the host is never read (SPEC §10.4).
   char home[] = "/tmp/humus-netrc-XXXXXX";
@@ -506,6 +522,7 @@ TEST_F(ClientServerTest, NoCookieEngineAndNoNetrc) {
   }
 }
 
+// F83, S8
 TEST_F(ClientServerTest, SameOriginRedirectIsFollowedCrossOriginIsHandedBack) {
   server().script("/old", json::array({{{"status", 301}, {"headers", {{"Location", "/new"}}}}}));
   server().script("/new", json::array({{{"status", 200}, {"body", "moved"}}}));
@@ -549,6 +566,7 @@ TEST_F(ClientServerTest, CancelEndsAHangingCallAtOnce) {
   EXPECT_EQ(c->breaker().counts().failures, 0u);  // a cancelled attempt says nothing about the dependency
 }
 
+// F74, F105
 TEST_F(ClientServerTest, BreakerOpensAgainstAFailingServerAndStopsTraffic) {
   server().script("/down", json::array({{{"status", 500}}}));
   auto c = make("http");

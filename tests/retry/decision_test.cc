@@ -156,6 +156,7 @@ TEST_F(DecideTest, ARefusingBudgetThrottles) {
   EXPECT_EQ(random_.draws, 0);
 }
 
+// F69
 TEST_F(DecideTest, ARetryAfterOverTheMaxReturnsTheResponse) {
   const DecisionResult r = decide(input(retry_failure(milliseconds(2001))), backoff_, budget_, random_);
   EXPECT_EQ(r.decision, Decision::kDone);
@@ -187,6 +188,7 @@ TEST_F(DecideTest, TheWaitIsTheLongerOfBackoffAndRetryAfter) {
   EXPECT_EQ(neg.wait, milliseconds(100));
 }
 
+// F68
 TEST_F(DecideTest, NoWaitThatTheDeadlineCannotFinish) {
   DecisionInput in = input(retry_failure(seconds(2)));
   in.deadline = in.now + seconds(2);  // the wait would end exactly at the deadline
@@ -297,6 +299,7 @@ TEST(RetryLoop, TokenBucketRetriesStayWithinATenthOfSuccesses) {
   }
 }
 
+// F80
 TEST(RetryLoop, RatioBudgetOutageAddsATenthNotDouble) {
   // 1000 calls over 100 s, every attempt a 503: retries stay within a tenth of the requests.
   VirtualClock clock;

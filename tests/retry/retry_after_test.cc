@@ -33,6 +33,7 @@ TEST(RetryAfter, HugeDeltaSaturates) {
   EXPECT_EQ(parse_retry_after("999999999", kDate), seconds(999999999));
 }
 
+// F77
 TEST(RetryAfter, FutureDateIsTheExactDelta) {
   EXPECT_EQ(parse_retry_after(kDateText, kDate - seconds(90)), seconds(90));
   // Sub-second "now": the delta keeps its precision.
@@ -44,6 +45,7 @@ TEST(RetryAfter, ObsoleteDateForms) {
   EXPECT_EQ(parse_retry_after("Sun Nov  6 08:49:37 1994", kDate - seconds(5)), seconds(5));
 }
 
+// F77
 TEST(RetryAfter, DateInThePastIsZero) {
   EXPECT_EQ(parse_retry_after(kDateText, kDate + seconds(30)), Duration::zero());
   EXPECT_EQ(parse_retry_after(kDateText, kDate), Duration::zero());
@@ -56,6 +58,7 @@ TEST(RetryAfter, FarFutureDateSaturates) {
   EXPECT_EQ(parse_retry_after("Sun, 06 Nov 99999 08:49:37 GMT", WallTime::min()), kMaxRetryAfter);
 }
 
+// F77
 TEST(RetryAfter, MalformedIsIgnored) {
   for (const char* bad : {"", "   ", "-1", "-0", "+5", "1.5", ".5", "1e3", "5s", "10 s", "soon", "0x10",
                           "5 Nov 2026", "Sun, 32 Nov 1994 08:49:37 GMT", "12 34"}) {

@@ -127,6 +127,7 @@ TEST(SettingsChecks, Timeout) {
   EXPECT_EQ(check_timeout(Duration::zero()).message(), "timeout: must be > 0 and <= 1h, got 0s");
 }
 
+// S17
 TEST(SettingsChecks, PositiveDurations) {
   const std::pair<Status (*)(Duration), const char*> checks[] = {
       {check_attempt_timeout, "attempt_timeout"},
@@ -539,6 +540,7 @@ TEST(SettingsFromJson, Tls) {
   EXPECT_TRUE(mentions(bad, "tls: tls.ca_file and tls.ca_pem are both given"));
 }
 
+// S11
 TEST(SettingsFromJson, HeaderInjectionIsRefusedNamingTheHeader) {
   const Status s = load_error(
       R"({"base_url": "https://p", "headers": {"X-Ok": "fine", "X-Evil": "1\r\nHost: attacker", "Bad Name": "v",
@@ -771,6 +773,7 @@ TEST(SettingsRobustness, EveryTruncatedPrefixIsRefusedWithoutCrashing) {
   }
 }
 
+// S25
 TEST(SettingsRobustness, EverySingleByteCorruptionIsHandled) {
   const std::string doc = kFullDocument;
   for (size_t i = 0; i < doc.size(); ++i) {

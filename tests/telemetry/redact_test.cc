@@ -6,11 +6,13 @@
 namespace humus::telemetry {
 namespace {
 
+// F111, S10
 TEST(RedactedUrl, DropsUserInfoAndTheFragment) {
   EXPECT_EQ(redacted_url("https://user:pw@payments:8443/a?b=1#frag"), "https://payments:8443/a?b=1");
   EXPECT_EQ(redacted_url("http://u@h"), "http://h");
 }
 
+// S22
 TEST(RedactedUrl, RedactsOnlyTheNamedParametersValues) {
   EXPECT_EQ(redacted_url("https://h/p?sig=abc&Signature=&x=sig&signature=keep"),
             "https://h/p?sig=REDACTED&Signature=REDACTED&x=sig&signature=keep");

@@ -36,6 +36,7 @@ int connections_for_two_requests(std::chrono::milliseconds lifetime, std::chrono
   return peer.connections();
 }
 
+// F33, S6
 TEST(ConnectionLifetime, S6AConnectionOlderThanTheLifetimeIsNotReused) {
   EXPECT_EQ(connections_for_two_requests(std::chrono::seconds(2), milliseconds(2100)), 2);
 }

@@ -52,6 +52,7 @@ class HostilePeerTest : public ::testing::Test {
 
 // --- 1. A header block cut by the peer is a dropped connection, never a response. --------------------------
 
+// F38
 TEST_F(HostilePeerTest, HeaderBlockCutByEofIsConnectionLostAndRetriedForGet) {
   RawPeer peer([](RawConnection& c) {
     if (c.read_request()) c.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
@@ -94,6 +95,7 @@ RawPeer::Handler late_bytes(std::string first, std::string late, int pause_ms) {
 
 constexpr const char* kEvil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL";
 
+// F73
 TEST_F(HostilePeerTest, F73BytesAfterAContentLengthBodyNeverBecomeTheNextResponse) {
   for (int pause : {0, 50}) {
     RawPeer peer(late_bytes(kOk, kEvil, pause));
@@ -105,6 +107,7 @@ TEST_F(HostilePeerTest, F73BytesAfterAContentLengthBodyNeverBecomeTheNextRespons
   }
 }
 
+// F58
 TEST_F(HostilePeerTest, F58ABodyAfterA204OrAHeadAnswerNeverBecomesTheNextResponse) {
   struct Case {
     const char* method;
@@ -140,6 +143,7 @@ TEST_F(HostilePeerTest, LateBytesAreCheckedForAsynchronousCallsToo) {
 
 // --- 3. Callers cannot write the framing (docs/transport.md §10.5). -----------------------------------------
 
+// F109, S11
 TEST_F(HostilePeerTest, ClientOwnedAndMalformedHeadersAreRefusedBeforeAnyIo) {
   RawPeer peer([](RawConnection& c) {
     while (c.read_request()) c.write(kOk);
@@ -179,6 +183,7 @@ TEST_F(HostilePeerTest, ConfiguredHeadersFollowTheSameRule) {
 
 // --- 4. A peer that breaks HTTP is a protocol failure of the dependency, not the caller's mistake. ----------
 
+// F52, F53, S16
 TEST_F(HostilePeerTest, BrokenStatusLinesAreProtocolErrorsCountedAgainstTheDependency) {
   for (const char* reply : {"hello from HTTP/0.9\r\n", "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
                             "HTTP/1.1 abc OK\r\nContent-Length: 0\r\n\r\n",
@@ -199,6 +204,7 @@ TEST_F(HostilePeerTest, BrokenStatusLinesAreProtocolErrorsCountedAgainstTheDepen
 
 // --- 5. Oversized header blocks end once, as too large, and blame nobody (F49, F50). ------------------------
 
+// F49, F50, S15
 TEST_F(HostilePeerTest, F49F50OversizedHeaderBlocksAreTooLargeNotRetriedNoBreakerVerdict) {
   std::string many = "HTTP/1.1 200 OK\r\n";
   for (int i = 0; i < 40000; ++i) many += "X-" + std::to_string(i) + ": v\r\n";  // ~650 KB
@@ -256,6 +262,7 @@ RawPeer::Handler killing(int kill_every, std::atomic<int>& reused_seen) {
   };
 }
 
+// F72, S20
 TEST_F(HostilePeerTest, AttemptsReportedEqualWireRequestsWhilePooledConnectionsDie) {
   std::atomic<int> reused{0};
   RawPeer peer(killing(3, reused));
@@ -290,6 +297,7 @@ TEST_F(HostilePeerTest, AttemptsReportedEqualWireRequestsWhilePooledConnectionsD
 
 // --- 7. A local shortage is not the dependency's failure (F13). ---------------------------------------------
 
+// F13
 TEST_F(HostilePeerTest, F13OutOfFileDescriptorsIsResourceNotRetriedNoVerdictAndRecovers) {
   RawPeer peer([](RawConnection& c) {
     while (c.read_request()) c.write(kOk);

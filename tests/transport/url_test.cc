@@ -48,6 +48,7 @@ TEST(ParseUrl, Ipv6) {
   EXPECT_FALSE(parse_url("http://[::1/").ok());
 }
 
+// F111, S10
 TEST(ParseUrl, UserInfoIsDetectedButNotKept) {
   for (const char* url : {"https://user:secret@payments/", "https://user@payments/", "https://@payments/",
                           "https://:secret@payments/"}) {
@@ -67,6 +68,7 @@ TEST(ParseUrl, Refused) {
   EXPECT_EQ(parse_url("/relative").status().code(), Code::kInvalidArgument);
 }
 
+// S10
 TEST(ParseUrl, MessageNeverRepeatsTheUrl) {
   const Result<Url> r = parse_url("http://user:hunter2@ho st/");
   ASSERT_FALSE(r.ok());
@@ -109,6 +111,7 @@ TEST(ParseUrl, AHostThatDoesNotSpellItselfIsRefused) {
   EXPECT_EQ(origin_of(parsed(o.to_string())), o);
 }
 
+// S25
 TEST(ParseUrl, TruncatedPrefixesNeverCrash) {
   const std::string url = "https://user:pw@[fe80::1%25eth0]:8443/a/b?c=d&e=f#g";
   for (size_t n = 0; n <= url.size(); ++n) (void)parse_url(std::string_view(url).substr(0, n));
