@@ -102,6 +102,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   }
   std::string_view name = trim(line.substr(0, colon));
   std::string_view value = trim(line.substr(colon + 1));
+  if (equals_ignore_case(name, "transfer-encoding")) st.saw_transfer_encoding = true;
   if (equals_ignore_case(name, "content-length")) {
     if (!st.content_length.empty() && st.content_length != value) {
       st.abort(Code::kProtocol, "response has two differing Content-Length headers (" + st.content_length +
@@ -228,6 +229,7 @@ void AttemptState::reset() {
   local_errno = 0;
   header_bytes = 0;
   header_fields = 0;
+  saw_transfer_encoding = false;
   content_length.clear();
   abort_code = Code::kOk;
   abort_message.clear();
@@ -471,6 +473,11 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     long local_port = 0;
     if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0) {
       state_.sockets->mark_protocol(static_cast<int>(local_port), http2);
+    }
+    // A message framed two ways (Content-Length and Transfer-Encoding) is a smuggling sign (RFC 9112 §6.3):
+    // its body is read as chunked, and its connection carries nothing more.
+    if (!http2 && state_.saw_transfer_encoding && !state_.content_length.empty()) {
+      if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
     }
     out.response = std::move(state_.response);
   }

@@ -38,6 +38,7 @@ struct AttemptState {
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
   size_t header_bytes = 0;         // of the status lines and fields so far (interim responses included)
   size_t header_fields = 0;
+  bool saw_transfer_encoding = false;  // with a Content-Length too, the connection is not reused
   size_t max_header_bytes = 0;     // TransportConfig::max_response_headers
   size_t max_header_fields = 0;
   Code abort_code = Code::kOk;     // why a callback aborted the transfer

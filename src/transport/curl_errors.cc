@@ -51,6 +51,9 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
       return Code::kTls;
     case CURLE_RECV_ERROR:
       if (is_client_certificate_refusal(detail)) return Code::kTlsClientCert;
+      // libcurl reports a malformed chunk ("Illegal or missing hexadecimal sequence in chunked-encoding",
+      // "Too long hexadecimal number") as a failed read: the peer broke HTTP, and would again.
+      if (mentions(detail, "chunked-encoding")) return Code::kProtocol;
       return Code::kConnectionLost;
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:

@@ -450,6 +450,7 @@ TEST_F(ClientServerTest, Http2RefusedStreamIsResentForAnyMethod) {
 
 // docs/transport.md §10.8: libcurl retries a refused stream up to five times by itself; here every wire
 // request is an attempt, so a peer refusing every stream sees max_attempts requests, not eighteen.
+// F90
 TEST_F(ClientServerTest, Http2StreamRefusedEveryTimeEndsAfterMaxAttemptsWireRequests) {
   server().script("/refused-all", json::array({{{"refuse_stream", true}}}));
   settings::Settings s;

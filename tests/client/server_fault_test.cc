@@ -56,12 +56,8 @@ class ServerFaultTest : public humus::test::WithTestServer {
   Runtime runtime_;
 };
 
-// DISABLED: bug — a stream refused on a reused HTTP/2 connection is reported as HUMUS_E_CONNECTION_LOST
-// ("the pooled connection closed before the response", on_prereq in src/transport/curl_easy.cc), so a call
-// whose streams are always refused ends as a lost connection, not HUMUS_E_STREAM_REFUSED
-// (docs/retries.md §5.3).
 // F90
-TEST_F(ServerFaultTest, DISABLED_AStreamRefusedEveryTimeEndsAsStreamRefused) {
+TEST_F(ServerFaultTest, AStreamRefusedEveryTimeEndsAsStreamRefused) {
   server().script("/refused", json::array({{{"refuse_stream", true}}}));
   auto c = make();
   CallResult out = c->execute(req("/refused"));
@@ -96,10 +92,8 @@ TEST_F(ServerFaultTest, DISABLED_AGracefulGoawayAfterTheAnswerMovesTheNextCallTo
 
 // A stream refused on a reused HTTP/2 connection is as safe to send again as on a fresh one, for a POST too
 // (docs/retries.md §5.3: HUMUS_E_STREAM_REFUSED is retried).
-// DISABLED: bug — on a reused connection the refusal is reported as HUMUS_E_CONNECTION_LOST (see F90), so
-// the unkeyed POST fails instead of being sent again.
 // F89
-TEST_F(ServerFaultTest, DISABLED_AStreamRefusedOnAReusedConnectionIsResentForAPost) {
+TEST_F(ServerFaultTest, AStreamRefusedOnAReusedConnectionIsResentForAPost) {
   server().script("/refused", json::array({{{"refuse_stream", true}}, {{"status", 201}}}));
   auto c = make();
   ASSERT_TRUE(c->execute(req("/warm")).ok());  // the connection the POST will reuse

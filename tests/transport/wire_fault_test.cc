@@ -161,19 +161,16 @@ TEST_F(WireFaultTest, ChunkedBodyWithoutTheLastChunkIsConnectionLost) {
 
 // --- A peer that breaks the framing: protocol error, one attempt, a breaker failure. --------------------
 
-// DISABLED: bug — an invalid chunk size ends as HUMUS_E_CONNECTION_LOST and a GET is sent three times;
-// docs/transport.md §10.7 says HUMUS_E_PROTOCOL, not retried (libcurl's CURLE_RECV_ERROR is mapped as a
-// dropped connection whatever its cause).
+// A malformed chunk size is the peer breaking HTTP (docs/transport.md §10.7): not retried.
 // F46, S16
-TEST_F(WireFaultTest, DISABLED_InvalidChunkSizeIsAProtocolError) {
+TEST_F(WireFaultTest, InvalidChunkSizeIsAProtocolError) {
   expect_failure("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
                  Code::kProtocol, 1);
 }
 
-// DISABLED: bug — as F46: a chunk size past 64 bits ends as HUMUS_E_CONNECTION_LOST, retried, not
-// HUMUS_E_PROTOCOL (docs/transport.md §10.7).
+// As F46: a chunk size past 64 bits.
 // F47, S16
-TEST_F(WireFaultTest, DISABLED_ChunkSizeOverflowIsAProtocolError) {
+TEST_F(WireFaultTest, ChunkSizeOverflowIsAProtocolError) {
   expect_failure(
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF1\r\nhello\r\n0\r\n\r\n",
       Code::kProtocol, 1);
@@ -203,11 +200,10 @@ TEST_F(WireFaultTest, ContentLengthShorterThanTheBodyGivesThatManyBytesAndANewCo
   EXPECT_EQ(peer.connections(), 2) << "the connection with bytes left over was reused";
 }
 
-// DISABLED: bug — the chunked body is used, but the connection of a response framed two ways
-// (Content-Length and Transfer-Encoding) is pooled and reused; RFC 9112 §6.3 calls such a message a
-// smuggling sign to be handled as an error, and the catalogue asks for a close (docs/ say nothing).
+// A response framed two ways (Content-Length and Transfer-Encoding) is a smuggling sign (RFC 9112 §6.3):
+// the chunked body is used and the connection closed.
 // F43, S16
-TEST_F(WireFaultTest, DISABLED_ContentLengthWithChunkedUsesTheChunkedBodyAndDoesNotReuseTheConnection) {
+TEST_F(WireFaultTest, ContentLengthWithChunkedUsesTheChunkedBodyAndDoesNotReuseTheConnection) {
   RawPeer peer(always("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
                       "5\r\nhello\r\n0\r\n\r\n"));
   auto c = make(peer);
