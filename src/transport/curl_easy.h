@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/body_sink.h"
 #include "transport/wire.h"
 
 namespace humus::transport {
@@ -33,6 +34,9 @@ struct AttemptState {
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
   Code abort_code = Code::kOk;     // why a callback aborted the transfer
   std::string abort_message;
+  BodySink sink;                   // where on_body puts the body (buffered into response.body, or streamed)
+  BodySource* source = nullptr;    // the request body read by on_read, when the caller streams it
+  bool decoding = false;           // libcurl was asked to decode a Content-Encoding (CURLOPT_ACCEPT_ENCODING)
 
   void reset(bool resend_allowed);
   void abort(Code code, std::string message);
@@ -56,6 +60,12 @@ class CurlEasy {
   // How the transfer ended: libcurl's code, or the driver's interrupt.
   WireResult finish(CURLcode code, Interrupt interrupt);
 
+  // Streaming (curl_stream.h), after prepare(): the body goes to the reader, not into the response.
+  void stream_body() { state_.sink.stream(); }
+  BodySink& sink() { return state_.sink; }
+  // The response as far as its headers, once headers_done(): status, headers, version; no body.
+  WireResult head();
+
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
   // When `next` differs from the headers last set only in values of unchanged lengths, writes those values
@@ -74,6 +84,9 @@ class CurlEasy {
   std::string last_method_;
   bool last_had_body_ = false;
   long last_connect_ms_ = -1;
+  uint64_t max_body_ = 0;      // TransportConfig::max_response_body: the buffered body's limit
+  bool decompress_ = true;     // TransportConfig::decompress
+  int last_accept_encoding_ = -1;  // -1 never set, 0 off, 1 on
 };
 
 }  // namespace humus::transport
