@@ -25,7 +25,6 @@ WireResult CurlStream::open(const WireRequest& request) {
   drive([this] { return easy_.headers_done(); });
   if (easy_.headers_done() && interrupt_ == Interrupt::kNone && (!ended_ || code_ == CURLE_OK)) return easy_.head();
   // No response head: the attempt failed as a buffered one would have.
-  if (!ended_ && interrupt_ == Interrupt::kNone) interrupt_ = Interrupt::kCallTimeout;
   return easy_.finish(code_, interrupt_);
 }
 

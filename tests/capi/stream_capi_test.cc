@@ -575,6 +575,45 @@ TEST_F(StreamServerCapiTest, ACallersOwnAcceptEncodingGetsTheRawBytes) {
   humus_request_free(req);
 }
 
+// SPEC §7: a replaced response's body is read (up to 64 KiB) before the retry; a longer one is not retried
+// and comes back intact, still streaming.
+TEST_F(StreamServerCapiTest, AStreamedCallRetriesThroughASmallBodyAndReturnsALargeOneIntact) {
+  server().script("/retry", nlohmann::json::array({{{"status", 503}, {"body_size", 1000}},
+                                                   {{"status", 200}, {"body_size", 10}}}));
+  server().script("/large", nlohmann::json::array({{{"status", 503}, {"body_size", 100000}}}));
+  make_client(R"(, "max_attempts": 3, "backoff_base": "1ms", "backoff_max": "2ms")");
+  humus_request* req = request("/retry");
+  humus_response* resp = nullptr;
+  ASSERT_EQ(humus_client_open(client_, req, &resp, nullptr), HUMUS_OK);
+  EXPECT_EQ(humus_response_status(resp), 200);
+  EXPECT_EQ(humus_response_attempts(resp), 2);
+  EXPECT_EQ(counts().failures, 1u);   // the replaced 503, counted before the retry
+  EXPECT_EQ(counts().successes, 0u);  // the 200's body is not read yet
+  const void* data = nullptr;
+  size_t len = 0;
+  ASSERT_EQ(humus_response_body(resp, &data, &len, nullptr), HUMUS_OK);
+  EXPECT_EQ(len, 10u);
+  EXPECT_EQ(counts().successes, 1u);
+  humus_response_free(resp);
+  humus_request_free(req);
+
+  req = request("/large");
+  ASSERT_EQ(humus_client_open(client_, req, &resp, nullptr), HUMUS_OK);
+  EXPECT_EQ(humus_response_status(resp), 503);
+  EXPECT_EQ(humus_response_attempts(resp), 1);
+  std::vector<char> buf(4096);
+  size_t n = 0;
+  uint64_t total = 0;
+  while (humus_response_read(resp, buf.data(), buf.size(), &n, nullptr) == HUMUS_OK && n > 0) {
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(buf[i], 'x');
+    total += n;
+  }
+  EXPECT_EQ(total, 100000u);
+  humus_response_free(resp);
+  EXPECT_EQ(server().requests("/large").size(), 1u);
+  humus_request_free(req);
+}
+
 TEST_F(StreamServerCapiTest, AnOpenBodyHoldsAProbeSlotForAtMostProbeTimeout) {
   server().script("/fail", nlohmann::json::array({{{"status", 500}}}));
   server().script("/big", nlohmann::json::array({{{"status", 200}, {"body_size", 4 * 1024 * 1024}}}));
