@@ -60,10 +60,7 @@ Status ResponseStream::read_rest(std::string& body, uint64_t limit) {
     }
     const size_t room = static_cast<size_t>(std::min<uint64_t>(kPiece, limit - body.size()));
     const size_t at = body.size();
-    if (at + room > body.capacity()) {
-      // Grown by hand: a doubling string would reach twice the limit.
-      body.reserve(static_cast<size_t>(std::min<uint64_t>(limit, std::max(at + room, body.capacity() * 2))));
-    }
+    transport::grow_within(body, at + room, limit);
     body.resize(at + room);
     Result<size_t> n = read(body.data() + at, room);
     body.resize(at + (n.ok() ? *n : 0));

@@ -32,10 +32,7 @@ size_t BodySink::write(const char* data, size_t n) {
       over_limit_ = true;
       return 0;
     }
-    if (body.size() + n > body.capacity()) {
-      const size_t grown = std::max(body.size() + n, body.capacity() * 2);
-      body.reserve(static_cast<size_t>(std::min<uint64_t>(limit_, grown)));
-    }
+    grow_within(body, body.size() + n, limit_);
     body.append(data, n);
     return n;
   }
@@ -77,6 +74,19 @@ size_t BodySink::drain(char* buf, size_t cap) {
     pending_at_ = 0;
   }
   return n;
+}
+
+void grow_within(std::string& body, size_t needed, uint64_t limit) {
+  constexpr size_t kJump = size_t{1} << 20;
+  if (needed <= body.capacity()) return;
+  if (needed <= kJump || limit <= kJump) {
+    body.reserve(std::max(needed, body.capacity() * 2));  // at most twice a limit of 1 MiB or less
+    return;
+  }
+  std::string whole;
+  whole.reserve(static_cast<size_t>(std::max<uint64_t>(limit, needed)));  // a fresh string: exactly this
+  whole.append(body);
+  body.swap(whole);
 }
 
 bool strip_decoded_headers(Headers& headers) {

@@ -82,6 +82,12 @@ class BodySink {
   bool paused_ = false;
 };
 
+// Makes room in `body` for `needed` bytes in all, never more than `limit`. std::string's own growth doubles
+// (reserve() too, in libstdc++), which would take a body near its limit to twice it, and its copy holds old
+// and new at once; so past 1 MiB the body moves once into a string reserved at exactly `limit`, whose pages
+// stay untouched (not resident) until bytes land on them.
+void grow_within(std::string& body, size_t needed, uint64_t limit);
+
 // libcurl decodes a Content-Encoding it was asked for: once decoded, the body's Content-Encoding and
 // Content-Length no longer describe it, so both go, as Go's Transport does. True when they were removed.
 bool strip_decoded_headers(Headers& headers);
