@@ -268,8 +268,8 @@ class Client(_BaseClient, Closing):
         ``iter_text()``, ``iter_lines()``, ``read()``). Reads release the GIL and hold one chunk at a time;
         ``timeout`` and ``cancel`` bound them too. Leaving the block closes the response: a body not read to
         its end is closed with its connection, and the breaker counts the call's result when the body ends or
-        closes. Raises as request() does, and a read failing mid-body raises ProtocolError (a lost connection, or
-        UpstreamTimeoutError, or the cancellation)."""
+        closes. Raises as request() does; a read failing mid-body raises ProtocolError for a lost connection,
+        UpstreamTimeoutError once ``timeout`` passed, or the cancellation's error."""
         target, hdrs, body = self._encode(url, headers, params, content, json)
         try:
             raw = self._native.open(method.upper(), target, hdrs, body, idempotency_key, _RETRY_MODES[retry],

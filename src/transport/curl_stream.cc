@@ -66,28 +66,31 @@ BodyRead CurlStream::read(char* buf, size_t cap) {
   BodySink& sink = easy_.sink();
   BodyRead out;
   if (cap == 0) return out;
-  // Bytes kept from the last write come first, also after the transfer ended.
-  out.n = sink.drain(buf, cap);
-  if (out.n > 0) return out;
   if (!over()) {
-    // The call's deadline bounds the body too (SPEC §8), also for a reader that came back late.
+    // The call's deadline bounds the body too (SPEC §8), also for a reader that came back late; a cancel
+    // ends it at once.
     if (std::chrono::steady_clock::now() >= limits_.call_deadline) {
       interrupt_ = Interrupt::kCallTimeout;
     } else if (cancel_ != nullptr && cancel_->cancelled()) {
       interrupt_ = Interrupt::kCancelled;
     }
   }
-  if (!over()) {
-    sink.lend(buf, cap);
-    if (sink.paused()) {
-      // libcurl hands over the write it kept (into the lent buffer) and reads the socket again.
-      sink.resumed();
-      curl_easy_pause(easy_.handle(), CURLPAUSE_CONT);
-    }
-    drive([&sink] { return sink.taken() > 0 || sink.has_pending(); });
-    out.n = sink.unlend();
-    if (out.n > 0) return out;
+  if (interrupt_ == Interrupt::kNone) {
+    // Bytes kept from the last write come first, also after the transfer ended.
     out.n = sink.drain(buf, cap);
+    if (out.n == cap) return out;
+    if (!ended_) {
+      sink.lend(buf + out.n, cap - out.n);
+      if (sink.paused()) {
+        // libcurl hands over the write it kept (into the lent buffer) at once, and reads the socket again.
+        sink.resumed();
+        curl_easy_pause(easy_.handle(), CURLPAUSE_CONT);
+      }
+      // Wait for the network only when there is nothing to hand over yet.
+      if (out.n == 0) drive([&sink] { return sink.taken() > 0 || sink.has_pending(); });
+      out.n += sink.unlend();
+      if (out.n == 0) out.n = sink.drain(buf, cap);
+    }
     if (out.n > 0) return out;
   }
   if (ended_ && code_ == CURLE_OK && interrupt_ == Interrupt::kNone) return out;  // the end

@@ -36,6 +36,13 @@ uint64_t status_field(const char* name) {
   return 0;
 }
 uint64_t rss() { return status_field("VmRSS"); }
+// CPU seconds (user + system) of the calling thread, or of the waited-for children.
+double cpu_seconds(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 uint64_t peak() { return status_field("VmHWM"); }
 bool reset_peak() {
   std::ofstream out("/proc/self/clear_refs");
@@ -138,6 +145,7 @@ TEST_F(StreamCapiTest, OneGibDownloadStreamsInBoundedMemoryAndCountsAtTheEnd) {
   humus_request* req = request("GET", peer_->url("/bytes/" + std::to_string(kGiB)));
   MemoryWatch memory;
   const auto started = std::chrono::steady_clock::now();
+  const double cpu_before = cpu_seconds(RUSAGE_THREAD);
   humus_response* resp = nullptr;
   humus_error* err = nullptr;
   ASSERT_EQ(humus_client_open(client_, req, &resp, &err), HUMUS_OK) << (err ? humus_error_message(err) : "");
@@ -155,6 +163,7 @@ TEST_F(StreamCapiTest, OneGibDownloadStreamsInBoundedMemoryAndCountsAtTheEnd) {
     if (reads % 1024 == 0) memory.sample();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double cpu = cpu_seconds(RUSAGE_THREAD) - cpu_before;  // the reading thread's, checksum included
   const uint64_t growth = memory.growth();
   EXPECT_EQ(sum.bytes(), kGiB);
   EXPECT_EQ(sum.value(), humus::test::pattern_checksum(kGiB));
@@ -164,8 +173,8 @@ TEST_F(StreamCapiTest, OneGibDownloadStreamsInBoundedMemoryAndCountsAtTheEnd) {
   EXPECT_EQ(n, 0u);
   humus_response_free(resp);
   EXPECT_EQ(counts().successes, 1u);  // freeing an ended body counts nothing more
-  std::printf("[stream] 1 GiB in %.2f s (%.0f MiB/s), RSS growth %.2f MiB\n", seconds, 1024 / seconds,
-              static_cast<double>(growth) / static_cast<double>(kMiB));
+  std::printf("[stream] 1 GiB in %.2f s (%.0f MiB/s), reader CPU %.2f s, RSS growth %.2f MiB\n", seconds,
+              1024 / seconds, cpu, static_cast<double>(growth) / static_cast<double>(kMiB));
   humus_request_free(req);
 }
 
@@ -174,6 +183,7 @@ TEST_F(StreamCapiTest, OneGibDownloadStreamsInBoundedMemoryAndCountsAtTheEnd) {
 TEST_F(StreamCapiTest, DISABLED_CurlBaselineForTheOneGibDownload) {
   const std::string command = "curl -s -o /dev/null -w '%{size_download} %{time_total}' " +
                               peer_->url("/bytes/" + std::to_string(kGiB));
+  const double cpu_before = cpu_seconds(RUSAGE_CHILDREN);
   FILE* p = popen(command.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char out[128] = {};
@@ -182,7 +192,8 @@ TEST_F(StreamCapiTest, DISABLED_CurlBaselineForTheOneGibDownload) {
   out[got] = '\0';
   double bytes = 0, seconds = 0;
   ASSERT_EQ(std::sscanf(out, "%lf %lf", &bytes, &seconds), 2) << out;
-  std::printf("[stream] curl -o /dev/null: 1 GiB in %.2f s (%.0f MiB/s)\n", seconds, bytes / kMiB / seconds);
+  std::printf("[stream] curl -o /dev/null: 1 GiB in %.2f s (%.0f MiB/s), curl CPU %.2f s\n", seconds,
+              bytes / kMiB / seconds, cpu_seconds(RUSAGE_CHILDREN) - cpu_before);
 }
 
 TEST_F(StreamCapiTest, OneGibUploadFromAReader) {
