@@ -567,6 +567,34 @@ TEST_F(StreamServerCapiTest, BodiesAreDecodedAndTheirEncodingHeadersRemoved) {
   humus_request_free(req);
 }
 
+// Streamed, a decoded body is not bounded by max_response_body but by the reader. libcurl 7.88 holds all
+// that one socket read decodes to while the transfer is paused (its pause buffer has no bound; with a gzip
+// bomb that is MiBs per 16 KiB read), so memory is bounded by that, not by the body's size: here 256 MiB
+// decoded in well under a quarter of that. Smaller reads (CURLOPT_BUFFERSIZE 1 KiB) measured 2 MiB, but the
+// size cannot change once a transfer started and costs every stream ~3x the CPU per byte, so it is not set.
+TEST_F(StreamServerCapiTest, AStreamedGzipBombIsReadInMemoryBoundedByLibcurlsPauseBuffer) {
+  server().script("/bomb", nlohmann::json::array({{{"status", 200}, {"gzip_bomb", 256 * 1024 * 1024}}}));
+  make_client();
+  humus_request* req = request("/bomb");
+  MemoryWatch memory;
+  humus_response* resp = nullptr;
+  ASSERT_EQ(humus_client_open(client_, req, &resp, nullptr), HUMUS_OK);
+  std::vector<char> buf(64 * 1024);
+  size_t n = 0;
+  uint64_t total = 0;
+  for (int i = 0; humus_response_read(resp, buf.data(), buf.size(), &n, nullptr) == HUMUS_OK && n > 0; ++i) {
+    total += n;
+    if (i % 64 == 0) memory.sample();
+  }
+  const uint64_t growth = memory.growth();
+  EXPECT_EQ(total, 256u * kMiB);
+  EXPECT_LT(growth, 64 * kMiB);
+  std::printf("[stream] streamed gzip bomb: 256 MiB decoded, RSS growth %.1f MiB\n",
+              static_cast<double>(growth) / static_cast<double>(kMiB));
+  humus_response_free(resp);
+  humus_request_free(req);
+}
+
 TEST_F(StreamServerCapiTest, ACallersOwnAcceptEncodingGetsTheRawBytes) {
   server().script("/gz", nlohmann::json::array({{{"status", 200}, {"gzip_bomb", 1000000}}}));
   make_client();
