@@ -327,6 +327,31 @@ HUMUS_API humus_status humus_request_set_header(humus_request *r, const char *na
                                                 humus_error **err);
 /* Sets the body; the bytes are copied, so every attempt can replay them. */
 HUMUS_API humus_status humus_request_set_body(humus_request *r, const void *data, size_t len);
+/* A request body the caller streams (SPEC §7) instead of one copied in. `read` fills at most `cap` bytes of
+ * `buf` and sets *n (0: the end); any status but HUMUS_OK fails the attempt with HUMUS_E_CALLBACK. `rewind`
+ * goes back to the first byte before another attempt (or libcurl's own resend); NULL makes the body not
+ * replayable, so the call makes exactly one attempt whatever its method or retry mode. `destroy` (optional)
+ * runs exactly once, when the request and every call sending it no longer need user_data. The callbacks
+ * run on the thread that drives the attempt (the caller's for humus_client_do / humus_client_open, the
+ * event-loop thread for humus_client_submit), one at a time: a request with a reader is sent by one call at
+ * a time, and a reader without rewind serves one call (a second gets HUMUS_E_MISUSE). */
+#define HUMUS_BODY_READER_VERSION 1
+typedef struct humus_body_reader {
+  uint32_t version; /* HUMUS_BODY_READER_VERSION */
+  void *user_data;
+  int64_t length;   /* bytes the body holds, or -1 when unknown (sent chunked on HTTP/1.1) */
+  humus_status (*read)(void *user_data, void *buf, size_t cap, size_t *n);
+  humus_status (*rewind)(void *user_data); /* NULL: not replayable */
+  void (*destroy)(void *user_data);        /* optional */
+} humus_body_reader;
+#define HUMUS_BODY_READER_INIT {HUMUS_BODY_READER_VERSION, NULL, -1, NULL, NULL, NULL}
+
+/* Makes `reader` the request's body (replacing a body set before; humus_request_set_body replaces it in
+ * turn). The table is copied. HUMUS_E_INVALID_ARGUMENT for r or reader NULL, an unknown version or a length
+ * below -1; HUMUS_E_PROGRAM when `read` is NULL. On failure `destroy` is not called. Not concurrently on
+ * one request. */
+HUMUS_API humus_status humus_request_set_body_reader(humus_request *r, const humus_body_reader *reader,
+                                                     humus_error **err);
 /* Sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). */
 HUMUS_API humus_status humus_request_set_idempotency_key(humus_request *r, const char *key, humus_error **err);
 
@@ -369,10 +394,35 @@ typedef struct humus_response humus_response;
  * otherwise the call got no response: HUMUS_E_REJECTED (breaker open; humus_error_retry_after_ms),
  * HUMUS_E_BULKHEAD_FULL, HUMUS_E_TIMEOUT, HUMUS_E_CANCELLED, HUMUS_E_CONNECT, HUMUS_E_RESOLVE,
  * HUMUS_E_CONNECTION_LOST, HUMUS_E_PROTOCOL, HUMUS_E_STREAM_REFUSED, HUMUS_E_TLS, HUMUS_E_TLS_CLIENT_CERT,
- * HUMUS_E_CROSS_ORIGIN, HUMUS_E_INVALID_ARGUMENT, HUMUS_E_CALLBACK, HUMUS_E_PROGRAM. The error carries the
- * attempts made. Any thread. */
+ * HUMUS_E_CROSS_ORIGIN, HUMUS_E_INVALID_ARGUMENT, HUMUS_E_CALLBACK, HUMUS_E_PROGRAM, and HUMUS_E_TOO_LARGE
+ * when the body (decoded) passed max_response_body — not retried, no breaker verdict, and never more than
+ * that limit in memory. The error carries the attempts made. Any thread.
+ *
+ * Bodies are decoded: the client asks for every coding this libcurl decodes (gzip, deflate, br, zstd) and
+ * hands over the decoded bytes, with Content-Encoding and Content-Length removed from the headers (as Go's
+ * Transport does). A request that sets its own Accept-Encoding (or Range), a HEAD, or the setting
+ * decompress = false gets the bytes as sent. */
 HUMUS_API humus_status humus_client_do(humus_client *c, const humus_request *r, humus_response **out,
                                        humus_error **err);
+
+/* As humus_client_do — every attempt, wait and redirect; a response replaced by a retry has its body read
+ * (up to 64 KiB) and closed first — but returns once the final response's headers are in, its body not read
+ * yet: read it with humus_response_read. The call is not over until the body is read to its end or the
+ * response freed: that is when the breaker counts its result (and its bulkhead slot and connection are
+ * given back). The call's `timeout` bounds the reads too. The response must be freed before its client.
+ * Statuses as humus_client_do. Any thread. */
+HUMUS_API humus_status humus_client_open(humus_client *c, const humus_request *r, humus_response **out,
+                                         humus_error **err);
+
+/* The next bytes of the body: blocks until at least one byte (at most `cap`) is in `buf`, and sets *n; *n
+ * == 0 at the end, which counts the result in the breaker as it was classified. The transfer is paused
+ * while the caller does not read, so memory stays at one buffer whatever the body's size. A failure
+ * mid-body — HUMUS_E_CONNECTION_LOST, HUMUS_E_TIMEOUT once the call's timeout passed, HUMUS_E_CANCELLED
+ * through the request's cancel token — counts a breaker failure (nothing when cancelled), and every later
+ * read fails the same way. Works on a response of humus_client_do too (reading its buffered body).
+ * HUMUS_E_INVALID_ARGUMENT for resp, buf or n NULL or cap 0. Not concurrently on one response. */
+HUMUS_API humus_status humus_response_read(humus_response *resp, void *buf, size_t cap, size_t *n,
+                                           humus_error **err);
 
 /* Accessors: any thread, on a response no thread frees. Strings live as long as the response. */
 HUMUS_API int32_t humus_response_status(const humus_response *resp);
@@ -383,15 +433,21 @@ HUMUS_API size_t humus_response_header_count(const humus_response *resp);
 /* Header `i` in the order received; HUMUS_E_INVALID_ARGUMENT when out of range. */
 HUMUS_API humus_status humus_response_header_at(const humus_response *resp, size_t i, const char **name,
                                                 const char **value);
-/* The whole body (bytes, not NUL-terminated; *data may be NULL when len is 0). */
+/* The whole body (bytes, not NUL-terminated; *data may be NULL when len is 0); after humus_response_read,
+ * the bytes not read yet. A response of humus_client_open is read to its end first, bounded by
+ * max_response_body: past it HUMUS_E_TOO_LARGE (no breaker verdict), or a read's failure. Not concurrently
+ * on one response. */
 HUMUS_API humus_status humus_response_body(humus_response *resp, const void **data, size_t *len,
                                            humus_error **err);
 /* "1.1" or "2". */
 HUMUS_API const char *humus_response_http_version(const humus_response *resp);
 /* The URL of the last request, after redirects within the origin. */
 HUMUS_API const char *humus_response_url(const humus_response *resp);
-/* Frees a response; NULL is accepted. A response is a plain value: the breaker counted its attempt when it
- * was classified, so it may outlive its client and runtime, and freeing it counts nothing. */
+/* Frees a response; NULL is accepted. A response of humus_client_do is a plain value: the breaker counted
+ * its attempt when it was classified, so it may outlive its client and runtime, and freeing it counts
+ * nothing. A response of humus_client_open whose body was not read to its end is closed: its connection
+ * is closed and the breaker counts the result as it was classified. One never freed holds a half-open
+ * breaker's probe slot for at most breaker.probe_timeout. */
 HUMUS_API void humus_response_free(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
@@ -417,6 +473,16 @@ HUMUS_API humus_status humus_client_submit(humus_client *c, const humus_request 
 HUMUS_API void humus_call_cancel(humus_call *call);
 /* Releases the handle; the call itself goes on. NULL is accepted. */
 HUMUS_API void humus_call_free(humus_call *call);
+
+/* Asynchronous streaming (design; not in this version). asyncio, goroutines and Rust futures will read
+ * bodies without a thread per call and without an unbounded queue: humus_client_submit_open delivers the
+ * response once its headers are in (on the event-loop thread, as humus_call_done does), its transfer paused
+ * (CURL_WRITEFUNC_PAUSE) on the client's shared multi handle; humus_response_read_async(resp, buf, cap,
+ * on_read, user_data) lends the caller's buffer and unpauses it (curl_easy_pause on the loop thread); the
+ * write callback fills that buffer and pauses again once it is full, and on_read(user_data, status, n) runs
+ * on the loop thread with the bytes in place. So at most one caller buffer and one libcurl write are held
+ * per body; the binding's runtime awaits on_read (a future resolved by call_soon_threadsafe, a channel, a
+ * Waker), and dropping the response closes it as humus_response_free does. */
 
 /* ==== Callbacks: log sink ======================================================================== */
 

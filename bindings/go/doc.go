@@ -22,6 +22,7 @@
 // What the binding cannot express, and why (the C ABI decides): response bodies are buffered whole by the
 // core before a call returns (no streaming, no 1xx, no trailers); request bodies are read whole for the same
 // reason (they are replayed on retries); there is no Host override, no per-request TLS state
-// (http.Response.TLS is nil), no proxy (the core reads no proxy settings by design, SPEC §10.4) and no
-// transparent decompression (bodies arrive as the server sent them, Content-Encoding included).
+// (http.Response.TLS is nil) and no proxy (the core reads no proxy settings by design, SPEC §10.4). Bodies
+// arrive decoded, as with Go's own Transport: the core asks for gzip, deflate, br and zstd and removes
+// Content-Encoding and Content-Length; a request that sets its own Accept-Encoding gets the bytes as sent.
 package humushttp

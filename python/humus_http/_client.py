@@ -4,7 +4,8 @@ from __future__ import annotations
 import json as jsonlib
 import math
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal, Self
 
 from . import _native
@@ -265,6 +266,33 @@ class Client(_BaseClient, Closing):
         UpstreamError subclass when no response came, or the exception a callback raised."""
         return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout,
                           context, cancel)
+
+    @contextmanager
+    def stream(self, method: str, url: str, *, headers: HeaderTypes | None = None,
+               params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
+               idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
+               context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Iterator[Response]:
+        """As request(), but the response comes once its headers are in, its body still on its connection:
+        ``with client.stream("GET", "/export") as resp: for chunk in resp.iter_bytes(): ...`` (also
+        ``iter_text()``, ``iter_lines()``, ``read()``). Reads release the GIL and hold one chunk at a time;
+        ``timeout`` and ``cancel`` bound them too. Leaving the block closes the response: a body not read to
+        its end is closed with its connection, and the breaker counts the call's result when the body ends or
+        closes. Raises as request() does; a read failing mid-body raises ProtocolError for a lost connection,
+        UpstreamTimeoutError once ``timeout`` passed, or the cancellation's error."""
+        target, hdrs, body = self._encode(url, headers, params, content, json)
+        try:
+            raw = self._native.open(method.upper(), target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
+                                    0 if timeout is None else _timeout_ms(timeout), context_parts(context),
+                                    None if cancel is None else cancel.native)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], self.origin) from None
+        if type(raw) is not _NativeResponse:
+            raise from_native(raw, self.origin)  # type: ignore[arg-type]
+        response = Response(raw, self.origin, stream=True)
+        try:
+            yield response
+        finally:
+            response.close()
 
     def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
               content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,

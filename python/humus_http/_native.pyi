@@ -72,6 +72,10 @@ class Response:
     @property
     def url(self) -> str: ...
     def body(self) -> bytes: ...
+    def read(self, cap: int) -> bytes:
+        """Up to ``cap`` next bytes of the body, b"" at its end (humus_response_read); raises Failure."""
+    def read_rest(self) -> bytes:
+        """The rest of the body into memory, within max_response_body; raises Failure."""
     def headers(self) -> list[tuple[str, str]]: ...
     def close(self) -> None: ...
 
@@ -110,6 +114,11 @@ class Client:
                 idempotency_key: str | None, retry: int, timeout_ms: int,
                 context: tuple[str | None, ...] | None = None,
                 cancel: Cancel | None = None) -> Response | ErrorInfo: ...
+    def open(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
+             idempotency_key: str | None, retry: int, timeout_ms: int,
+             context: tuple[str | None, ...] | None = None,
+             cancel: Cancel | None = None) -> Response | ErrorInfo:
+        """humus_client_open: the response once its headers are in; its body through Response.read()."""
     def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
                idempotency_key: str | None, retry: int, timeout_ms: int, bridge: Bridge,
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...

@@ -10,7 +10,7 @@ from typing import Any, overload
 
 from . import _native
 from ._closing import Closing
-from ._errors import HTTPStatusError
+from ._errors import HTTPStatusError, from_native
 
 __all__ = ["HeaderTypes", "Headers", "Response"]
 
@@ -103,11 +103,13 @@ class Response(Closing):
     the native buffer; what was read stays readable. Read it from one thread at a time.
     """
 
-    __slots__ = ("_attempts", "_content", "_elapsed_ms", "_headers", "_http_version", "_native", "_url", "origin",
-                 "status_code")
+    __slots__ = ("_attempts", "_content", "_elapsed_ms", "_headers", "_http_version", "_native", "_streamed",
+                 "_url", "origin", "status_code")
 
-    def __init__(self, native: _native.Response, origin: str) -> None:
+    def __init__(self, native: _native.Response, origin: str, *, stream: bool = False) -> None:
         self._native: _native.Response | None = native
+        #: True for Client.stream(): the body is still on its connection (read it with iter_bytes() or read()).
+        self._streamed = stream
         self.status_code: int = native.status
         self._elapsed_ms: int = native.elapsed_ms
         #: The origin of the client that made the call.
@@ -126,9 +128,12 @@ class Response(Closing):
 
     @property
     def content(self) -> bytes:
-        """The whole body."""
+        """The whole body. For a streamed response (Client.stream), only after read()."""
         content = self._content
         if content is None:
+            if self._streamed:
+                raise RuntimeError("a streamed response's content is there only after read(); iterate with "
+                                   "iter_bytes() instead")
             content = self._content = self._live().body()
         return content
 
@@ -221,7 +226,15 @@ class Response(Closing):
         raise HTTPStatusError(message, response=self)
 
     def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
-        """The body in chunks of ``chunk_size`` bytes (one chunk when None); nothing for an empty body."""
+        """The body in chunks of ``chunk_size`` bytes (the last may be shorter); nothing for an empty body. When
+        None: one chunk, or for a streamed response each piece as it arrives. A streamed response is read from
+        its connection as the iteration goes (the GIL released during each read), so memory stays at one chunk
+        whatever the body's size; it can be iterated once."""
+        if chunk_size is not None and chunk_size <= 0:
+            raise ValueError(f"chunk_size must be > 0, not {chunk_size}")
+        if self._streamed and self._content is None:
+            yield from self._iter_stream(chunk_size)
+            return
         content = self.content
         if not content:
             return
@@ -233,16 +246,71 @@ class Response(Closing):
         for start in range(0, len(content), chunk_size):
             yield content[start:start + chunk_size]
 
+    def _iter_stream(self, chunk_size: int | None) -> Iterator[bytes]:
+        native = self._live()
+        piece = chunk_size if chunk_size is not None else 64 * 1024
+        pending = bytearray()
+        while True:
+            try:
+                data = native.read(piece if chunk_size is None else max(1, chunk_size - len(pending)))
+            except _native.Failure as failure:
+                raise from_native(failure.args[0], self.origin) from None
+            if not data:
+                break
+            if chunk_size is None:
+                yield data
+                continue
+            pending += data
+            if len(pending) >= chunk_size:
+                yield bytes(pending)
+                pending.clear()
+        if pending:
+            yield bytes(pending)
+
+    def iter_text(self, chunk_size: int | None = None) -> Iterator[str]:
+        """The body decoded with ``encoding`` piece by piece (undecodable bytes replaced)."""
+        decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
+        for chunk in self.iter_bytes(chunk_size):
+            text = decoder.decode(chunk)
+            if text:
+                yield text
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            yield tail
+
+    def iter_lines(self) -> Iterator[str]:
+        """The body's lines, without their line endings (``\\n``, ``\\r\\n`` or ``\\r``), as they arrive."""
+        pending = ""
+        for text in self.iter_text():
+            pending += text
+            lines = pending.splitlines(keepends=True)
+            pending = ""
+            if lines and not lines[-1].endswith(("\n", "\r")):
+                pending = lines.pop()
+            elif lines and lines[-1].endswith("\r"):
+                pending = lines.pop()  # may be the first half of a "\r\n"
+            for line in lines:
+                yield line.rstrip("\r\n")
+        for line in pending.splitlines():
+            yield line
+
     def read(self) -> bytes:
-        """The whole body (as httpx's ``read()``)."""
+        """The whole body (as httpx's ``read()``); for a streamed response, the rest of it read into memory,
+        bounded by max_response_body (UpstreamError with status TOO_LARGE past it)."""
+        if self._streamed and self._content is None:
+            try:
+                self._content = self._live().read_rest()
+            except _native.Failure as failure:
+                raise from_native(failure.args[0], self.origin) from None
         return self.content
 
     def close(self) -> None:
-        """Frees the native response; content, headers and URL stay readable. Idempotent."""
+        """Frees the native response; content, headers and URL stay readable. Idempotent. A streamed response
+        not read to its end is closed: its connection too, and the breaker counts its result then."""
         native = self._native
         if native is None:
             return
-        if self._content is None:
+        if self._content is None and not self._streamed:
             self._content = native.body()
         if self._headers is None:
             self._headers = Headers(native.headers())

@@ -268,10 +268,18 @@ void destroy_policy(void* user_data) {
 
 // ---- Responses --------------------------------------------------------------------------------------------
 
-// A whole response (the body is in memory). Read-only accessors; close() frees it early.
+class ClientHandle;
+
+// A response: whole in memory, or for Client.open its body still on its connection (read() hands out the
+// next bytes). Read-only accessors; close() frees it early. A streamed one keeps its client alive: the C
+// ABI wants it freed before its client.
 class Response {
  public:
-  Response(humus_response* r, int64_t elapsed_ms) : r_(r), elapsed_ms_(elapsed_ms) {}
+  Response(humus_response* r, int64_t elapsed_ms, std::shared_ptr<ClientHandle> client = nullptr)
+      : client_(std::move(client)), r_(r), elapsed_ms_(elapsed_ms) {}
+  ~Response() {
+    if (r_) without_gil([this] { r_.reset(); });  // closing a body may close its connection
+  }
   const humus_response* get() const {
     if (!r_) throw std::runtime_error("the response is closed");
     return r_.get();
@@ -305,9 +313,42 @@ class Response {
     }
     return out;
   }
-  void close() { r_.reset(); }
+  // Up to `cap` next bytes of the body (b"" at its end), read without the GIL.
+  py::bytes read(size_t cap) {
+    humus_response* r = const_cast<humus_response*>(get());
+    if (cap == 0) cap = 64 * 1024;
+    std::string buf(cap, '\0');
+    size_t n = 0;
+    humus_error* err = nullptr;
+    humus_status st = HUMUS_OK;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_response_read(r, buf.data(), cap, &n, &err);
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    return py::bytes(buf.data(), n);
+  }
+  // The rest of the body into memory, without the GIL (within max_response_body).
+  py::bytes read_rest() {
+    humus_response* r = const_cast<humus_response*>(get());
+    const void* data = nullptr;
+    size_t len = 0;
+    humus_error* err = nullptr;
+    humus_status st = HUMUS_OK;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_response_body(r, &data, &len, &err);
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    return py::bytes(static_cast<const char*>(data), len);
+  }
+  void close() {
+    without_gil([this] { r_.reset(); });
+    client_.reset();
+  }
 
  private:
+  std::shared_ptr<ClientHandle> client_;  // streamed only; declared first so the response goes first
   ResponsePtr r_;
   int64_t elapsed_ms_;  // the call's duration on the runtime's clock
 };
@@ -875,6 +916,42 @@ class Client {
     return outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr, elapsed);
   }
 
+  // A streamed call (humus_client_open): a Response whose body is read with read(), or an ErrorInfo. Runs
+  // without the GIL on any thread; `cancel` (may be null) ends it, its body reads included.
+  py::object open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+                  int32_t retry, int64_t timeout_ms, py::handle context, const std::shared_ptr<Cancel>& cancel) {
+    std::shared_ptr<ClientHandle> h = acquire();
+    const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms, context);
+    Py_XDECREF(take_callback_exception());
+    Built b;
+    humus_response* resp = nullptr;
+    humus_error* err = nullptr;
+    humus_status st = HUMUS_OK;
+    int64_t elapsed = 0;
+    {
+      py::gil_scoped_release nogil;
+      b = build(p);
+      if (b.status == HUMUS_OK) {
+        if (cancel) humus_request_set_cancel(b.req.get(), cancel->token());
+        const int64_t start = humus_runtime_elapsed_ms(h->runtime());
+        st = humus_client_open(h->get(), b.req.get(), &resp, &err);
+        elapsed = humus_runtime_elapsed_ms(h->runtime()) - start;
+        b.req.reset();
+      }
+    }
+    if (b.status != HUMUS_OK) fail(b.status, std::move(b.err));
+    if (st == HUMUS_OK) {
+      Py_XDECREF(take_callback_exception());
+      return py::cast(new Response(resp, elapsed, std::move(h)), py::return_value_policy::take_ownership);
+    }
+    py::object out = outcome(st, resp, err, st == HUMUS_E_CALLBACK ? take_callback_exception() : nullptr, elapsed);
+    {
+      py::gil_scoped_release nogil;
+      h.reset();
+    }
+    return out;
+  }
+
   // An asynchronous call: `future` (an asyncio.Future of `bridge`'s loop) receives a Response or an
   // ErrorInfo.
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
@@ -1329,6 +1406,8 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("http_version", &Response::http_version)
       .def_property_readonly("url", &Response::url)
       .def("body", &Response::body)
+      .def("read", &Response::read, py::arg("cap"))
+      .def("read_rest", &Response::read_rest)
       .def("headers", &Response::headers)
       .def("close", &Response::close);
 
@@ -1358,6 +1437,9 @@ PYBIND11_MODULE(_native, m) {
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"),
            py::arg("context") = py::none(), py::arg("cancel") = py::none())
+      .def("open", &Client::open, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
+           py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("context") = py::none(),
+           py::arg("cancel") = py::none())
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
            py::arg("future"), py::arg("context") = py::none(), py::arg("cancel") = py::none());

@@ -1,7 +1,11 @@
 // The C functions of the runtime, client, request, cancel and response sections of include/humus_http.h.
 #include "capi/client_capi.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string_view>
+
+#include "client/body_stream.h"
 
 #include "capi/guard.h"
 #include "capi/settings_capi.h"
@@ -24,6 +28,59 @@ bool is_token(std::string_view s) {
     if (!ok) return false;
   }
   return true;
+}
+
+// A caller's humus_body_reader as the transport reads it. Destroyed (and `destroy` called, once) when the
+// last holder — the request, or a call still sending it — lets go.
+class CBodySource final : public humus::transport::BodySource {
+ public:
+  explicit CBodySource(const humus_body_reader& reader) : reader_(reader) {}
+  ~CBodySource() override {
+    if (reader_.destroy != nullptr) reader_.destroy(reader_.user_data);
+  }
+  CBodySource(const CBodySource&) = delete;
+  CBodySource& operator=(const CBodySource&) = delete;
+
+  int64_t length() const override { return reader_.length; }
+  bool replayable() const override { return reader_.rewind != nullptr; }
+
+  Status begin_attempt() override {
+    if (!used_) {
+      used_ = true;
+      return Status();
+    }
+    if (reader_.rewind == nullptr) {
+      return Status(Code::kMisuse, "the request's body reader was read by an earlier attempt and has no rewind");
+    }
+    return rewind();
+  }
+
+  humus::Result<size_t> read(char* buf, size_t cap) override {
+    size_t n = 0;
+    const humus_status st = reader_.read(reader_.user_data, buf, cap, &n);
+    if (st != HUMUS_OK) return Status(Code::kCallback, std::string("read returned ") + humus_status_name(st));
+    if (n > cap) return Status(Code::kCallback, "read reported more bytes than the buffer holds");
+    return n;
+  }
+
+  Status rewind() override {
+    const humus_status st = reader_.rewind(reader_.user_data);
+    if (st != HUMUS_OK) return Status(Code::kCallback, std::string("rewind returned ") + humus_status_name(st));
+    return Status();
+  }
+
+ private:
+  const humus_body_reader reader_;
+  bool used_ = false;
+};
+
+humus_status deliver(humus_client* c, humus::client::CallResult result, humus_response** out, humus_error** err) {
+  if (!result.ok()) {
+    const int64_t retry_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(result.retry_after).count();
+    return report(result.error, err, result.attempts, retry_after_ms);
+  }
+  *out = new humus_response{std::move(*result.response), 0, c->client->max_response_body()};
+  return HUMUS_OK;
 }
 
 }  // namespace
@@ -172,6 +229,27 @@ HUMUS_API humus_status humus_request_set_body(humus_request* r, const void* data
     if (r == nullptr) return null_argument("humus_request_set_body", "r", nullptr);
     if (data == nullptr && len > 0) return null_argument("humus_request_set_body", "data", nullptr);
     r->request.body = std::make_shared<const std::string>(static_cast<const char*>(data), len);
+    r->request.body_source = nullptr;
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_request_set_body_reader(humus_request* r, const humus_body_reader* reader,
+                                                     humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (r == nullptr) return null_argument("humus_request_set_body_reader", "r", err);
+    if (reader == nullptr) return null_argument("humus_request_set_body_reader", "reader", err);
+    if (reader->version == 0 || reader->version > HUMUS_BODY_READER_VERSION) {
+      return report(Status(Code::kInvalidArgument,
+                           "body reader: unknown version " + std::to_string(reader->version), {"version"}), err);
+    }
+    if (reader->read == nullptr) return report(Status(Code::kProgram, "body reader: read is NULL", {"read"}), err);
+    if (reader->length < -1) {
+      return report(Status(Code::kInvalidArgument, "body reader: length must be >= 0, or -1 for unknown",
+                           {"length"}), err);
+    }
+    r->request.body_source = std::make_shared<CBodySource>(*reader);
+    r->request.body = nullptr;
     return HUMUS_OK;
   });
 }
@@ -268,14 +346,49 @@ HUMUS_API humus_status humus_client_do(humus_client* c, const humus_request* r, 
     if (c == nullptr) return null_argument("humus_client_do", "c", err);
     if (r == nullptr) return null_argument("humus_client_do", "r", err);
     if (out == nullptr) return null_argument("humus_client_do", "out", err);
-    humus::client::CallResult result =
-        c->client->execute(r->request, r->cancel != nullptr ? &r->cancel->token : nullptr);
-    if (!result.ok()) {
-      const int64_t retry_after_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(result.retry_after).count();
-      return report(result.error, err, result.attempts, retry_after_ms);
+    return deliver(c, c->client->execute(r->request, r->cancel != nullptr ? &r->cancel->token : nullptr), out, err);
+  });
+}
+
+HUMUS_API humus_status humus_client_open(humus_client* c, const humus_request* r, humus_response** out,
+                                         humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (c == nullptr) return null_argument("humus_client_open", "c", err);
+    if (r == nullptr) return null_argument("humus_client_open", "r", err);
+    if (out == nullptr) return null_argument("humus_client_open", "out", err);
+    return deliver(c, c->client->open(r->request, r->cancel != nullptr ? &r->cancel->token : nullptr), out, err);
+  });
+}
+
+HUMUS_API humus_status humus_response_read(humus_response* resp, void* buf, size_t cap, size_t* n,
+                                           humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (resp == nullptr) return null_argument("humus_response_read", "resp", err);
+    if (buf == nullptr) return null_argument("humus_response_read", "buf", err);
+    if (n == nullptr) return null_argument("humus_response_read", "n", err);
+    if (cap == 0) {
+      return report(Status(Code::kInvalidArgument, "humus_response_read: cap must be > 0", {"cap"}), err);
     }
-    *out = new humus_response{std::move(*result.response)};
+    humus::client::Response& response = resp->response;
+    if (resp->read_at < response.body.size()) {
+      const size_t k = std::min(cap, response.body.size() - resp->read_at);
+      std::memcpy(buf, response.body.data() + resp->read_at, k);
+      resp->read_at += k;
+      if (resp->read_at == response.body.size() && response.stream != nullptr) {
+        // The bytes read ahead are handed out: the rest comes from the connection.
+        std::string().swap(response.body);
+        resp->read_at = 0;
+      }
+      *n = k;
+      return HUMUS_OK;
+    }
+    if (response.stream == nullptr) {
+      *n = 0;
+      return HUMUS_OK;
+    }
+    humus::Result<size_t> got = response.stream->read(static_cast<char*>(buf), cap);
+    if (!got.ok()) return report(got.status(), err, response.attempts);
+    *n = *got;
     return HUMUS_OK;
   });
 }
@@ -341,11 +454,22 @@ HUMUS_API humus_status humus_response_header_at(const humus_response* resp, size
 
 HUMUS_API humus_status humus_response_body(humus_response* resp, const void** data, size_t* len,
                                            humus_error** err) {
-  if (resp == nullptr) return null_argument("humus_response_body", "resp", err);
-  if (data == nullptr || len == nullptr) return null_argument("humus_response_body", "data/len", err);
-  *data = resp->response.body.empty() ? nullptr : resp->response.body.data();
-  *len = resp->response.body.size();
-  return HUMUS_OK;
+  return guard(err, [&]() -> humus_status {
+    if (resp == nullptr) return null_argument("humus_response_body", "resp", err);
+    if (data == nullptr || len == nullptr) return null_argument("humus_response_body", "data/len", err);
+    humus::client::Response& response = resp->response;
+    if (response.stream != nullptr && !response.stream->ended()) {
+      response.body.erase(0, resp->read_at);
+      resp->read_at = 0;
+      if (Status st = response.stream->read_rest(response.body, resp->max_body); !st.ok()) {
+        return report(st, err, response.attempts);
+      }
+    }
+    const size_t rest = response.body.size() - resp->read_at;
+    *data = rest == 0 ? nullptr : response.body.data() + resp->read_at;
+    *len = rest;
+    return HUMUS_OK;
+  });
 }
 
 HUMUS_API const char* humus_response_http_version(const humus_response* resp) {

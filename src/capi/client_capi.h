@@ -34,4 +34,6 @@ struct humus_call {
 
 struct humus_response {
   humus::client::Response response;
+  size_t read_at = 0;           // bytes of response.body already handed out by humus_response_read
+  uint64_t max_body = UINT64_MAX;  // the client's max_response_body, for humus_response_body of a stream
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "client/body_stream.h"
 #include "client/client.h"
 #include "client/redirect.h"
 #include "retry/decision.h"
@@ -144,9 +145,12 @@ std::optional<Step> Call::start() {
   wire_.method = request_.method;
   wire_.url = request_.url;
   wire_.body = request_.body;
+  wire_.body_source = request_.body_source;
   wire_.headers = headers_that_travel(s, request_, context);
-  may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, /*body_replayable=*/true, request_.retry);
-  unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid;
+  // A streamed request body without a rewind is sent once, whatever the method (SPEC §4).
+  body_replayable_ = request_.body_source == nullptr || request_.body_source->replayable();
+  may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, body_replayable_, request_.retry);
+  unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid && body_replayable_;
   return std::nullopt;
 }
 
@@ -166,6 +170,13 @@ Step Call::admit() {
     return give_up(Status(Code::kTimeout, "the call's deadline passed"));
   }
 
+  if (wire_.body_source != nullptr) {
+    // Before anything is admitted: a body that cannot be sent again ends the call here.
+    if (Status st = wire_.body_source->begin_attempt(); !st.ok()) {
+      metrics.decision(retry::Decision::kStopped);
+      return give_up(std::move(st));
+    }
+  }
   const breaker::Admission admission = client_.breaker_.admit();
   if (!admission.admitted) {
     // Rejected attempts send nothing, are not retried, are not classified (SPEC §9.1). A call that already
@@ -189,113 +200,177 @@ Step Call::admit() {
   return s;
 }
 
-Step Call::on_sent(transport::WireResult sent) {
+Status Call::count(const classify::Classification& c) {
+  telemetry::ClientMetrics& metrics = client_.metrics_;
+  if (Status st = client_.breaker_.record(permit_, outcome_of(c.breaker)); !st.ok()) {
+    metrics.outcome(telemetry::CallOutcome::kFailure);  // a failing policy counts the result as a failure
+    metrics.decision(retry::Decision::kStopped);
+    return st;
+  }
+  metrics.outcome(counted_as(c.breaker));
+  return Status();
+}
+
+uint64_t Call::body_size() const {
+  if (wire_.body) return wire_.body->size();
+  if (wire_.body_source && wire_.body_source->length() > 0) return static_cast<uint64_t>(wire_.body_source->length());
+  return 0;
+}
+
+transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into) {
+  constexpr size_t kAhead = kRetryBufferLimit + 1;  // one byte past the limit tells "too large" apart
+  transport::BodyRead r;
+  while (body != nullptr && into.size() < kAhead) {
+    const size_t at = into.size();
+    into.resize(kAhead);
+    r = body->read(into.data() + at, kAhead - at);
+    into.resize(at + r.n);
+    if (r.error != Code::kOk) return r;
+    if (r.n == 0) body.reset();  // read to its end: the connection is free again
+  }
+  return r;
+}
+
+Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body) {
   breaker::Breaker& breaker = client_.breaker_;
   const Instant after = client_.clock_.now();
   telemetry::ClientMetrics& metrics = client_.metrics_;
-  metrics.attempt(after - attempt_started_, wire_.body ? wire_.body->size() : 0);
+  metrics.attempt(after - attempt_started_, body_size());
   if (trace_.active()) {
     const bool answered = sent.error == Code::kOk;
     trace_.end(after - attempt_started_, answered ? sent.response.status : 0,
                answered ? sent.response.http_version : std::string(), sent.error);
   }
 
-  // Decided by the client itself, never asked of the classifier (SPEC §5.1).
-  if (sent.error != Code::kOk) {
-    if (cancelled()) {
-      (void)breaker.record(permit_, breaker::Outcome::kIgnored);
-      metrics.outcome(telemetry::CallOutcome::kIgnored);
-      metrics.decision(retry::Decision::kStopped);
-      return give_up(Status(Code::kCancelled, "the call was cancelled"));
+  for (bool read_ahead_done = false;;) {
+    // Decided by the client itself, never asked of the classifier (SPEC §5.1).
+    if (sent.error != Code::kOk) {
+      body.reset();
+      if (cancelled()) {
+        (void)breaker.record(permit_, breaker::Outcome::kIgnored);
+        metrics.outcome(telemetry::CallOutcome::kIgnored);
+        metrics.decision(retry::Decision::kStopped);
+        return give_up(Status(Code::kCancelled, "the call was cancelled"));
+      }
+      if (after >= deadline_ || client_.clock_.now() >= deadline_) {
+        (void)breaker.record(permit_, breaker::Outcome::kFailure);
+        metrics.outcome(telemetry::CallOutcome::kFailure);
+        metrics.decision(retry::Decision::kExpired);
+        return give_up(Status(Code::kTimeout, "the call's deadline passed: " + sent.message));
+      }
+      if (sent.error == Code::kTooLarge || sent.error == Code::kResource) {
+        // The client's own limits (max_response_body, max_response_headers) and local shortages say nothing
+        // of the dependency (docs/transport.md §10.7): no breaker verdict, no retry, no budget charge.
+        (void)breaker.record(permit_, breaker::Outcome::kIgnored);
+        metrics.outcome(telemetry::CallOutcome::kIgnored);
+        metrics.decision(retry::Decision::kStopped);
+        return give_up(Status(sent.error, std::move(sent.message)));
+      }
     }
-    if (after >= deadline_) {
+
+    classify::Attempt seen;
+    seen.method = wire_.method;
+    seen.number = attempt_;
+    seen.now = client_.clock_.wall_now();
+    if (sent.error == Code::kOk) {
+      seen.status = sent.response.status;
+      seen.headers = &sent.response.headers;
+    } else {
+      seen.error = sent.error;
+      seen.error_message = sent.message;
+    }
+    Result<classify::Classification> verdict = client_.classifier_->classify(seen);
+    if (!verdict.ok()) {
+      body.reset();
       (void)breaker.record(permit_, breaker::Outcome::kFailure);
       metrics.outcome(telemetry::CallOutcome::kFailure);
-      metrics.decision(retry::Decision::kExpired);
-      return give_up(Status(Code::kTimeout, "the call's deadline passed: " + sent.message));
-    }
-    // The client's own limits and local shortages say nothing of the dependency (docs/transport.md §10.7):
-    // no breaker verdict, no retry, no budget charge — another attempt would meet the same limit.
-    if (sent.error == Code::kTooLarge || sent.error == Code::kResource) {
-      (void)breaker.record(permit_, breaker::Outcome::kIgnored);
-      metrics.outcome(telemetry::CallOutcome::kIgnored);
       metrics.decision(retry::Decision::kStopped);
-      return give_up(Status(sent.error, std::move(sent.message)));
+      return fail(verdict.status());
     }
-  }
-
-  classify::Attempt seen;
-  seen.method = wire_.method;
-  seen.number = attempt_;
-  seen.now = client_.clock_.wall_now();
-  if (sent.error == Code::kOk) {
-    seen.status = sent.response.status;
-    seen.headers = &sent.response.headers;
-  } else {
-    seen.error = sent.error;
-    seen.error_message = sent.message;
-  }
-  Result<classify::Classification> verdict = client_.classifier_->classify(seen);
-  if (!verdict.ok()) {
-    (void)breaker.record(permit_, breaker::Outcome::kFailure);
-    metrics.outcome(telemetry::CallOutcome::kFailure);
-    metrics.decision(retry::Decision::kStopped);
-    return fail(verdict.status());
-  }
-  const classify::Classification& c = *verdict;
-  if (Status st = breaker.record(permit_, outcome_of(c.breaker)); !st.ok()) {
-    metrics.outcome(telemetry::CallOutcome::kFailure);  // a failing policy counts the result as a failure
-    metrics.decision(retry::Decision::kStopped);
-    return fail(st);
-  }
-  metrics.outcome(counted_as(c.breaker));
-  if (c.breaker == classify::BreakerVerdict::kSuccess) client_.budget_->on_success();
-
-  retry::DecisionInput in;
-  in.classification = c;
-  // A stream the server refused or dropped unprocessed (HTTP/2 REFUSED_STREAM, GOAWAY) never reached the
-  // application: sending it again is safe for any method (SPEC §19).
-  in.may_send_twice = may_send_twice_ || (sent.error == Code::kStreamRefused && unprocessed_may_resend_);
-  in.body_too_large = sent.error == Code::kOk && sent.response.body.size() > kRetryBufferLimit;
-  in.attempt = attempt_;
-  in.max_attempts = client_.settings_.max_attempts;
-  in.now = after;
-  in.deadline = deadline_;
-  in.max_retry_after = client_.max_retry_after_;
-  const retry::DecisionResult decision =
-      retry::decide(in, client_.backoff_, *client_.budget_, client_.runtime_.random());
-  metrics.decision(decision.decision);
-
-  CallResult outcome;
-  if (sent.error == Code::kOk) {
-    Response& resp = outcome.response.emplace();
-    resp.status = sent.response.status;
-    resp.headers = std::move(sent.response.headers);
-    resp.body = std::move(sent.response.body);
-    resp.http_version = std::move(sent.response.http_version);
-    resp.url = wire_.url;
-  } else {
-    outcome.error = Status(sent.error, std::move(sent.message));
-  }
-
-  if (decision.decision == retry::Decision::kAgain) {
-    last_ = std::move(outcome);
-    Step s;
-    s.kind = Step::Kind::kWait;
-    s.until = after + decision.wait;
-    return s;
-  }
-  if (outcome.ok() && redirects_ < kMaxRedirects) {
-    if (std::optional<transport::WireRequest> next = follow_redirect(wire_, *outcome.response, client_.origin_)) {
-      ++redirects_;
-      wire_ = std::move(*next);
-      may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, true, request_.retry);
-      attempt_ = 0;
-      last_.reset();
-      return admit();
+    const classify::Classification& c = *verdict;
+    if (body != nullptr && c.retry == classify::RetryVerdict::kAgain && !read_ahead_done) {
+      // This response may be replaced by a retry: its body is read now, up to 64 KiB (SPEC §7). A body that
+      // breaks off makes the attempt a lost connection, classified as such.
+      read_ahead_done = true;
+      transport::BodyRead r = read_ahead(body, sent.response.body);
+      if (r.error != Code::kOk) {
+        sent = transport::WireResult{};
+        sent.error = r.error;
+        sent.message = std::move(r.message);
+        continue;
+      }
     }
+    // A streamed response's result is counted when its body ends (SPEC §7): here only when it is replaced.
+    const bool streamed = body != nullptr;
+    if (!streamed) {
+      if (Status st = count(c); !st.ok()) return fail(st);
+    }
+    if (c.breaker == classify::BreakerVerdict::kSuccess) client_.budget_->on_success();
+
+    retry::DecisionInput in;
+    in.classification = c;
+    // A stream the server refused or dropped unprocessed (HTTP/2 REFUSED_STREAM, GOAWAY) never reached the
+    // application: sending it again is safe for any method (SPEC §19).
+    in.may_send_twice = may_send_twice_ || (sent.error == Code::kStreamRefused && unprocessed_may_resend_);
+    in.body_too_large = sent.error == Code::kOk && (sent.response.body.size() > kRetryBufferLimit);
+    in.attempt = attempt_;
+    in.max_attempts = client_.settings_.max_attempts;
+    in.now = after;
+    in.deadline = deadline_;
+    in.max_retry_after = client_.max_retry_after_;
+    const retry::DecisionResult decision =
+        retry::decide(in, client_.backoff_, *client_.budget_, client_.runtime_.random());
+    metrics.decision(decision.decision);
+
+    CallResult outcome;
+    if (sent.error == Code::kOk) {
+      Response& resp = outcome.response.emplace();
+      resp.status = sent.response.status;
+      resp.headers = std::move(sent.response.headers);
+      resp.body = std::move(sent.response.body);
+      resp.http_version = std::move(sent.response.http_version);
+      resp.url = wire_.url;
+    } else {
+      outcome.error = Status(sent.error, std::move(sent.message));
+    }
+
+    if (decision.decision == retry::Decision::kAgain) {
+      if (streamed) {
+        body.reset();  // read to its end above (a longer one is not retried)
+        if (Status st = count(c); !st.ok()) return fail(st);
+      }
+      last_ = std::move(outcome);
+      Step s;
+      s.kind = Step::Kind::kWait;
+      s.until = after + decision.wait;
+      return s;
+    }
+    if (outcome.ok() && redirects_ < kMaxRedirects) {
+      std::optional<transport::WireRequest> next = follow_redirect(wire_, *outcome.response, client_.origin_);
+      // A streamed request body without a rewind cannot go to the new location.
+      if (next && next->body_source != nullptr && !body_replayable_) next.reset();
+      if (next) {
+        if (streamed) {
+          std::string drained;
+          (void)read_ahead(body, drained);  // a short body frees its connection; a longer one is closed
+          body.reset();
+          if (Status st = count(c); !st.ok()) return fail(st);
+        }
+        ++redirects_;
+        wire_ = std::move(*next);
+        may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers,
+                                                wire_.body_source == nullptr || body_replayable_, request_.retry);
+        attempt_ = 0;
+        last_.reset();
+        return admit();
+      }
+    }
+    if (streamed) {
+      PendingVerdict pending{&breaker, &metrics, permit_, outcome_of(c.breaker), counted_as(c.breaker)};
+      outcome.response->stream = std::make_shared<ResponseStream>(std::move(body), pending, cancel_, std::move(slot_));
+    }
+    return done(std::move(outcome));
   }
-  return done(std::move(outcome));
 }
 
 telemetry::Span Call::attempt_span(WallTime start) const {

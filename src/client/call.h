@@ -8,6 +8,7 @@
 
 #include "breaker/breaker.h"
 #include "bulkhead/bulkhead.h"
+#include "classify/classification.h"
 #include "client/request.h"
 #include "common/cancel.h"
 #include "faults/scenario.h"
@@ -39,8 +40,9 @@ class Call {
   // The next attempt: kSend with the breaker's permit taken, or kDone (rejected, cancelled, deadline).
   Step admit();
   // What the attempt that admit() sent brought back. kWait before a retry, kSend for a redirect followed
-  // within the origin (already admitted), or kDone.
-  Step on_sent(transport::WireResult sent);
+  // within the origin (already admitted), or kDone. `body`: the rest of a streamed response's body
+  // (Transport::open); a response that ends the call keeps it, and its breaker result waits for its end.
+  Step on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body = nullptr);
   // The wait of a kWait ended; `cut_short`: by the cancel token rather than the clock.
   Step on_waited(bool cut_short);
 
@@ -52,6 +54,12 @@ class Call {
   Step fail(Status status, Duration retry_after = Duration::zero());
   Step give_up(Status why);  // a wait or a new attempt cut short: the buffered response, else `why`
   bool cancelled() const { return cancel_ != nullptr && cancel_->cancelled(); }
+  // Reads a streamed body that may be replaced by a retry into `into`, up to one byte past the 64 KiB
+  // that may be buffered (SPEC §7); `body` is reset when it ended. A failed read is returned.
+  transport::BodyRead read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into);
+  // Counts an attempt's result now: its breaker verdict and the outcome metric. A failing policy's status.
+  Status count(const classify::Classification& c);
+  uint64_t body_size() const;  // of the request, for the metrics (0 when unknown)
   telemetry::Span attempt_span(WallTime start) const;  // the attributes known before the attempt is sent
   transport::InjectedFault draw_fault() const;          // what the call's fault scenario does to this attempt
 
@@ -61,6 +69,7 @@ class Call {
   Instant deadline_{};
   transport::WireRequest wire_;
   bool may_send_twice_ = false;
+  bool body_replayable_ = true;  // no body source, or one with a rewind
   bool unprocessed_may_resend_ = true;
   int attempt_ = 0;      // of the current request (a redirect starts again at 1)
   int attempts_ = 0;     // of the whole call

@@ -91,7 +91,8 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
                runtime.clock()),
       budget_(std::move(budget)),
       bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock()),
-      transport_(std::move(transport)) {
+      transport_(std::move(transport)),
+      max_response_body_(transport_config(settings_, origin_).max_response_body) {
   breaker_.set_listener([this](const breaker::Transition& t) { on_transition(t); });
   runtime_.telemetry().metrics().add(metrics_, breaker_, origin_with_port_);
 }
@@ -176,7 +177,11 @@ void Client::cancel_calls_and_wait() {
   calls_done_.wait(lock, [&] { return calls_.empty(); });
 }
 
-CallResult Client::execute(const Request& request, CancelToken* cancel) {
+CallResult Client::execute(const Request& request, CancelToken* cancel) { return run(request, cancel, false); }
+
+CallResult Client::open(const Request& request, CancelToken* cancel) { return run(request, cancel, true); }
+
+CallResult Client::run(const Request& request, CancelToken* cancel, bool stream) {
   if (runtime_.on_loop_thread()) {
     CallResult refused;
     refused.error = Status(Code::kMisuse, "a blocking call from the runtime's event-loop thread (inside a callback) "
@@ -202,7 +207,12 @@ CallResult Client::execute(const Request& request, CancelToken* cancel) {
   for (Step step = call.admit();;) {
     switch (step.kind) {
       case Step::Kind::kSend:
-        step = call.on_sent(transport_->perform(call.wire(), step.limits, cancel));
+        if (stream) {
+          transport::Transport::Opened opened = transport_->open(call.wire(), step.limits, cancel);
+          step = call.on_sent(std::move(opened.result), std::move(opened.body));
+        } else {
+          step = call.on_sent(transport_->perform(call.wire(), step.limits, cancel));
+        }
         break;
       case Step::Kind::kWait:
         step = call.on_waited(clock_.sleep_until(step.until, wake));

@@ -38,6 +38,12 @@ class Client {
   // a response (whatever its status) or the error that left the call without one. Thread-safe. Refused
   // (kMisuse) on the runtime's event-loop thread, where it would wait on itself.
   CallResult execute(const Request& request, CancelToken* cancel = nullptr);
+  // As execute(), but returns once the final response's headers are in: its body comes through
+  // Response::stream (body_stream.h), read on the caller's thread, bounded by the call's deadline and
+  // cancelled by `cancel`, which must outlive the stream; so must this client. Thread-safe.
+  CallResult open(const Request& request, CancelToken* cancel = nullptr);
+  // The longest body read whole (TransportConfig::max_response_body).
+  uint64_t max_response_body() const { return max_response_body_; }
 
   // Starts the call on the runtime's event loop and returns at once; `done` runs on the loop thread exactly
   // once with the outcome. The handle cancels it. Thread-safe.
@@ -71,6 +77,7 @@ class Client {
   friend class Call;       // the call's state machine composes the policies below
   friend class AsyncCall;  // and so does its asynchronous driver
   void forget(AsyncCall* call);
+  CallResult run(const Request& request, CancelToken* cancel, bool stream);
   void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (SPEC §9.5)
 
   Runtime& runtime_;
@@ -88,6 +95,7 @@ class Client {
   const std::unique_ptr<retry::Budget> budget_;
   bulkhead::Bulkhead bulkhead_;
   const std::unique_ptr<transport::Transport> transport_;
+  const uint64_t max_response_body_;
 
   mutable std::mutex calls_mu_;
   std::condition_variable calls_done_;

@@ -47,6 +47,7 @@ std::optional<transport::WireRequest> follow_redirect(const transport::WireReque
   if (to_get) {
     next.method = "GET";
     next.body = nullptr;
+    next.body_source = nullptr;
     next.headers.remove("Content-Type");
     next.headers.remove("Content-Length");
   }

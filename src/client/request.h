@@ -9,6 +9,7 @@
 #include "common/headers.h"
 #include "common/status.h"
 #include "retry/repeat.h"
+#include "transport/body_sink.h"
 
 namespace humus::client {
 
@@ -26,18 +27,25 @@ struct Request {
   std::string url;  // absolute, within the client's origin
   Headers headers;
   std::shared_ptr<const std::string> body;  // the client's own copy: replayable for every attempt
+  // Or a body the caller streams (replayable only with a rewind); one call at a time reads it.
+  std::shared_ptr<transport::BodySource> body_source;
   retry::RetryOverride retry = retry::RetryOverride::kDefault;
   std::optional<Duration> timeout;  // the caller's bound on the whole call; the earlier of it and `timeout`
   CallContext context;
 };
 
+class ResponseStream;
+
 struct Response {
   int status = 0;
   Headers headers;
-  std::string body;
+  std::string body;  // the whole body; for a streamed one (Client::open), the bytes read ahead of `stream`
   std::string http_version;  // "1.1" or "2"
   std::string url;           // of the last request (after redirects)
   int attempts = 0;          // attempts the call made, every redirect's included
+  // The rest of the body, still on its connection (Client::open only); nullptr when `body` is all of it.
+  // Shared so a Response stays a copyable value; copies read one stream.
+  std::shared_ptr<ResponseStream> stream;
 };
 
 // How a call ends: a response the dependency sent, or an error when it got none (SPEC §6.6).

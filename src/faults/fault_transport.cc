@@ -137,6 +137,12 @@ WireResult FaultTransport::perform(const WireRequest& request, const AttemptLimi
   return inner_->perform(request, limits, cancel);
 }
 
+transport::Transport::Opened FaultTransport::open(const WireRequest& request, const AttemptLimits& limits,
+                                                  CancelToken* cancel) {
+  if (request.fault.kind == InjectedFault::Kind::kNone) return inner_->open(request, limits, cancel);
+  return Opened{perform(request, limits, cancel), nullptr};
+}
+
 std::unique_ptr<transport::AsyncAttempt> FaultTransport::start(transport::EventLoop& loop, const WireRequest& request,
                                                                const AttemptLimits& limits, AttemptDone done) {
   if (request.fault.kind == InjectedFault::Kind::kNone) return inner_->start(loop, request, limits, std::move(done));

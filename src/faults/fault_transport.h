@@ -17,6 +17,9 @@ class FaultTransport final : public transport::Transport {
 
   transport::WireResult perform(const transport::WireRequest& request, const transport::AttemptLimits& limits,
                                 CancelToken* cancel) override;
+  // Without a fault the real transport streams the body; a faulted attempt's body is read whole.
+  Opened open(const transport::WireRequest& request, const transport::AttemptLimits& limits,
+              CancelToken* cancel) override;
   std::unique_ptr<transport::AsyncAttempt> start(transport::EventLoop& loop, const transport::WireRequest& request,
                                                  const transport::AttemptLimits& limits,
                                                  transport::AttemptDone done) override;

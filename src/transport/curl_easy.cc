@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <openssl/ssl.h>
@@ -117,8 +118,39 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto& st = *static_cast<AttemptState*>(user);
-  st.response.body.append(data, size * count);
-  return size * count;
+  const size_t taken = st.sink.write(data, size * count);
+  if (st.sink.over_limit()) {
+    st.abort(Code::kTooLarge, "the response body passed max_response_body (" + std::to_string(st.sink.limit()) +
+                                  " bytes" + (st.decoding ? ", decoded" : "") + ")");
+  }
+  return taken;
+}
+
+// The request body the caller streams (SPEC §7); a failing reader fails the attempt with kCallback.
+size_t on_read(char* buf, size_t size, size_t count, void* user) {
+  auto& st = *static_cast<AttemptState*>(user);
+  if (st.source == nullptr) return 0;
+  const size_t cap = size * count;
+  Result<size_t> n = st.source->read(buf, cap);
+  if (!n.ok()) {
+    st.abort(Code::kCallback, "the request body reader failed: " + n.status().message());
+    return CURL_READFUNC_ABORT;
+  }
+  return *n;
+}
+
+// libcurl rewinds a body it must send again within one attempt (its resend on a dead reused connection,
+// an HTTP/2 refused stream): only a source with a rewind can.
+int on_seek(void* user, curl_off_t offset, int origin) {
+  auto& st = *static_cast<AttemptState*>(user);
+  if (st.source == nullptr || offset != 0 || origin != SEEK_SET || !st.source->replayable()) {
+    return CURL_SEEKFUNC_CANTSEEK;
+  }
+  if (Status s = st.source->rewind(); !s.ok()) {
+    st.abort(Code::kCallback, "the request body reader's rewind failed: " + s.message());
+    return CURL_SEEKFUNC_FAIL;
+  }
+  return CURL_SEEKFUNC_OK;
 }
 
 // The socket libcurl opened for the connection on local port `port`, among those this transfer opened.
@@ -241,7 +273,8 @@ void AttemptState::abort(Code code, std::string message) {
 }
 
 CurlEasy::CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets)
-    : easy_(curl_easy_init()), config_(config) {
+    : easy_(curl_easy_init()), config_(config), max_body_(config.max_response_body),
+      decompress_(config.decompress) {
   if (easy_ == nullptr) throw std::bad_alloc();
   state_.easy = easy_;
   state_.sockets = &sockets;
@@ -330,7 +363,7 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
     last_url_ = r.url;
   }
-  const bool has_body = r.body != nullptr;
+  const bool has_body = r.body != nullptr || r.body_source != nullptr;
   if (has_body || r.method != last_method_ || last_had_body_) {
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, nullptr);
     const bool sends_body_by_default = r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
@@ -339,8 +372,20 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     } else if (has_body || sends_body_by_default) {
       // POST framing gives Content-Length (0 for an empty body); the method name is then replaced.
       curl_easy_setopt(e, CURLOPT_POST, 1L);
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, has_body ? r.body->data() : "");
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(has_body ? r.body->size() : 0));
+      if (r.body_source != nullptr) {
+        // No POSTFIELDS: libcurl reads the body through on_read; an unknown length (-1) is sent chunked on
+        // HTTP/1.1.
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, nullptr);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, &state_);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, &state_);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body_source->length()));
+      } else {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body != nullptr ? r.body->data() : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                         static_cast<curl_off_t>(r.body != nullptr ? r.body->size() : 0));
+      }
       if (r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
     } else {
       curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
@@ -379,11 +424,22 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     last_connect_ms_ = connect_ms;
   }
+  // Decoded bodies by default (gzip, deflate, br, zstd: every coding this libcurl decodes, "" asks for all);
+  // raw bytes when the caller asked for an encoding itself, for a HEAD or a Range (as Go's Transport).
+  const bool decode = decompress_ && r.method != "HEAD" && !r.headers.contains("Accept-Encoding") &&
+                      !r.headers.contains("Range");
+  if (static_cast<int>(decode) != last_accept_encoding_) {
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, decode ? "" : nullptr);
+    last_accept_encoding_ = static_cast<int>(decode);
+  }
   if (fresh_connect_) {
     curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 0L);
     fresh_connect_ = false;
   }
   state_.reset();
+  state_.sink.buffer_into(&state_.response.body, max_body_);
+  state_.source = r.body_source.get();
+  state_.decoding = decode;
   error_[0] = '\0';
 }
 
@@ -391,9 +447,29 @@ bool CurlEasy::ready_fresh_retry() {
   if (!state_.stale_connection) return false;
   curl_easy_setopt(easy_, CURLOPT_FRESH_CONNECT, 1L);
   fresh_connect_ = true;
-  state_.reset();
+  // The transfer stopped in on_prereq, before a byte of the request or its answer: only what the send
+  // guard recorded goes back; the body sink and source stay as prepare() set them.
+  state_.wire_sends = 0;
+  state_.first_send_reused = false;
+  state_.first_send_http1 = false;
+  state_.stale_connection = false;
+  state_.opened.clear();
+  state_.local_errno = 0;
   error_[0] = '\0';
   return true;
+}
+
+WireResult CurlEasy::head() {
+  WireResult out;
+  out.wire_sends = state_.wire_sends;
+  out.headers_received = true;
+  long version = 0;
+  curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
+  out.response.status = state_.response.status;
+  out.response.headers = std::move(state_.response.headers);
+  if (state_.decoding) strip_decoded_headers(out.response.headers);
+  out.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
+  return out;
 }
 
 bool CurlEasy::patch_header_values(const Headers& next) {
@@ -470,6 +546,7 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
     const bool http2 = version == CURL_HTTP_VERSION_2_0;
     state_.response.http_version = http2 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
+    if (state_.decoding) strip_decoded_headers(state_.response.headers);
     long local_port = 0;
     if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0) {
       state_.sockets->mark_protocol(static_cast<int>(local_port), http2);

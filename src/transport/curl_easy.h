@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/sockets.h"
+#include "transport/body_sink.h"
 #include "transport/wire.h"
 
 namespace humus::transport {
@@ -43,6 +44,9 @@ struct AttemptState {
   size_t max_header_fields = 0;
   Code abort_code = Code::kOk;     // why a callback aborted the transfer
   std::string abort_message;
+  BodySink sink;                   // where on_body puts the body (buffered into response.body, or streamed)
+  BodySource* source = nullptr;    // the request body read by on_read, when the caller streams it
+  bool decoding = false;           // libcurl was asked to decode a Content-Encoding (CURLOPT_ACCEPT_ENCODING)
 
   void reset();
   void abort(Code code, std::string message);
@@ -71,6 +75,12 @@ class CurlEasy {
   // any other ending. The driver then runs the transfer again, once.
   bool ready_fresh_retry();
 
+  // Streaming (curl_stream.h), after prepare(): the body goes to the reader, not into the response.
+  void stream_body() { state_.sink.stream(); }
+  BodySink& sink() { return state_.sink; }
+  // The response as far as its headers, once headers_done(): status, headers, version; no body.
+  WireResult head();
+
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
   // When `next` differs from the headers last set only in values of unchanged lengths, writes those values
@@ -91,6 +101,9 @@ class CurlEasy {
   long last_connect_ms_ = -1;
   bool fresh_connect_ = false;
   const TransportConfig& config_;
+  uint64_t max_body_ = 0;      // TransportConfig::max_response_body: the buffered body's limit
+  bool decompress_ = true;     // TransportConfig::decompress
+  int last_accept_encoding_ = -1;  // -1 never set, 0 off, 1 on
 };
 
 }  // namespace humus::transport

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "transport/curl_easy.h"
+#include "transport/curl_stream.h"
 #include "transport/tls_identity.h"
 
 namespace humus::transport {
@@ -64,6 +65,8 @@ class Lane {
   Lane& operator=(const Lane&) = delete;
 
   Instant last_used;
+  CurlEasy& easy() { return easy_; }
+  CURLM* multi() { return multi_; }
 
   WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) {
     easy_.prepare(request, limits, std::chrono::steady_clock::now());
@@ -337,6 +340,23 @@ class CurlTransport final : public Transport {
     WireResult result = lane->perform(request, limits, cancel);
     release(std::move(lane));
     return result;
+  }
+
+  // The lane stays with the body until it is read or closed, then comes back as a perform()'s would.
+  Opened open(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
+    Lane* lane = nullptr;
+    try {
+      lane = acquire().release();
+    } catch (const LocalShortage& s) {
+      return Opened{shortage_result(s), nullptr};
+    }
+    auto stream = std::make_unique<CurlStream>(lane->easy(), lane->multi(), limits, cancel, [this, lane](bool ended) {
+      std::unique_ptr<Lane> owned(lane);
+      if (ended) release(std::move(owned));
+    });
+    WireResult head = stream->open(request);
+    if (head.error != Code::kOk) return Opened{std::move(head), nullptr};
+    return Opened{std::move(head), std::move(stream)};
   }
 
   std::unique_ptr<AsyncAttempt> start(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,

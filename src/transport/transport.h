@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/cancel.h"
+#include "transport/body_sink.h"
 #include "transport/event_loop.h"
 #include "transport/wire.h"
 
@@ -28,6 +29,21 @@ class Transport {
   // Sends one attempt and waits for its whole response or its failure, within `limits`; `cancel` may be
   // nullptr. Blocks the calling thread. Thread-safe: concurrent attempts run on separate connections.
   virtual WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) = 0;
+
+  // An attempt whose body is read after its headers: `result` as perform() reports it (its response holds
+  // the bytes already read, all of them when `body` is nullptr), `body` the rest, on the attempt's
+  // connection until it is read to the end or destroyed.
+  struct Opened {
+    WireResult result;
+    std::unique_ptr<BodyStream> body;
+  };
+  // Sends one attempt and returns once its response headers are in (or it failed), within `limits`; the
+  // body's reads go on within limits.call_deadline and are cancelled by `cancel`, which must outlive the
+  // body. A body must not outlive the transport. Blocks the calling thread; thread-safe. By default the
+  // whole body is read first (the mock transport has nothing to stream).
+  virtual Opened open(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) {
+    return Opened{perform(request, limits, cancel), nullptr};
+  }
 
   // Starts one attempt on `loop` (call on the loop thread). `done` runs on the loop thread exactly once,
   // posted as a task of its own, so the attempt object is idle by then and may be destroyed in it. The

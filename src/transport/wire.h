@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
+#include "transport/body_sink.h"
 
 namespace humus::transport {
 
@@ -27,6 +28,8 @@ struct WireRequest {
   std::string url;  // absolute, within the client's origin
   Headers headers;
   std::shared_ptr<const std::string> body;  // nullptr: no body; shared so every attempt replays one copy
+  // A body the caller streams instead (set_body_reader); `body` is then nullptr. Shared with the request.
+  std::shared_ptr<BodySource> body_source;
   InjectedFault fault;  // kNone unless the runtime injects faults and this attempt drew one
 };
 

@@ -319,6 +319,32 @@ pub const HUMUS_RETRY_MODE_DEFAULT: i32 = 0;
 pub const HUMUS_RETRY_MODE_FORBID: i32 = 1;
 pub const HUMUS_RETRY_MODE_FORCE: i32 = 2;
 
+pub const HUMUS_BODY_READER_VERSION: u32 = 1;
+
+/// A request body the caller streams (`humus_request_set_body_reader`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct humus_body_reader {
+    pub version: u32,
+    pub user_data: *mut c_void,
+    pub length: i64,
+    pub read: Option<
+        unsafe extern "C" fn(user_data: *mut c_void, buf: *mut c_void, cap: usize, n: *mut usize) -> humus_status,
+    >,
+    pub rewind: Option<unsafe extern "C" fn(user_data: *mut c_void) -> humus_status>,
+    pub destroy: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
+}
+
+/// `HUMUS_BODY_READER_INIT`.
+pub const HUMUS_BODY_READER_INIT: humus_body_reader = humus_body_reader {
+    version: HUMUS_BODY_READER_VERSION,
+    user_data: core::ptr::null_mut(),
+    length: -1,
+    read: None,
+    rewind: None,
+    destroy: None,
+};
+
 extern "C" {
     pub fn humus_request_new(
         method: *const c_char,
@@ -333,6 +359,11 @@ extern "C" {
         err: *mut *mut humus_error,
     ) -> humus_status;
     pub fn humus_request_set_body(r: *mut humus_request, data: *const c_void, len: usize) -> humus_status;
+    pub fn humus_request_set_body_reader(
+        r: *mut humus_request,
+        reader: *const humus_body_reader,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_request_set_idempotency_key(
         r: *mut humus_request,
         key: *const c_char,
@@ -376,6 +407,19 @@ extern "C" {
         c: *mut humus_client,
         r: *const humus_request,
         out: *mut *mut humus_response,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_client_open(
+        c: *mut humus_client,
+        r: *const humus_request,
+        out: *mut *mut humus_response,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_response_read(
+        resp: *mut humus_response,
+        buf: *mut c_void,
+        cap: usize,
+        n: *mut usize,
         err: *mut *mut humus_error,
     ) -> humus_status;
     pub fn humus_response_status(resp: *const humus_response) -> i32;

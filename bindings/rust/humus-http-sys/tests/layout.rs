@@ -119,6 +119,7 @@ fn rust_facts() -> BTreeMap<String, String> {
         HUMUS_SPAN_STATUS_ERROR,
         HUMUS_SPAN_VERSION,
         HUMUS_SPAN_SINK_VERSION,
+        HUMUS_BODY_READER_VERSION,
     );
     facts.insert("HUMUS_VERSION_STRING".to_string(), HUMUS_VERSION_STRING.to_string());
     facts.insert("size_of(humus_status)".to_string(), size_of::<humus_status>().to_string());
@@ -149,6 +150,7 @@ fn rust_facts() -> BTreeMap<String, String> {
         time_unix_ms,
         upstream,
     });
+    layout!(humus_body_reader { version, user_data, length, read, rewind, destroy });
     layout!(humus_log_sink { version, record, user_data, destroy });
     layout!(humus_span_attribute { key, type_, string_value, int_value });
     layout!(humus_span {
@@ -296,4 +298,6 @@ fn init_tables_carry_their_versions() {
     assert!(HUMUS_MOCK_TRANSPORT_INIT.respond.is_none() && HUMUS_MOCK_TRANSPORT_INIT.destroy.is_none());
     assert_eq!(HUMUS_SPAN_SINK_INIT.version, HUMUS_SPAN_SINK_VERSION);
     assert!(HUMUS_SPAN_SINK_INIT.span.is_none());
+    assert_eq!(HUMUS_BODY_READER_INIT.version, HUMUS_BODY_READER_VERSION);
+    assert!(HUMUS_BODY_READER_INIT.read.is_none() && HUMUS_BODY_READER_INIT.length == -1);
 }

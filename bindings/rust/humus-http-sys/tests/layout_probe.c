@@ -70,6 +70,7 @@ int main(void) {
   CONST(HUMUS_SPAN_STATUS_UNSET);
   CONST(HUMUS_SPAN_STATUS_ERROR);
   CONST(HUMUS_SPAN_VERSION);
+  CONST(HUMUS_BODY_READER_VERSION);
   CONST(HUMUS_SPAN_SINK_VERSION);
 
   LAYOUT(humus_status);
@@ -113,6 +114,14 @@ int main(void) {
   FIELD(humus_log_record, counts);
   FIELD(humus_log_record, time_unix_ms);
   FIELD(humus_log_record, upstream);
+
+  LAYOUT(humus_body_reader);
+  FIELD(humus_body_reader, version);
+  FIELD(humus_body_reader, user_data);
+  FIELD(humus_body_reader, length);
+  FIELD(humus_body_reader, read);
+  FIELD(humus_body_reader, rewind);
+  FIELD(humus_body_reader, destroy);
 
   LAYOUT(humus_log_sink);
   FIELD(humus_log_sink, version);

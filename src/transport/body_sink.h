@@ -1,0 +1,95 @@
+// Bodies that do not sit whole in memory (SPEC §7): a request body the caller streams (BodySource), a
+// response body read in pieces after its headers (BodyStream), and where libcurl's write callback puts the
+// bytes it hands over (BodySink): into a buffer capped at max_response_body, or into the reader's own buffer,
+// pausing the transfer while that buffer is full.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/headers.h"
+#include "common/status.h"
+
+namespace humus::transport {
+
+// A request body read as it is sent. Not thread-safe: one attempt reads it at a time.
+class BodySource {
+ public:
+  virtual ~BodySource() = default;
+  virtual int64_t length() const = 0;     // -1: unknown (chunked on HTTP/1.1)
+  virtual bool replayable() const = 0;    // has a rewind: the request may be sent more than once
+  // Before each attempt that sends it: the first use goes as it is, every later one rewinds first; an
+  // unreplayable source used once already is kMisuse, a failing rewind kCallback.
+  virtual Status begin_attempt() = 0;
+  // Fills at most `cap` bytes into `buf`; 0 at the end. A failure (kCallback) ends the attempt.
+  virtual Result<size_t> read(char* buf, size_t cap) = 0;
+  // libcurl's own resend within one attempt (SPEC §19): back to the first byte. kCallback when it cannot.
+  virtual Status rewind() = 0;
+};
+
+// What one read of a response body brought: `n` bytes (0 and kOk: the end), or why it failed.
+struct BodyRead {
+  size_t n = 0;
+  Code error = Code::kOk;
+  std::string message;
+};
+
+// A response body still on its connection, once the headers are in. Not thread-safe.
+class BodyStream {
+ public:
+  // Closes the body: a connection not read to the end is closed, not reused.
+  virtual ~BodyStream() = default;
+  // Blocks until at least one byte (up to `cap`) is in `buf`, the body ends (n == 0), or the transfer fails
+  // (kConnectionLost, kTimeout at the call's deadline, kCancelled). After a failure every read fails so.
+  virtual BodyRead read(char* buf, size_t cap) = 0;
+};
+
+// The bytes of libcurl's write callback. Buffered: appended to a string, at most `limit` bytes, its capacity
+// grown by hand so memory never passes the limit (a doubling string would reach twice it). Streamed: copied
+// into the reader's lent buffer; what one write brings beyond it is kept (at most one write), and the next
+// write pauses the transfer (CURL_WRITEFUNC_PAUSE) until the reader comes back.
+class BodySink {
+ public:
+  void buffer_into(std::string* body, uint64_t limit);
+  void stream();
+  bool streaming() const { return streaming_; }
+
+  // The write callback's result: `n`, 0 to abort (over the limit), or CURL_WRITEFUNC_PAUSE.
+  size_t write(const char* data, size_t n);
+  bool over_limit() const { return over_limit_; }
+  uint64_t limit() const { return limit_; }
+
+  // Streamed only.
+  void lend(char* buf, size_t cap);  // where the writes to come go, until unlend()
+  size_t unlend();                   // bytes written into the lent buffer
+  size_t taken() const { return taken_; }
+  bool has_pending() const { return pending_at_ < pending_.size(); }
+  size_t drain(char* buf, size_t cap);  // kept bytes into `buf`
+  bool paused() const { return paused_; }
+  void resumed() { paused_ = false; }
+
+ private:
+  bool streaming_ = false;
+  std::string* body_ = nullptr;
+  uint64_t limit_ = UINT64_MAX;
+  bool over_limit_ = false;
+  char* buf_ = nullptr;
+  size_t cap_ = 0;
+  size_t taken_ = 0;
+  std::string pending_;
+  size_t pending_at_ = 0;
+  bool paused_ = false;
+};
+
+// Makes room in `body` for `needed` bytes in all, never more than `limit`. std::string's own growth doubles
+// (reserve() too, in libstdc++), which would take a body near its limit to twice it, and its copy holds old
+// and new at once; so past 1 MiB the body moves once into a string reserved at exactly `limit`, whose pages
+// stay untouched (not resident) until bytes land on them.
+void grow_within(std::string& body, size_t needed, uint64_t limit);
+
+// libcurl decodes a Content-Encoding it was asked for: once decoded, the body's Content-Encoding and
+// Content-Length no longer describe it, so both go, as Go's Transport does. True when they were removed.
+bool strip_decoded_headers(Headers& headers);
+
+}  // namespace humus::transport

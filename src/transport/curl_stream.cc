@@ -1,0 +1,112 @@
+#include "transport/curl_stream.h"
+
+#include <algorithm>
+
+namespace humus::transport {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+CurlStream::CurlStream(CurlEasy& easy, CURLM* multi, const AttemptLimits& limits, CancelToken* cancel,
+                       std::function<void(bool ended)> release)
+    : easy_(easy), multi_(multi), limits_(limits), cancel_(cancel), release_(std::move(release)) {}
+
+CurlStream::~CurlStream() {
+  // Removing a transfer libcurl has not finished closes its connection (it cannot be reused half-read).
+  if (added_) curl_multi_remove_handle(multi_, easy_.handle());
+  if (release_) release_(ended_);
+}
+
+WireResult CurlStream::open(const WireRequest& request) {
+  easy_.prepare(request, limits_, std::chrono::steady_clock::now());
+  easy_.stream_body();
+  curl_multi_add_handle(multi_, easy_.handle());
+  added_ = true;
+  drive([this] { return easy_.headers_done(); });
+  // A pooled connection with a peer's late bytes: the attempt goes out once more, on a fresh connection.
+  if (ended_ && interrupt_ == Interrupt::kNone && easy_.ready_fresh_retry()) {
+    curl_multi_remove_handle(multi_, easy_.handle());
+    ended_ = false;
+    code_ = CURLE_OK;
+    curl_multi_add_handle(multi_, easy_.handle());
+    drive([this] { return easy_.headers_done(); });
+  }
+  if (easy_.headers_done() && interrupt_ == Interrupt::kNone && (!ended_ || code_ == CURLE_OK)) return easy_.head();
+  // No response head: the attempt failed as a buffered one would have.
+  return easy_.finish(code_, interrupt_);
+}
+
+void CurlStream::drive(const std::function<bool()>& enough) {
+  if (cancel_ != nullptr) cancel_->set_waker([multi = multi_] { curl_multi_wakeup(multi); });
+  while (!over() && !enough()) {
+    int running = 0;
+    curl_multi_perform(multi_, &running);
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+      if (msg->msg == CURLMSG_DONE) {
+        code_ = msg->data.result;
+        ended_ = true;
+      }
+    }
+    if (ended_ || enough()) break;
+    const Instant now = std::chrono::steady_clock::now();
+    if (cancel_ != nullptr && cancel_->cancelled()) {
+      interrupt_ = Interrupt::kCancelled;
+    } else if (!easy_.headers_done() && now >= limits_.attempt_deadline) {
+      interrupt_ = Interrupt::kAttemptTimeout;
+    } else if (now >= limits_.call_deadline) {
+      interrupt_ = Interrupt::kCallTimeout;
+    }
+    if (interrupt_ != Interrupt::kNone) break;
+    long curl_wait = -1;
+    curl_multi_timeout(multi_, &curl_wait);
+    const Instant until =
+        easy_.headers_done() ? limits_.call_deadline : std::min(limits_.attempt_deadline, limits_.call_deadline);
+    long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
+    if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
+    curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
+  }
+  if (cancel_ != nullptr) cancel_->clear_waker();
+}
+
+BodyRead CurlStream::read(char* buf, size_t cap) {
+  if (failed_) return failure_;
+  BodySink& sink = easy_.sink();
+  BodyRead out;
+  if (cap == 0) return out;
+  if (!over()) {
+    // The call's deadline bounds the body too (SPEC §8), also for a reader that came back late; a cancel
+    // ends it at once.
+    if (std::chrono::steady_clock::now() >= limits_.call_deadline) {
+      interrupt_ = Interrupt::kCallTimeout;
+    } else if (cancel_ != nullptr && cancel_->cancelled()) {
+      interrupt_ = Interrupt::kCancelled;
+    }
+  }
+  if (interrupt_ == Interrupt::kNone) {
+    // Bytes kept from the last write come first, also after the transfer ended.
+    out.n = sink.drain(buf, cap);
+    if (out.n == cap) return out;
+    if (!ended_) {
+      sink.lend(buf + out.n, cap - out.n);
+      if (sink.paused()) {
+        // libcurl hands over the write it kept (into the lent buffer) at once, and reads the socket again.
+        sink.resumed();
+        curl_easy_pause(easy_.handle(), CURLPAUSE_CONT);
+      }
+      // Wait for the network only when there is nothing to hand over yet.
+      if (out.n == 0) drive([&sink] { return sink.taken() > 0 || sink.has_pending(); });
+      out.n += sink.unlend();
+      if (out.n == 0) out.n = sink.drain(buf, cap);
+    }
+    if (out.n > 0) return out;
+  }
+  if (ended_ && code_ == CURLE_OK && interrupt_ == Interrupt::kNone) return out;  // the end
+  WireResult why = easy_.finish(code_, interrupt_);
+  failed_ = true;
+  failure_.error = why.error != Code::kOk ? why.error : Code::kConnectionLost;
+  failure_.message = why.error != Code::kOk ? std::move(why.message) : "the body ended early";
+  return failure_;
+}
+
+}  // namespace humus::transport

@@ -1,0 +1,52 @@
+// A blocking attempt whose body is read after its headers (SPEC §7): the lane's multi handle is driven on the
+// caller's thread first until the headers are in, then by each read until bytes arrive. While the reader's
+// buffer is full the transfer is paused (CURL_WRITEFUNC_PAUSE) and nothing drives it, so a slow reader holds
+// one write of bytes at most, and its connection stays with the body until the end or the close.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <functional>
+
+#include "common/cancel.h"
+#include "transport/body_sink.h"
+#include "transport/curl_easy.h"
+
+namespace humus::transport {
+
+class CurlStream final : public BodyStream {
+ public:
+  // `release(ended)` runs once, from the destructor, after the handle left the multi: `ended` is true when
+  // libcurl finished the transfer (its connection may be reused), false when it was cut short (the connection
+  // is gone with the lane). `easy` and `multi` must stay alive until then; `cancel` (may be nullptr) until the
+  // stream is destroyed.
+  CurlStream(CurlEasy& easy, CURLM* multi, const AttemptLimits& limits, CancelToken* cancel,
+             std::function<void(bool ended)> release);
+  ~CurlStream() override;
+  CurlStream(const CurlStream&) = delete;
+  CurlStream& operator=(const CurlStream&) = delete;
+
+  // Sends the request and returns once the headers are in (the response head, no body), or the attempt's
+  // failure as perform() would report it.
+  WireResult open(const WireRequest& request);
+  BodyRead read(char* buf, size_t cap) override;
+
+ private:
+  // Drives the transfer until `enough()` holds or it ends (ended_ set, or interrupt_ for a deadline or cancel).
+  void drive(const std::function<bool()>& enough);
+  bool over() const { return ended_ || interrupt_ != Interrupt::kNone; }
+
+  CurlEasy& easy_;
+  CURLM* const multi_;
+  const AttemptLimits limits_;
+  CancelToken* const cancel_;
+  std::function<void(bool)> release_;
+  bool added_ = false;
+  bool ended_ = false;  // libcurl finished the transfer, with code_
+  CURLcode code_ = CURLE_OK;
+  Interrupt interrupt_ = Interrupt::kNone;
+  BodyRead failure_;    // once the body failed: what every later read returns
+  bool failed_ = false;
+};
+
+}  // namespace humus::transport

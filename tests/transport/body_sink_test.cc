@@ -1,0 +1,104 @@
+// The write callback's sink (transport/body_sink.h): a buffered body never past its limit, in memory either;
+// a streamed one copied into the reader's buffer, keeping at most one write and pausing on the next.
+#include "transport/body_sink.h"
+
+#include <curl/curl.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace humus::transport {
+namespace {
+
+TEST(BodySinkTest, BufferedBodyStopsAtItsLimitAndItsCapacityStaysWithin) {
+  constexpr size_t kLimit = 4 * 1024 * 1024 + 1000;
+  std::string body;
+  BodySink sink;
+  sink.buffer_into(&body, kLimit);
+  const std::string piece(16384, 'a');
+  size_t taken = 0;
+  for (int i = 0; i < 256; ++i) taken += sink.write(piece.data(), piece.size());
+  EXPECT_EQ(taken, 256u * 16384);
+  EXPECT_FALSE(sink.over_limit());
+  EXPECT_LE(body.capacity(), kLimit + 64);  // never doubled past the limit (8 MiB)
+  EXPECT_EQ(sink.write(piece.data(), piece.size()), 0u);  // past the limit: aborts
+  EXPECT_TRUE(sink.over_limit());
+  EXPECT_EQ(body.size(), 256u * 16384);
+  EXPECT_EQ(sink.write("x", 1), 0u);  // and stays aborted
+}
+
+TEST(BodySinkTest, ASmallLimitBoundsTheCapacityToTwiceIt) {
+  std::string body;
+  BodySink sink;
+  sink.buffer_into(&body, 100000);
+  const std::string piece(16384, 'a');
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(sink.write(piece.data(), piece.size()), piece.size());
+  EXPECT_EQ(sink.write(piece.data(), piece.size()), 0u);  // 7 * 16384 > 100000
+  EXPECT_LE(body.capacity(), 2u * 100000);
+}
+
+TEST(BodySinkTest, ABodyOfExactlyTheLimitFits) {
+  std::string body;
+  BodySink sink;
+  sink.buffer_into(&body, 10);
+  EXPECT_EQ(sink.write("0123456789", 10), 10u);
+  EXPECT_FALSE(sink.over_limit());
+  EXPECT_EQ(body, "0123456789");
+}
+
+TEST(BodySinkTest, StreamedWritesFillTheLentBufferKeepOneWriteThenPause) {
+  BodySink sink;
+  sink.stream();
+  char buf[8];
+  sink.lend(buf, sizeof buf);
+  EXPECT_EQ(sink.write("abcde", 5), 5u);
+  EXPECT_EQ(sink.write("fghij", 5), 5u);  // 3 fit, 2 are kept
+  EXPECT_EQ(sink.taken(), 8u);
+  EXPECT_TRUE(sink.has_pending());
+  EXPECT_EQ(sink.write("klm", 3), static_cast<size_t>(CURL_WRITEFUNC_PAUSE));  // libcurl keeps this one
+  EXPECT_TRUE(sink.paused());
+  EXPECT_EQ(sink.unlend(), 8u);
+  EXPECT_EQ(std::string(buf, 8), "abcdefgh");
+
+  char next[8];
+  EXPECT_EQ(sink.drain(next, sizeof next), 2u);
+  EXPECT_EQ(std::string(next, 2), "ij");
+  EXPECT_FALSE(sink.has_pending());
+  sink.resumed();
+  sink.lend(next, sizeof next);
+  EXPECT_EQ(sink.write("klm", 3), 3u);  // handed over again after the unpause
+  EXPECT_EQ(sink.unlend(), 3u);
+  EXPECT_EQ(std::string(next, 3), "klm");
+}
+
+TEST(BodySinkTest, WritesBeforeAnyReadAreKeptUpToOneThenPaused) {
+  BodySink sink;
+  sink.stream();
+  EXPECT_EQ(sink.write("head", 4), 4u);  // no buffer lent yet (the headers just came): kept
+  EXPECT_EQ(sink.write("more", 4), static_cast<size_t>(CURL_WRITEFUNC_PAUSE));
+  char buf[2];
+  EXPECT_EQ(sink.drain(buf, sizeof buf), 2u);
+  EXPECT_EQ(sink.drain(buf, sizeof buf), 2u);
+  EXPECT_EQ(std::string(buf, 2), "ad");
+  EXPECT_FALSE(sink.has_pending());
+}
+
+TEST(BodySinkTest, DecodedHeadersGoOnlyWhenAnEncodingWasApplied) {
+  Headers h;
+  h.add("Content-Encoding", "gzip");
+  h.add("Content-Length", "12");
+  h.add("Content-Type", "text/plain");
+  EXPECT_TRUE(strip_decoded_headers(h));
+  EXPECT_FALSE(h.contains("Content-Encoding"));
+  EXPECT_FALSE(h.contains("Content-Length"));
+  EXPECT_TRUE(h.contains("Content-Type"));
+
+  Headers identity;
+  identity.add("Content-Encoding", "identity");
+  identity.add("Content-Length", "12");
+  EXPECT_FALSE(strip_decoded_headers(identity));
+  EXPECT_TRUE(identity.contains("Content-Length"));
+}
+
+}  // namespace
+}  // namespace humus::transport
