@@ -449,7 +449,7 @@ int64_t humus_sequential(humus_client* c, const humus_request* r, int64_t n, std
   return errors;
 }
 
-// Sinks that do nothing: what telemetry costs the call path itself (SPEC §13; issue goal: <= 5 % CPU).
+// Sinks that do nothing: what telemetry costs the call path itself (docs/telemetry.md §13; issue goal: <= 5 % CPU).
 void ignore_span(void* /*user*/, const humus_span* /*span*/) {}
 void ignore_record(void* /*user*/, const humus_log_record* /*record*/) {}
 

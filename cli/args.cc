@@ -643,13 +643,13 @@ Options as curl spells them (short flags combine: -sfi):
 The client's own options:
       --attempt-timeout T      bound on one attempt, dial to response headers (attempt_timeout, default 5s)
       --idempotency-key KEY    send Idempotency-Key: KEY, making a post retryable
-      --inject-fault FAULT     make the client fail on purpose (SPEC §14, repeatable): ACTION[@P] for the
+      --inject-fault FAULT     make the client fail on purpose (docs/failure-injection.md §14, repeatable): ACTION[@P] for the
                                URL's own origin, or POINT=ACTION[@P] for another (http:HOST:PORT). ACTION is
                                abort (the connection is lost), delay:T (wait T before sending, within
                                --attempt-timeout) or status:N (answer N without sending); P the probability
                                of each attempt, 0..1 (default 1). The client treats these as real outcomes:
                                classified, retried, counted. The scenario is not sent to the server
-      --settings FILE          the client's settings as JSON (SPEC §3: base_url, timeout, retry_budget,
+      --settings FILE          the client's settings as JSON (docs/settings.md §3: base_url, timeout, retry_budget,
                                breaker, trip, probe, bulkhead, tls, classify, ...); the flags above win
                                over the file; base_url defaults to the URL's origin
       --trace                  print on stderr, as the call goes: each attempt's result and how the client

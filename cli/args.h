@@ -63,7 +63,7 @@ struct FetchOptions {
   std::optional<std::string> idempotency_key;
   std::optional<std::string> settings_file;
   std::vector<std::pair<std::string, std::string>> resolve;  // "host:port" -> "address:port"
-  // --inject-fault, in order: "ACTION[@P]" for the URL's own point, or "POINT=ACTION[@P]" (SPEC §14).
+  // --inject-fault, in order: "ACTION[@P]" for the URL's own point, or "POINT=ACTION[@P]" (docs/failure-injection.md §14).
   std::vector<std::string> faults;
   int32_t repeat = 1;
   int32_t concurrency = 1;  // --concurrency

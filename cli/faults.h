@@ -1,5 +1,5 @@
 #pragma once
-// --inject-fault (SPEC §14): the humus.fault baggage member a call carries so the client fails on purpose.
+// --inject-fault (docs/failure-injection.md §14): the humus.fault baggage member a call carries so the client fails on purpose.
 
 #include <string>
 #include <vector>

@@ -73,7 +73,7 @@ std::string shown_url(const std::string& url) {
   return url.substr(0, scheme_end + 3) + "***" + url.substr(at);
 }
 
-// scheme://host[:port] of an absolute URL: the client's origin (SPEC §2). The library checks the rest.
+// scheme://host[:port] of an absolute URL: the client's origin (docs/origin.md §2). The library checks the rest.
 std::string origin_of(const std::string& url) {
   const size_t scheme_end = url.find("://");
   if (scheme_end == std::string::npos) return url;
@@ -399,7 +399,7 @@ struct CallResult {
   int64_t elapsed_ms = 0;
   int64_t elapsed_us = 0;
   std::string breaker_state;  // just after the call, for -w
-  // The body, read as soon as the call returns: reading it is what counts the result (SPEC §7).
+  // The body, read as soon as the call returns: reading it is what counts the result (docs/bodies.md §7).
   const void* body = nullptr;
   size_t body_len = 0;
   Error body_error;

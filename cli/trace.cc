@@ -83,7 +83,7 @@ std::string Tracer::budget_summary() const {
   if (c == nullptr || humus_client_budget_tokens(c, &tokens) != HUMUS_OK) return "budget unknown";
   char buf[96];
   if (budget_policy_ == "token_bucket") {
-    // SPEC §6.4: a retry is allowed only while more than half the tokens remain.
+    // docs/retries.md §6.4: a retry is allowed only while more than half the tokens remain.
     std::snprintf(buf, sizeof buf, "budget %.1f of %g tokens (retries need more than %g)", tokens,
                   budget_tokens_, budget_tokens_ / 2);
   } else {

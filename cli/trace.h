@@ -22,7 +22,7 @@ class Tracer {
 
   // Installs the tracing classifier on `s`; the tracer must outlive every client built from `s`.
   humus_status install(humus_settings* s, humus_error** err);
-  // Prints each breaker state change the runtime logs (SPEC §13.3); the tracer must outlive `rt`.
+  // Prints each breaker state change the runtime logs (docs/telemetry.md §13.3); the tracer must outlive `rt`.
   humus_status install_log_sink(humus_runtime* rt, humus_error** err);
   // The client whose breaker and budget the attempt lines read (set once it is built).
   void attach(humus_client* c) { client_.store(c, std::memory_order_release); }

@@ -5,7 +5,7 @@ package humushttp
 */
 import "C"
 
-// CircuitState is a circuit breaker's state (SPEC §9.2). A plain value, safe for concurrent use.
+// CircuitState is a circuit breaker's state (docs/breaker.md §9.2). A plain value, safe for concurrent use.
 type CircuitState int32
 
 // Circuit states.
@@ -28,7 +28,7 @@ func (s CircuitState) String() string {
 	return "unknown"
 }
 
-// BreakerCounts are the counts a breaker policy sees (SPEC §9.3): since the current state began, plus the
+// BreakerCounts are the counts a breaker policy sees (docs/breaker.md §9.3): since the current state began, plus the
 // last breaker.window results. A plain value (a copy), safe for concurrent use.
 type BreakerCounts struct {
 	State                CircuitState // the state these counts belong to
@@ -65,11 +65,11 @@ const (
 )
 
 // BreakerPolicy replaces the built-in trip and probe policies (the ones the "trip" and "probe" settings
-// parameterise). Both funcs are required (nil is an *Error with ErrProgram, SPEC §3.3).
+// parameterise). Both funcs are required (nil is an *Error with ErrProgram, docs/settings.md §3.3).
 //
 // They run under the breaker's lock on whichever goroutine or thread delivers a result: they must be fast,
 // safe for concurrent use, and must not call the client. A returned error or a panic counts the result as a
-// failure and leaves the breaker consistent (SPEC §9.4). WithBreakerPolicy copies the struct.
+// failure and leaves the breaker consistent (docs/breaker.md §9.4). WithBreakerPolicy copies the struct.
 type BreakerPolicy struct {
 	// Trip runs in closed after each result: true opens the breaker.
 	Trip func(BreakerCounts) (open bool, err error)

@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// Classifier decides what one attempt's result means (SPEC §5.4): whether to retry and how the breaker
+// Classifier decides what one attempt's result means (docs/retries.md §5.4): whether to retry and how the breaker
 // counts it. Install it with WithClassifier; it may delegate to ClassifyDefault or ClassifyPreset.
 //
 // It runs on the goroutine of a blocking call or on the runtime's event loop, possibly several at once: it
 // must be safe for concurrent use. A returned error or a panic is a failing callback: the call ends with
 // ErrCallback (its *CallbackError as the cause, for blocking calls) and the breaker counts a failure
-// (SPEC §9.4). Whatever it says, a request that is not safe to send twice makes one attempt (SPEC §5.2).
+// (docs/breaker.md §9.4). Whatever it says, a request that is not safe to send twice makes one attempt (docs/retries.md §5.2).
 type Classifier func(a *Attempt) (Classification, error)
 
 // Attempt is one attempt as a classifier sees it: the request's method and the response status, or the
@@ -72,7 +72,7 @@ type Classification struct {
 	RetryAfter time.Duration
 }
 
-// ClassifyDefault is the library's default classifier (SPEC §5.3), for a custom one to delegate to. Only
+// ClassifyDefault is the library's default classifier (docs/retries.md §5.3), for a custom one to delegate to. Only
 // valid while a classifier runs, with the Attempt it was given; safe in classifiers running concurrently.
 func ClassifyDefault(a *Attempt) (Classification, error) {
 	if a.native == nil {
@@ -85,7 +85,7 @@ func ClassifyDefault(a *Attempt) (Classification, error) {
 	return classificationFrom(out), nil
 }
 
-// ClassifyPreset classifies with a named preset: "humus" (the default), "jfast", "strict" (SPEC §5.5). An
+// ClassifyPreset classifies with a named preset: "humus" (the default), "jfast", "strict" (docs/retries.md §5.5). An
 // unknown name is an *Error with ErrInvalidArgument. Only valid while a classifier runs; safe in
 // classifiers running concurrently.
 func ClassifyPreset(preset string, a *Attempt) (Classification, error) {

@@ -11,7 +11,7 @@ import (
 	"runtime"
 )
 
-// Client is one dependency's client (SPEC §1): its connections, circuit breaker, retry budget and bulkhead,
+// Client is one dependency's client (docs/README.md §1): its connections, circuit breaker, retry budget and bulkhead,
 // all in the C core. Build one per dependency and share it: every method is safe for concurrent use.
 //
 // Close frees the native client; calls in flight finish first (the free waits for the last of them), and
@@ -36,8 +36,8 @@ type clientCore struct {
 }
 
 // Open builds a client for settings.BaseURL's origin. Invalid settings are an *Error with ErrConfig naming
-// every bad key (rules across fields included: Go settings reach the library as one JSON load, SPEC §3.2),
-// or ErrProgram for nil callbacks (SPEC §3.3). Safe for concurrent use.
+// every bad key (rules across fields included: Go settings reach the library as one JSON load, docs/settings.md §3.2),
+// or ErrProgram for nil callbacks (docs/settings.md §3.3). Safe for concurrent use.
 func Open(settings Settings, opts ...Option) (*Client, error) {
 	if loadErr != nil {
 		return nil, loadErr
@@ -66,9 +66,9 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// NewClient is SPEC §17.4's constructor: a standard *http.Client whose Transport is the C core, so Go code,
+// NewClient is docs/bindings.md §17.4's constructor: a standard *http.Client whose Transport is the C core, so Go code,
 // generated clients and SDKs use it as any client. Its CheckRedirect returns the 3xx the core did not follow
-// (another origin's, SPEC §2); its Timeout and the request context's deadline bound the call; cancelling the
+// (another origin's, docs/origin.md §2); its Timeout and the request context's deadline bound the call; cancelling the
 // context cancels the native call. The native client is freed by a cleanup once the *http.Client and its
 // Transport are unreachable; use Open and Client.Close to free it at a moment of your choosing, and
 // ClientOf to reach the breaker. Safe for concurrent use.
@@ -91,11 +91,11 @@ func (o *clientOptions) runtimeCore() (*runtimeCore, error) {
 // is freed here: the client keeps a copy, and the callbacks' handles until it is freed.
 func buildClient(rt *C.humus_runtime, settings Settings, o *clientOptions) (*C.humus_client, error) {
 	if o.classifierSet && o.classifier == nil {
-		return nil, &Error{Status: StatusProgram, Message: "classifier: WithClassifier was given a nil func (SPEC §3.3)",
+		return nil, &Error{Status: StatusProgram, Message: "classifier: WithClassifier was given a nil func (docs/settings.md §3.3)",
 			Fields: []string{"classify"}}
 	}
 	if o.policy != nil && (o.policy.Trip == nil || o.policy.Probe == nil) {
-		return nil, &Error{Status: StatusProgram, Message: "breaker policy: Trip and Probe must both be set (SPEC §3.3)",
+		return nil, &Error{Status: StatusProgram, Message: "breaker policy: Trip and Probe must both be set (docs/settings.md §3.3)",
 			Fields: []string{"breaker_policy.trip", "breaker_policy.probe"}}
 	}
 	s, err := settings.native()
@@ -174,7 +174,7 @@ func (c *clientCore) releaseOffLoop() {
 func (c *Client) HTTPClient() *http.Client {
 	return &http.Client{
 		Transport: c.Transport(),
-		// The core follows redirects within the origin itself (SPEC §2); what reaches net/http is a 3xx to
+		// The core follows redirects within the origin itself (docs/origin.md §2); what reaches net/http is a 3xx to
 		// another origin, which this client must not follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -192,7 +192,7 @@ func ClientOf(hc *http.Client) (*Client, bool) {
 	return nil, false
 }
 
-// BreakerState is the circuit breaker's state now, after any due open → half-open advance (SPEC §9.2).
+// BreakerState is the circuit breaker's state now, after any due open → half-open advance (docs/breaker.md §9.2).
 // Safe for concurrent use, as every accessor of the breaker and the budget.
 func (c *Client) BreakerState() (CircuitState, error) {
 	if err := c.core.acquire(); err != nil {
@@ -206,7 +206,7 @@ func (c *Client) BreakerState() (CircuitState, error) {
 	return CircuitState(state), nil
 }
 
-// BreakerCounts are the breaker's counts now (SPEC §9.3), after any due advance.
+// BreakerCounts are the breaker's counts now (docs/breaker.md §9.3), after any due advance.
 func (c *Client) BreakerCounts() (BreakerCounts, error) {
 	if err := c.core.acquire(); err != nil {
 		return BreakerCounts{}, err
@@ -219,7 +219,7 @@ func (c *Client) BreakerCounts() (BreakerCounts, error) {
 	return countsFrom(&counts), nil
 }
 
-// BudgetTokens is the retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed
+// BudgetTokens is the retry budget's balance (docs/retries.md §6.4): tokens for the token bucket, retries still allowed
 // in the window for the ratio policy.
 func (c *Client) BudgetTokens() (float64, error) {
 	if err := c.core.acquire(); err != nil {

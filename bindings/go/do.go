@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Do makes one call on the calling goroutine — every attempt, wait and redirect within the origin (SPEC §6)
-// — and returns the response whatever its status (a 404, a 500 or the last 503 are responses, SPEC §6.6). It
+// Do makes one call on the calling goroutine — every attempt, wait and redirect within the origin (docs/retries.md §6)
+// — and returns the response whatever its status (a 404, a 500 or the last 503 are responses, docs/retries.md §6.6). It
 // fails only when no response came: an *Error (errors.Is with ErrTimeout, ErrRejected, ErrConnect, ...).
 //
 // req.Body is read whole and closed (the core keeps a copy, so every attempt can replay it). The request's

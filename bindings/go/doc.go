@@ -1,7 +1,7 @@
 // Package humushttp is the Go binding of humus_http, a resilient HTTP client whose C++ core (libcurl
 // underneath) is exported through a stable C ABI (include/humus_http.h). Retries with full-jitter backoff
 // and a retry budget, a circuit breaker, a bulkhead, deadlines and Retry-After all live in the core, and
-// behave the same from C, Python, Go and Rust (SPEC §18's conformance vectors run through each binding).
+// behave the same from C, Python, Go and Rust (docs/vectors.md §18's conformance vectors run through each binding).
 //
 // The entry point is NewClient, which returns a standard *http.Client whose Transport is the C core:
 //
@@ -11,8 +11,8 @@
 //
 // Open returns the *Client itself, for Close, the breaker's state and counts, the retry budget, and the
 // lower-level Do and Start that report the attempts made. Runtime carries what clients share: the resolve
-// overrides, the fault switch, the span and log sinks (SPEC §13), and for tests a virtual clock and a mock
-// transport (SPEC §16). OpenUpstreams builds a registry of clients by name from one JSON document (SPEC §15).
+// overrides, the fault switch, the span and log sinks (docs/telemetry.md §13), and for tests a virtual clock and a mock
+// transport (docs/testing-kit.md §16). OpenUpstreams builds a registry of clients by name from one JSON document (docs/upstreams.md §15).
 //
 // Thread-safety follows the C ABI: Client, Runtime, Upstreams, Transport and Call are safe for concurrent
 // use; Settings are plain values; a Response is used by one goroutine (its Body may be closed while another
@@ -22,7 +22,7 @@
 // What the binding cannot express, and why (the C ABI decides): response bodies are buffered whole by the
 // core before a call returns (no streaming, no 1xx, no trailers); request bodies are read whole for the same
 // reason (they are replayed on retries); there is no Host override, no per-request TLS state
-// (http.Response.TLS is nil) and no proxy (the core reads no proxy settings by design, SPEC §10.4). Bodies
+// (http.Response.TLS is nil) and no proxy (the core reads no proxy settings by design, docs/transport.md §10.4). Bodies
 // arrive decoded, as with Go's own Transport: the core asks for gzip, deflate, br and zstd and removes
 // Content-Encoding and Content-Length; a request that sets its own Accept-Encoding gets the bytes as sent.
 package humushttp

@@ -10,7 +10,7 @@ import (
 
 // Error is what a failed call, a refused setting or a refused request reports: the C ABI's humus_error,
 // copied out (the C object is freed at once). A call that got a response never fails: a 404, a 500 or the
-// last 503 is a response (SPEC §6.6); an *Error means no response came.
+// last 503 is a response (docs/retries.md §6.6); an *Error means no response came.
 //
 // errors.Is(err, ErrTimeout) (and every other sentinel) matches on Status. Unwrap gives the cause the
 // binding knows beyond the C status: the context's error for a call its context ended
@@ -59,7 +59,7 @@ func (e *Error) Timeout() bool { return e.Status == StatusTimeout }
 var ErrClosed = errors.New("humushttp: the client is closed")
 
 // CallbackError is the cause of an ErrCallback: a Go callback (classifier, breaker policy, mock transport)
-// returned an error or panicked. The library counts that as a failure for the breaker (SPEC §9.4); a
+// returned an error or panicked. The library counts that as a failure for the breaker (docs/breaker.md §9.4); a
 // classifier failure ends the call with StatusCallback, and this carries what the callback said.
 // errors.Is and errors.As reach the callback's own error through Unwrap. A plain value: safe to read from
 // any goroutine.

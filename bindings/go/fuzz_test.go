@@ -77,7 +77,7 @@ func tokenChar(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-// validHeader is RFC 9110's rule as SPEC §10.5 applies it: a token as name, no CR, LF or NUL in the value.
+// validHeader is RFC 9110's rule as docs/transport.md §10.5 applies it: a token as name, no CR, LF or NUL in the value.
 func validHeader(name, value string) bool {
 	if name == "" || strings.ContainsAny(value, "\r\n\x00") {
 		return false

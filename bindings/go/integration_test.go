@@ -241,7 +241,7 @@ func TestCNOnlyCertificateRefused(t *testing.T) {
 	s := server(t)
 	hc := s.open(t, s.settings("cn_only")).HTTPClient()
 	if _, err := hc.Get(s.url("cn_only", uniquePath())); !errors.Is(err, humushttp.ErrTLS) {
-		t.Fatalf("err = %v, want ErrTLS (a certificate without subjectAltName, SPEC §19)", err)
+		t.Fatalf("err = %v, want ErrTLS (a certificate without subjectAltName, docs/libcurl-traps.md §19)", err)
 	}
 }
 

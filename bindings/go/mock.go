@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// MockTransport answers requests without sockets (SPEC §16.2): install it with RuntimeOptions.MockTransport or
+// MockTransport answers requests without sockets (docs/testing-kit.md §16.2): install it with RuntimeOptions.MockTransport or
 // Runtime.SetMockTransport, and every attempt of the clients built afterwards from that runtime reaches it
 // instead of the network — a test of your own code's handling of a failing dependency, fast and
 // deterministic, with retries, breaker and deadlines all real. With RuntimeOptions.VirtualClock, delays,

@@ -1,6 +1,6 @@
 package humushttp_test
 
-// The testing kit offered to Go users (SPEC §16): the mock transport as a Go func and the virtual clock.
+// The testing kit offered to Go users (docs/testing-kit.md §16): the mock transport as a Go func and the virtual clock.
 
 import (
 	"context"
@@ -238,7 +238,7 @@ func TestClassifyPresets(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	// SPEC §5.3/§5.5: a 500 is done and a failure, except for jfast, where it is a success.
+	// docs/retries.md §5.3/§5.5: a 500 is done and a failure, except for jfast, where it is a success.
 	if got["humus"].Breaker != humushttp.BreakerFailure || got["jfast"].Breaker != humushttp.BreakerSuccess ||
 		got["strict"].Breaker != humushttp.BreakerFailure || got["humus"].Retry != humushttp.RetryDone {
 		t.Errorf("classifications %+v", got)

@@ -21,13 +21,13 @@ type clientOptions struct {
 // default runtime. The runtime's native object lives at least as long as the client.
 func WithRuntime(rt *Runtime) Option { return func(o *clientOptions) { o.runtime = rt } }
 
-// WithClassifier installs a Go classifier (SPEC §5.4) in place of the settings' preset. A nil func is an
-// *Error with ErrProgram when the client is built (SPEC §3.3).
+// WithClassifier installs a Go classifier (docs/retries.md §5.4) in place of the settings' preset. A nil func is an
+// *Error with ErrProgram when the client is built (docs/settings.md §3.3).
 func WithClassifier(f Classifier) Option {
 	return func(o *clientOptions) { o.classifier, o.classifierSet = f, true }
 }
 
-// WithBreakerPolicy installs Go trip and probe policies (SPEC §9.3) in place of the built-in ones.
+// WithBreakerPolicy installs Go trip and probe policies (docs/breaker.md §9.3) in place of the built-in ones.
 func WithBreakerPolicy(p BreakerPolicy) Option { return func(o *clientOptions) { o.policy = &p } }
 
 // CallOption is a per-call setting: pass it to Client.Do or Client.Start, or attach it to a request's
@@ -48,7 +48,7 @@ type callOptions struct {
 	context        *CallContext
 }
 
-// RetryMode is the caller's per-call override of the retry rules (SPEC §4). A RetryMode is itself a
+// RetryMode is the caller's per-call override of the retry rules (docs/retries.md §4). A RetryMode is itself a
 // CallOption: client.Do(req, humushttp.RetryForbid). A plain value.
 type RetryMode int32
 
@@ -61,7 +61,7 @@ const (
 
 func (m RetryMode) applyCall(o *callOptions) { o.retry = m }
 
-// IdempotencyKey sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). An empty
+// IdempotencyKey sets the Idempotency-Key header: the request becomes safe to send twice (docs/retries.md §4). An empty
 // key, or one with CR, LF or NUL, is refused with ErrInvalidArgument.
 func IdempotencyKey(key string) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.idempotencyKey = key; o.hasKey = true })
@@ -69,12 +69,12 @@ func IdempotencyKey(key string) CallOption {
 
 // Timeout is the caller's bound on the whole call, on the runtime's clock (virtual clocks included); the call
 // ends at the earlier of it, the context's deadline and the settings' timeout. It must be > 0 and <= 1h:
-// anything else is refused with ErrInvalidArgument (deadlines cannot be turned off, SPEC §8).
+// anything else is refused with ErrInvalidArgument (deadlines cannot be turned off, docs/timeouts.md §8).
 func Timeout(d time.Duration) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.timeout = d; o.hasTimeout = true })
 }
 
-// CallContext is what the request being served carries, passed on to the dependency (SPEC §12): its W3C
+// CallContext is what the request being served carries, passed on to the dependency (docs/telemetry.md §12): its W3C
 // trace context and baggage, its X-Request-ID (sent only when given) and its Authorization (sent only with
 // the setting forward_authorization, and only a Bearer token). Empty parts are left unset. A plain value.
 type CallContext struct {
@@ -98,7 +98,7 @@ func CallContextFromRequest(r *http.Request) CallContext {
 }
 
 // WithCallContext returns a context carrying cc: every call made with it (through *http.Client or Client)
-// passes cc on (SPEC §12: in Go, the call context travels in the request's context.Context). Contexts
+// passes cc on (docs/telemetry.md §12: in Go, the call context travels in the request's context.Context). Contexts
 // are immutable: safe for concurrent use.
 func WithCallContext(ctx context.Context, cc CallContext) context.Context {
 	return WithCallOptions(ctx, callOptionFunc(func(o *callOptions) { c := cc; o.context = &c }))

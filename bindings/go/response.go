@@ -24,7 +24,7 @@ import (
 // the URL of the last request after the redirects the core followed) plus what net/http has no field for.
 //
 // The body was read whole by the core before the call returned (the C ABI buffers it, which is also what
-// lets the core retry after reading a failed response, SPEC §7); Body reads that buffer without copying it
+// lets the core retry after reading a failed response, docs/bodies.md §7); Body reads that buffer without copying it
 // again and frees it when read to the end or closed. Close the Body as with any *http.Response. A Response
 // is not safe for concurrent use, except that Body.Close may race Body.Read.
 type Response struct {

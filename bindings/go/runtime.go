@@ -18,26 +18,26 @@ import (
 // RuntimeOptions configure a Runtime (humus_runtime_new). The zero value is a real clock with no overrides.
 // A plain value (its MockTransport must itself be safe for concurrent use).
 type RuntimeOptions struct {
-	// Resolve sends "host:port" connections to "address:port" while TLS still verifies host (SPEC §10.6),
+	// Resolve sends "host:port" connections to "address:port" while TLS still verifies host (docs/transport.md §10.6),
 	// like curl --resolve.
 	Resolve map[string]string
-	// Faults turns on failure injection through the humus.fault baggage member (SPEC §14).
+	// Faults turns on failure injection through the humus.fault baggage member (docs/failure-injection.md §14).
 	Faults bool
 	// VirtualClock makes every wait of the runtime's clients run on a virtual clock that advances on its own
-	// whenever every call in flight waits only on timers (SPEC §16.1), or through AdvanceMs. It needs
+	// whenever every call in flight waits only on timers (docs/testing-kit.md §16.1), or through AdvanceMs. It needs
 	// MockTransport: real sockets do not run on virtual time.
 	VirtualClock bool
 	// Seed fixes a virtual clock's random draws (backoff jitter).
 	Seed uint64
-	// MockTransport, when set, answers every attempt of the clients built from the runtime (SPEC §16.2).
+	// MockTransport, when set, answers every attempt of the clients built from the runtime (docs/testing-kit.md §16.2).
 	MockTransport MockTransport
-	// SpanSink, when set, receives every attempt's span (SPEC §13.1); see SpanSink and Runtime.SetSpanSink.
+	// SpanSink, when set, receives every attempt's span (docs/telemetry.md §13.1); see SpanSink and Runtime.SetSpanSink.
 	SpanSink SpanSink
-	// LogSink, when set, receives the log records (SPEC §13.3); see LogSink and Runtime.SetLogSink.
+	// LogSink, when set, receives the log records (docs/telemetry.md §13.3); see LogSink and Runtime.SetLogSink.
 	LogSink LogSink
 }
 
-// Runtime is the process-wide machinery clients share (SPEC §1): the event loop, the clock, name overrides,
+// Runtime is the process-wide machinery clients share (docs/README.md §1): the event loop, the clock, name overrides,
 // the mock transport. Clients built without WithRuntime share a default runtime that is never closed.
 //
 // All methods are safe for concurrent use. Close may be called once the runtime is no longer needed; its
@@ -215,7 +215,7 @@ func (rt *Runtime) SetMockTransport(m MockTransport) error {
 	return nil
 }
 
-// MetricsPrometheus is the runtime's metrics (SPEC §13.2) in the Prometheus text exposition format 0.0.4,
+// MetricsPrometheus is the runtime's metrics (docs/telemetry.md §13.2) in the Prometheus text exposition format 0.0.4,
 // summed over its clients by origin.
 func (rt *Runtime) MetricsPrometheus() (string, error) {
 	text, err := rt.text(func(native *C.humus_runtime, out **C.char, n *C.size_t, cerr **C.humus_error) C.humus_status {
@@ -231,7 +231,7 @@ func (rt *Runtime) MetricsJSON() ([]byte, error) {
 	})
 }
 
-// ReadinessJSON is a readiness report of every live client of the runtime (SPEC §15.2): {"status": "ok" |
+// ReadinessJSON is a readiness report of every live client of the runtime (docs/upstreams.md §15.2): {"status": "ok" |
 // "degraded", "clients": [{"origin", "state", "retry_after_ms", "counts"}]}. Reading it advances a due
 // open breaker to half-open.
 func (rt *Runtime) ReadinessJSON() ([]byte, error) {

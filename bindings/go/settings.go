@@ -2,7 +2,7 @@ package humushttp
 
 import "time"
 
-// Settings are one dependency's settings (SPEC §3), in the JSON form every binding shares: the JSON tags are
+// Settings are one dependency's settings (docs/settings.md §3), in the JSON form every binding shares: the JSON tags are
 // the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the library's
 // default applies (timeout 10s, attempt_timeout 5s, max_attempts 3, ...); the fields whose zero is a valid
 // value of its own (bulkhead.wait, max_retry_after, max_idle_connections, retry_budget.min_per_second,
@@ -40,7 +40,7 @@ type Settings struct {
 	Classify              string            `json:"classify"`                // a preset: "humus" (default), "jfast", "strict"
 }
 
-// RetryBudget bounds retries across the calls of a client (SPEC §6.4): policy "token_bucket" (Tokens,
+// RetryBudget bounds retries across the calls of a client (docs/retries.md §6.4): policy "token_bucket" (Tokens,
 // default 10, and Ratio, default 0.1: tokens earned per success) or "ratio" (Ratio of the requests of the last
 // Window, default 0.2 of 10s, plus MinPerSecond retries, default 1).
 // A plain value, as Settings are.
@@ -52,7 +52,7 @@ type RetryBudget struct {
 	Window       time.Duration `json:"window"`
 }
 
-// BreakerSettings are the circuit breaker's (SPEC §9).
+// BreakerSettings are the circuit breaker's (docs/breaker.md §9).
 // A plain value, as Settings are.
 type BreakerSettings struct {
 	Window       int           `json:"window"`        // results remembered (default 20)
@@ -76,7 +76,7 @@ type ProbeSettings struct {
 	SuccessesToClose int `json:"successes_to_close"`
 }
 
-// BulkheadSettings bound the calls in flight (SPEC §11).
+// BulkheadSettings bound the calls in flight (docs/bulkhead.md §11).
 // A plain value, as Settings are.
 type BulkheadSettings struct {
 	MaxConcurrent int            `json:"max_concurrent"` // default 50

@@ -16,7 +16,7 @@ import (
 	"unsafe"
 )
 
-// SettingsFromJSON reads settings in the JSON form of SPEC §3 (what an upstreams file or a config service
+// SettingsFromJSON reads settings in the JSON form of docs/settings.md §3 (what an upstreams file or a config service
 // holds). The library checks the document first, so every bad key is reported at once, misspellings with
 // the nearest valid key: an *Error with ErrConfig and Fields. Safe for concurrent use.
 func SettingsFromJSON(data []byte) (Settings, error) {
@@ -62,7 +62,7 @@ func (s Settings) WithDefaults() (Settings, error) {
 	return full, nil
 }
 
-// CheckSetting checks one value before building settings (SPEC §3.1): key is a JSON key path such as
+// CheckSetting checks one value before building settings (docs/settings.md §3.1): key is a JSON key path such as
 // "timeout" or "breaker.window", valueJSON its JSON value (`"5s"`, `20`). nil when valid; otherwise an
 // *Error with ErrConfig naming the key (for an unknown key, the nearest valid one). Safe for concurrent use.
 func CheckSetting(key, valueJSON string) error {

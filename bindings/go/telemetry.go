@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// Span is one attempt's span (SPEC §13.1), of kind CLIENT: one per attempt sent (each retry and each
+// Span is one attempt's span (docs/telemetry.md §13.1), of kind CLIENT: one per attempt sent (each retry and each
 // redirect has its own) and one per attempt the breaker rejected (error.type "rejected"). Its parent is the
 // span of the call context's traceparent (WithCallContext, or a Traceparent header of the request); without
 // one every attempt of the call is a root span of one new trace. The traceparent the attempt sent carries
@@ -38,8 +38,8 @@ type Span struct {
 // arrive in the order of its attempts. A panic is recovered and dropped.
 type SpanSink func(Span)
 
-// LogRecord is one log record (SPEC §13.3). Two events exist: "humus.circuit.state_change" (one per
-// breaker state change, SPEC §9.5) and "humus.upstreams.base_url_override" (an environment variable
+// LogRecord is one log record (docs/telemetry.md §13.3). Two events exist: "humus.circuit.state_change" (one per
+// breaker state change, docs/breaker.md §9.5) and "humus.upstreams.base_url_override" (an environment variable
 // replaced an upstream's base_url; Upstream is set). A plain value, safe for concurrent use.
 type LogRecord struct {
 	Event         string

@@ -13,7 +13,7 @@ import (
 	"unsafe"
 )
 
-// Upstreams is a registry of clients by name (SPEC §15.1), built from one JSON document:
+// Upstreams is a registry of clients by name (docs/upstreams.md §15.1), built from one JSON document:
 //
 //	{"upstreams": {"billing": {"base_url": "https://billing:8443", "timeout": "5s"}, "ledger": {...}}}
 //
@@ -42,7 +42,7 @@ type upstreamsCore struct {
 // OpenUpstreams builds every upstream's client on rt (nil: the default runtime). Problems are an *Error:
 // ErrConfig whose Fields name every bad key by its path ("upstreams.billing.timout" for a misspelt key, the
 // nearest valid key in the message), a top-level key other than "upstreams", or a bad name; ErrProgram for
-// a rule across one upstream's fields (SPEC §3.2). Safe for concurrent use.
+// a rule across one upstream's fields (docs/settings.md §3.2). Safe for concurrent use.
 func OpenUpstreams(rt *Runtime, data []byte) (*Upstreams, error) {
 	if loadErr != nil {
 		return nil, loadErr
@@ -145,7 +145,7 @@ func (u *Upstreams) Names() []string {
 	return names
 }
 
-// Readiness is the readiness report of the registry's clients (SPEC §15.2), as Runtime.ReadinessJSON's,
+// Readiness is the readiness report of the registry's clients (docs/upstreams.md §15.2), as Runtime.ReadinessJSON's,
 // each client with its "name". Reading it advances a due open breaker to half-open.
 func (u *Upstreams) Readiness() (json.RawMessage, error) {
 	if !u.core.acquire() {

@@ -1,6 +1,6 @@
 package humushttp_test
 
-// The conformance vectors (SPEC §18) through the Go API: every tests/vectors/*.json file, run as
+// The conformance vectors (docs/vectors.md §18) through the Go API: every tests/vectors/*.json file, run as
 // tests/vectors/README.md specifies and as the C++ reference runner (tests/vectors/vectors_test.cc) does,
 // but with Go's Client.Do for blocking calls, Client.Start for concurrent groups, Go funcs as the mock
 // transport, classifier and breaker policy, and a context for cancellation. One line per vector:
@@ -58,7 +58,7 @@ func dumping() bool {
 // TestVectorSet guards the runner itself: a wrong folder must fail, not pass with nothing run.
 func TestVectorSet(t *testing.T) {
 	if n := len(vectorFiles(t)); n < 40 {
-		t.Fatalf("%d vector files in %s; SPEC §18 has at least 40", n, vectorsDir())
+		t.Fatalf("%d vector files in %s; docs/vectors.md §18 has at least 40", n, vectorsDir())
 	}
 }
 
@@ -445,11 +445,11 @@ func (m *mock) reply(one map[string]any, path string) humushttp.MockReply {
 	return reply
 }
 
-// --- Code-supplied callbacks (SPEC §5.4, §9.3): what a Go user would install --------------------------------
+// --- Code-supplied callbacks (docs/retries.md §5.4, docs/breaker.md §9.3): what a Go user would install --------------------------------
 
 var errVectorCallback = errors.New("the vector's callback fails here")
 
-// vectorClassifier panics for the listed statuses (a panicking Go callback, SPEC §9.4) and otherwise
+// vectorClassifier panics for the listed statuses (a panicking Go callback, docs/breaker.md §9.4) and otherwise
 // delegates to the default classifier.
 func vectorClassifier(failOn map[int]bool) humushttp.Classifier {
 	return func(a *humushttp.Attempt) (humushttp.Classification, error) {
@@ -1038,7 +1038,7 @@ func (r *runner) observe(e map[string]any, o outcome, id int, path string) {
 }
 
 // then checks the client after a step. Only what the vector names is read (a breaker read may advance it
-// lazily, SPEC §9.2), so every runner reads the client at the same points.
+// lazily, docs/breaker.md §9.2), so every runner reads the client at the same points.
 func (r *runner) then(t map[string]any, path string) {
 	p := r.p
 	p.keys(t, path, "breaker", "budget_tokens", "received", "clock_ms")

@@ -36,7 +36,7 @@ constexpr double kBudgetTokens = 10;
 // Each line waits this long past its second, for the calls and log records of its last instants.
 constexpr auto kLineGrace = milliseconds(20);
 
-// The breaker's state changes, as the client logs them (SPEC §13.3): exact, where sampling the state would
+// The breaker's state changes, as the client logs them (docs/telemetry.md §13.3): exact, where sampling the state would
 // miss a probe that fails within a millisecond.
 class BreakerLog {
  public:

@@ -7,12 +7,12 @@ bulkhead per dependency — over a C++ core and libcurl (HTTP/1.1 and HTTP/2 ove
         response = client.get("/v1/health").raise_for_status()
 
 ``Client`` blocks (releasing the GIL while it waits); ``AsyncClient`` is its asyncio twin. Both take the
-settings of SPEC §3 as keyword arguments, or their JSON form through ``from_settings``; ``Upstreams`` builds
-them by name from one configuration file (SPEC §15). A ``Runtime`` with a virtual clock and a mock transport
+settings of docs/settings.md §3 as keyword arguments, or their JSON form through ``from_settings``; ``Upstreams`` builds
+them by name from one configuration file (docs/upstreams.md §15). A ``Runtime`` with a virtual clock and a mock transport
 (``MockReply``, ``humus_http.testing``) tests code that calls a dependency without sockets or real waits
-(SPEC §16). A ``Runtime`` also carries the telemetry (SPEC §13): a span per attempt (``Span``; bridged into the
+(docs/testing-kit.md §16). A ``Runtime`` also carries the telemetry (docs/telemetry.md §13): a span per attempt (``Span``; bridged into the
 OpenTelemetry SDK by ``humus_http.otel``), a log record per breaker state change (``LogRecord``), metrics in
-the Prometheus format, readiness, and failure injection (``faults=True``, SPEC §14).
+the Prometheus format, readiness, and failure injection (``faults=True``, docs/failure-injection.md §14).
 """
 from __future__ import annotations
 

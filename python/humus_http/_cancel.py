@@ -1,4 +1,4 @@
-"""Cancel tokens: the caller gave up (SPEC §1), for blocking and asynchronous calls alike."""
+"""Cancel tokens: the caller gave up (docs/README.md §1), for blocking and asynchronous calls alike."""
 from __future__ import annotations
 
 from . import _native
@@ -12,7 +12,7 @@ class CancelToken:
     Every call made with the token ends as soon as it can, now and later: a call in flight stops waiting (its
     attempt, a backoff, a bulkhead slot) and raises CancelledCallError, or returns the response it had
     buffered before a retry; a call made after ``cancel()`` ends at once. A cancelled call is ignored by the
-    breaker and the retry budget (SPEC §5.1). A token cancels for good: make one per operation you may abandon.
+    breaker and the retry budget (docs/retries.md §5.1). A token cancels for good: make one per operation you may abandon.
 
     Thread-safe: cancel from any thread, also from inside a callback (a classifier, a mock transport handler).
     """

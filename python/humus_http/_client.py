@@ -49,7 +49,7 @@ _open_clients: CloseAtExit[_BaseClient] = CloseAtExit(lambda client: client._clo
 
 
 def _origin_of(base_url: str) -> str:
-    """scheme://host:port with the scheme's default port filled in (SPEC §2); the URL itself if unparsable."""
+    """scheme://host:port with the scheme's default port filled in (docs/origin.md §2); the URL itself if unparsable."""
     try:
         parts = urllib.parse.urlsplit(base_url)
         scheme = parts.scheme.lower()
@@ -116,7 +116,7 @@ class _BaseClient:
                  classify: Literal["humus", "jfast", "strict"] | Classifier | None = None,
                  breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
                  forward_authorization: bool | None = None, forward_scenario: bool | None = None) -> None:
-        # None is "not given": the core applies its defaults (SPEC §3) and checks exactly what was given.
+        # None is "not given": the core applies its defaults (docs/settings.md §3) and checks exactly what was given.
         values: dict[str, object] = {
             "timeout": timeout, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
             "max_attempts": max_attempts, "backoff_base": backoff_base, "backoff_max": backoff_max,
@@ -135,7 +135,7 @@ class _BaseClient:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, classify: Classifier | None = None,
                       breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None) -> Self:
-        """A client from the SPEC's JSON form of settings (``{"base_url": ..., "timeout": "5s", "breaker":
+        """A client from the settings' JSON form (docs/settings.md) of settings (``{"base_url": ..., "timeout": "5s", "breaker":
         {...}}``, as in an upstreams file); ``classify`` and ``breaker_policy`` add what JSON cannot carry.
         Every bad key is reported at once (ConfigError.fields)."""
         document = check_settings_mapping(settings)
@@ -195,14 +195,14 @@ class _BaseClient:
 
     @property
     def breaker_counts(self) -> BreakerCounts:
-        """The circuit breaker's counts now (SPEC §9.3): its state, the counts since that state began and the last
+        """The circuit breaker's counts now (docs/breaker.md §9.3): its state, the counts since that state began and the last
         ``window`` results, as a breaker policy sees them (read lazily, as breaker_state). Thread-safe."""
         state, *counts = self._native.breaker_counts()
         return BreakerCounts(_STATES.get(state, "unknown"), *counts)
 
     @property
     def budget_tokens(self) -> float:
-        """The retry budget's balance now (SPEC §6.4): the tokens of a ``"token_bucket"`` budget, or the retries a
+        """The retry budget's balance now (docs/retries.md §6.4): the tokens of a ``"token_bucket"`` budget, or the retries a
         ``"ratio"`` budget still allows in its window. A retry needs more than half a token. Thread-safe."""
         return self._native.budget_tokens()
 
@@ -239,14 +239,14 @@ class _BaseClient:
 
 
 class Client(_BaseClient, Closing):
-    """A blocking client for one dependency (SPEC §1): its connections, circuit breaker, retry budget and
+    """A blocking client for one dependency (docs/README.md §1): its connections, circuit breaker, retry budget and
     bulkhead. Build it once and share it: every method is thread-safe, and the GIL is released while a call
     waits. On the main thread a call can be interrupted by Ctrl-C (KeyboardInterrupt within ~50 ms).
 
-    Arguments are the settings of SPEC §3 (durations in seconds, or strings such as ``"250ms"``); ``classify``
+    Arguments are the settings of docs/settings.md §3 (durations in seconds, or strings such as ``"250ms"``); ``classify``
     is a preset name or a callable ``(Attempt) -> Classification``; ``breaker_policy`` replaces the trip/probe
     policy with Python callables; ``runtime`` (default: a shared one) carries name overrides. An argument left
-    None is not given: the core's default applies (SPEC §3), and only the values given are checked against
+    None is not given: the core's default applies (docs/settings.md §3), and only the values given are checked against
     each other (``timeout=1.0`` alone caps the default ``attempt_timeout``; ``timeout=1.0,
     attempt_timeout=5.0`` is a ConfigError naming both). Invalid settings raise ConfigError listing every bad
     field.
@@ -261,7 +261,7 @@ class Client(_BaseClient, Closing):
         client's origin). ``idempotency_key`` sets the Idempotency-Key header, making the request safe to send
         twice; ``retry=False`` makes one attempt, ``retry=True`` vouches for a request the rules would not
         retry; ``timeout`` (seconds) bounds this call below the client's; ``context`` (a CallContext, or the
-        incoming request's headers) carries the request being served on to the dependency (SPEC §12);
+        incoming request's headers) carries the request being served on to the dependency (docs/telemetry.md §12);
         ``cancel`` (a CancelToken) lets another thread or a callback end the call early. Raises an
         UpstreamError subclass when no response came, or the exception a callback raised."""
         return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout,

@@ -1,4 +1,4 @@
-"""The call context (SPEC §12): what the request being served carries, passed on to the dependency."""
+"""The call context (docs/telemetry.md §12): what the request being served carries, passed on to the dependency."""
 from __future__ import annotations
 
 from collections.abc import Mapping

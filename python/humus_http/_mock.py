@@ -1,4 +1,4 @@
-"""The mock transport's Python face (SPEC §16.2): the request a handler receives, the reply it returns, and the
+"""The mock transport's Python face (docs/testing-kit.md §16.2): the request a handler receives, the reply it returns, and the
 adapter the extension calls. ``humus_http.testing`` builds a scripted dependency and a pytest fixture on top."""
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def _error_name(error: object) -> str | None:
 
 @dataclass(frozen=True)
 class MockReply:
-    """What the mock transport answers one attempt (SPEC §16.2).
+    """What the mock transport answers one attempt (docs/testing-kit.md §16.2).
 
     ``status``, ``headers`` (a mapping or ``(name, value)`` pairs, in order) and ``body`` (bytes, or str sent as
     UTF-8) make a response. ``error`` fails the attempt with a transport error instead: a status name

@@ -124,7 +124,7 @@ class Client:
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
 
 class Upstreams:
-    """A humus_upstreams registry: clients by name (SPEC §15.1)."""
+    """A humus_upstreams registry: clients by name (docs/upstreams.md §15.1)."""
     def __init__(self, runtime: Runtime, document: str) -> None: ...
     def close(self) -> None:
         """Releases this share of the registry."""

@@ -1,8 +1,8 @@
-"""Settings values (SPEC §3), the runtime, and the Python forms of the callbacks: classifiers (SPEC §5) and
-breaker policies (SPEC §9.3).
+"""Settings values (docs/settings.md §3), the runtime, and the Python forms of the callbacks: classifiers (docs/retries.md §5) and
+breaker policies (docs/breaker.md §9.3).
 
 The dataclasses are frozen values: build them anywhere, share them between threads. A client turns them into
-the SPEC's JSON form and hands that to the C core, which checks every field at once (``ConfigError`` lists
+the settings' JSON form (docs/settings.md) and hands that to the C core, which checks every field at once (``ConfigError`` lists
 every bad key).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = [
     "preset_classify",
 ]
 
-#: A duration: seconds (int or float), a ``timedelta``, or the SPEC's string form (``"250ms"``, ``"5s"``).
+#: A duration: seconds (int or float), a ``timedelta``, or the settings' string form (``"250ms"``, ``"5s"``).
 Duration = float | int | timedelta | str
 
 Attempt = _native.Attempt
@@ -84,7 +84,7 @@ def _drop_none(d: dict[str, object]) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class TLS:
-    """TLS for an https dependency (SPEC §10.3): trust only the given CA (file or PEM text) instead of the system
+    """TLS for an https dependency (docs/transport.md §10.3): trust only the given CA (file or PEM text) instead of the system
     roots, a client certificate and key for mTLS, and the lowest TLS version (``"1.2"`` or ``"1.3"``).
     Verification is always on. A frozen value: share it between threads freely."""
 
@@ -97,7 +97,7 @@ class TLS:
     min_version: Literal["1.2", "1.3"] | None = None
 
     def to_json(self) -> dict[str, object]:
-        """The SPEC's JSON form (``"tls"`` object)."""
+        """The the docs' JSON form (``"tls"`` object)."""
         def path(p: str | os.PathLike[str] | None) -> str | None:
             return None if p is None else os.fspath(p)
         return _drop_none({"ca_file": path(self.ca_file), "ca_pem": self.ca_pem, "cert_file": path(self.cert_file),
@@ -107,7 +107,7 @@ class TLS:
 
 @dataclass(frozen=True)
 class RetryBudget:
-    """The retry budget shared by every call of a client (SPEC §6.4): ``"token_bucket"`` (``tokens``, ``ratio``
+    """The retry budget shared by every call of a client (docs/retries.md §6.4): ``"token_bucket"`` (``tokens``, ``ratio``
     refilled per success) or ``"ratio"`` (``ratio`` of the requests of the last ``window``, plus
     ``min_per_second``). Fields left None take the core's defaults.
     A frozen value: share it between threads freely."""
@@ -119,7 +119,7 @@ class RetryBudget:
     window: Duration | None = None
 
     def to_json(self) -> dict[str, object]:
-        """The SPEC's JSON form (``"retry_budget"`` object)."""
+        """The the docs' JSON form (``"retry_budget"`` object)."""
         return _drop_none({"policy": self.policy, "tokens": _json_value(self.tokens), "ratio": _json_value(self.ratio),
                            "min_per_second": _json_value(self.min_per_second),
                            "window": None if self.window is None else _duration(self.window)})
@@ -127,7 +127,7 @@ class RetryBudget:
 
 @dataclass(frozen=True)
 class Breaker:
-    """The circuit breaker's shape (SPEC §9): the last ``window`` results, open for ``open_for`` seconds, at most
+    """The circuit breaker's shape (docs/breaker.md §9): the last ``window`` results, open for ``open_for`` seconds, at most
     ``probes`` probes in flight in half-open, a probe's slot freed after ``probe_timeout``.
     A frozen value: share it between threads freely."""
 
@@ -137,7 +137,7 @@ class Breaker:
     probe_timeout: Duration | None = None
 
     def to_json(self) -> dict[str, object]:
-        """The SPEC's JSON form (``"breaker"`` object)."""
+        """The the docs' JSON form (``"breaker"`` object)."""
         return _drop_none({"window": _json_value(self.window),
                            "open_for": None if self.open_for is None else _duration(self.open_for),
                            "probes": _json_value(self.probes),
@@ -155,7 +155,7 @@ class Trip:
     min_results: int | None = None
 
     def to_json(self) -> dict[str, object]:
-        """The SPEC's JSON form (``"trip"`` object)."""
+        """The the docs' JSON form (``"trip"`` object)."""
         return _drop_none({"consecutive_failures": _json_value(self.consecutive_failures),
                            "failure_rate": _json_value(self.failure_rate),
                            "min_results": _json_value(self.min_results)})
@@ -169,20 +169,20 @@ class Probe:
     successes_to_close: int | None = None
 
     def to_json(self) -> dict[str, object]:
-        """The SPEC's JSON form (``"probe"`` object)."""
+        """The the docs' JSON form (``"probe"`` object)."""
         return _drop_none({"successes_to_close": _json_value(self.successes_to_close)})
 
 
 @dataclass(frozen=True)
 class Bulkhead:
-    """At most ``max_concurrent`` calls of a client in flight; the next waits up to ``wait`` for a slot (SPEC
-    §11). A frozen value: share it between threads freely."""
+    """At most ``max_concurrent`` calls of a client in flight; the next waits up to ``wait`` for a slot
+    (docs/bulkhead.md §11). A frozen value: share it between threads freely."""
 
     max_concurrent: int | None = None
     wait: Duration | None = None
 
     def to_json(self) -> dict[str, object]:
-        """The SPEC's JSON form (``"bulkhead"`` object)."""
+        """The the docs' JSON form (``"bulkhead"`` object)."""
         return _drop_none({"max_concurrent": _json_value(self.max_concurrent),
                            "wait": None if self.wait is None else _duration(self.wait)})
 
@@ -200,7 +200,7 @@ _STATES = {0: "closed", 1: "open", 2: "half_open"}
 
 @dataclass(frozen=True)
 class BreakerCounts:
-    """What a breaker policy sees (SPEC §9.3): the state these counts belong to (``"closed"``, ``"open"``,
+    """What a breaker policy sees (docs/breaker.md §9.3): the state these counts belong to (``"closed"``, ``"open"``,
     ``"half_open"``), counts since that state began, and the last ``window`` results.
     A frozen value: share it between threads freely."""
 
@@ -216,7 +216,7 @@ class BreakerCounts:
 
 @dataclass(frozen=True)
 class BreakerPolicy:
-    """A custom breaker policy in Python (SPEC §9.3): ``trip(counts)`` returns True to open a closed breaker;
+    """A custom breaker policy in Python (docs/breaker.md §9.3): ``trip(counts)`` returns True to open a closed breaker;
     ``probe(counts)`` returns a ProbeDecision after each probe in half-open. Both run under the breaker's lock
     on whichever thread delivers a result, holding the GIL: they must be fast, thread-safe and must not call the
     client. One that raises ends the call with that exception; the result counts as a failure and the breaker
@@ -250,7 +250,7 @@ _BREAKER_NAMES = {v: k for k, v in _BREAKER_VERDICTS.items()}
 
 @dataclass(frozen=True)
 class Classification:
-    """What an attempt's result means (SPEC §5): ``retry`` True to try again (when the request may be sent
+    """What an attempt's result means (docs/retries.md §5): ``retry`` True to try again (when the request may be sent
     twice and the budget and deadline allow), ``breaker`` how the breaker counts it (``"success"``,
     ``"failure"``, ``"ignored"``), ``retry_after`` the dependency's Retry-After in seconds (None for none).
     A frozen value: share it between threads freely."""
@@ -285,13 +285,13 @@ Classifier = Callable[[_native.Attempt], Classification]
 
 
 def default_classify(attempt: _native.Attempt) -> Classification:
-    """The default classifier (SPEC §5.3), for a custom classifier to delegate to. Call it only inside a
+    """The default classifier (docs/retries.md §5.3), for a custom classifier to delegate to. Call it only inside a
     classifier, with the attempt it received."""
     return Classification.from_native(_native.classify_default(attempt))
 
 
 def preset_classify(preset: Literal["humus", "jfast", "strict"], attempt: _native.Attempt) -> Classification:
-    """A named preset classifier (SPEC §5.5): ``"humus"`` (the default), ``"jfast"`` or ``"strict"``. Call it only
+    """A named preset classifier (docs/retries.md §5.5): ``"humus"`` (the default), ``"jfast"`` or ``"strict"``. Call it only
     inside a classifier, with the attempt it received."""
     try:
         return Classification.from_native(_native.classify_preset(preset, attempt))
@@ -310,7 +310,7 @@ def classifier_adapter(classify: Classifier) -> Callable[[_native.Attempt], tupl
 
 
 class Runtime:
-    """Process-wide machinery shared by clients (SPEC §1): the event-loop thread of asynchronous calls, the clock,
+    """Process-wide machinery shared by clients (docs/README.md §1): the event-loop thread of asynchronous calls, the clock,
     the name overrides, the telemetry sinks and the failure-injection switch. Clients built without ``runtime=``
     share one default runtime (a real clock, no overrides, no sinks, faults off). Thread-safe; it lives as long
     as a client built from it.
@@ -318,7 +318,7 @@ class Runtime:
     ``resolve`` maps ``"host:port"`` to ``"address:port"`` (like curl ``--resolve``): the connection goes to the
     address while TLS still verifies the name.
 
-    ``clock="virtual"`` gives the runtime a virtual clock (SPEC §16.1): every wait of its clients (backoff,
+    ``clock="virtual"`` gives the runtime a virtual clock (docs/testing-kit.md §16.1): every wait of its clients (backoff,
     Retry-After, ``open_for``, ``probe_timeout``, budget windows, mock delays and attempt timeouts) runs on it,
     and it moves on its own whenever every call in flight waits only on timers, so a 2 s Retry-After costs no
     real time. ``advance_ms()`` moves it by hand (between calls, e.g. past a breaker's ``open_for``). A virtual
@@ -326,13 +326,13 @@ class Runtime:
     every attempt with a Python handler instead of a socket. ``seed`` fixes the random draws of the backoff (the
     same seed, the same waits). See ``humus_http.testing`` for a scripted mock and a pytest fixture.
 
-    ``span_sink`` receives one ``Span`` per attempt (SPEC §13.1; ``humus_http.otel.span_sink()`` bridges them
-    into the OpenTelemetry SDK) and ``log_sink`` one ``LogRecord`` per breaker state change (SPEC §13.3); see
+    ``span_sink`` receives one ``Span`` per attempt (docs/telemetry.md §13.1; ``humus_http.otel.span_sink()`` bridges them
+    into the OpenTelemetry SDK) and ``log_sink`` one ``LogRecord`` per breaker state change (docs/telemetry.md §13.3); see
     ``set_span_sink()`` and ``set_log_sink()``. With a span sink, each attempt sends its own ``traceparent``
     (child of the call context's); without one, the caller's ``traceparent`` and ``tracestate`` pass through.
     ``metrics_prometheus()``, ``metrics_json()`` and ``readiness()`` report on every client of the runtime.
 
-    ``faults=True`` turns failure injection on (SPEC §14): a call whose baggage — ``context=`` (a CallContext's
+    ``faults=True`` turns failure injection on (docs/failure-injection.md §14): a call whose baggage — ``context=`` (a CallContext's
     ``baggage``, or the incoming request's ``baggage`` header) or the call's own ``baggage`` header — carries the
     member ``humus.fault`` has its attempts to the named points fail. The member's value is ``|``-separated
     ``point=action[@probability]`` items (percent-encoding honoured): the point of a client is
@@ -390,7 +390,7 @@ class Runtime:
 
     @property
     def faults(self) -> bool:
-        """True when failure injection (SPEC §14, the ``humus.fault`` baggage member) is on."""
+        """True when failure injection (docs/failure-injection.md §14, the ``humus.fault`` baggage member) is on."""
         return self._faults
 
     def elapsed_ms(self) -> int:
@@ -415,7 +415,7 @@ class Runtime:
             raise from_native(failure.args[0], "") from None
 
     def set_mock_transport(self, handler: MockHandler | None) -> None:
-        """Installs ``handler`` as the mock transport (SPEC §16.2) of the clients built afterwards from this
+        """Installs ``handler`` as the mock transport (docs/testing-kit.md §16.2) of the clients built afterwards from this
         runtime (clients built before keep what they had); None removes it. ``handler(request)`` receives a
         MockRequest for each attempt and returns a MockReply; it runs on the thread that drives the attempt,
         holding the GIL, possibly on several threads at once. An exception it raises fails that attempt and the
@@ -433,7 +433,7 @@ class Runtime:
             raise from_native(failure.args[0], "") from None
 
     def set_span_sink(self, sink: SpanSink | None) -> None:
-        """Installs ``sink`` as the span sink (SPEC §13.1) for the calls that start afterwards, on every client of
+        """Installs ``sink`` as the span sink (docs/telemetry.md §13.1) for the calls that start afterwards, on every client of
         the runtime; None removes it (calls then send the caller's ``traceparent`` unchanged and make no spans).
 
         ``sink(span)`` receives each attempt's ``Span`` when the attempt ends, on the thread that ended it (the
@@ -448,7 +448,7 @@ class Runtime:
         self._set_sink("set_span_sink", _native.set_span_sink, sink, span_adapter)
 
     def set_log_sink(self, sink: LogSink | None) -> None:
-        """Installs ``sink`` as the log sink (SPEC §13.3) of every client of the runtime at once; None removes
+        """Installs ``sink`` as the log sink (docs/telemetry.md §13.3) of every client of the runtime at once; None removes
         it. ``sink(record)`` receives a ``LogRecord`` for each circuit breaker state change (and for an upstream
         whose ``base_url`` an environment variable overrode), on the thread whose call caused it, holding the GIL,
         with the same rules as a span sink (thread-safe, fast, exceptions to ``sys.unraisablehook``). The records
@@ -466,7 +466,7 @@ class Runtime:
             raise from_native(failure.args[0], "") from None
 
     def metrics_prometheus(self) -> str:
-        """The metrics of SPEC §13.2, summed over the runtime's clients by origin (freed clients' counts stay),
+        """The metrics of docs/telemetry.md §13.2, summed over the runtime's clients by origin (freed clients' counts stay),
         in the Prometheus text exposition format 0.0.4: ``http_client_request_duration_seconds`` and
         ``http_client_request_body_size_bytes`` (histograms), ``humus_circuit_state{humus_circuit_state=...}``
         (breakers per state, read now), ``humus_circuit_transitions_total``,
@@ -487,7 +487,7 @@ class Runtime:
         return self._json_report(_native.metrics_json)
 
     def readiness(self) -> dict[str, Any]:
-        """A readiness report (SPEC §15.2) of every live client of the runtime, in the order they were made:
+        """A readiness report (docs/upstreams.md §15.2) of every live client of the runtime, in the order they were made:
         ``{"status": "ok" | "degraded", "clients": [{"origin", "state": "closed" | "open" | "half_open",
         "retry_after_ms", "counts": {...}}]}``. ``"degraded"`` when any breaker is not closed; never
         ``"unavailable"``: a dependency being down does not make this service unready. Reading advances a due
@@ -519,13 +519,13 @@ def default_runtime() -> Runtime:
         return _default
 
 
-#: The keys whose values are durations (written in the SPEC's string form).
+#: The keys whose values are durations (written in the settings' string form).
 _DURATIONS = frozenset({"timeout", "attempt_timeout", "connect_timeout", "backoff_base", "backoff_max",
                         "max_retry_after", "idle_timeout", "max_connection_lifetime"})
 
 
 def settings_json(base_url: str, values: Mapping[str, object]) -> dict[str, object]:
-    """The SPEC's JSON form of a client's keyword arguments: exactly the keys the caller gave (None means "not
+    """The the docs' JSON form of a client's keyword arguments: exactly the keys the caller gave (None means "not
     given"), so the core alone applies its defaults and checks what was given, as every binding does
     (``timeout=1.0`` alone caps the default attempt_timeout at 1 s; ``timeout=1.0, attempt_timeout=5.0`` is a
     ConfigError naming both)."""
@@ -546,14 +546,14 @@ def settings_json(base_url: str, values: Mapping[str, object]) -> dict[str, obje
 
 def settings_schema() -> list[dict[str, Any]]:
     """Every settings key of the core (humus_settings_schema_json): ``{"key", "kind", "default", "doc", ...}``
-    in the SPEC's order."""
+    in the documented order."""
     keys: list[dict[str, Any]] = json.loads(_native.settings_schema_json())["keys"]
     return keys
 
 
 def check_settings_mapping(settings: Mapping[str, object]) -> dict[str, object]:
-    """A copy of a SPEC JSON-form mapping with every value JSON can carry; a ConfigError when it is no mapping."""
+    """A copy of a settings JSON-form mapping with every value JSON can carry; a ConfigError when it is no mapping."""
     if not isinstance(settings, Mapping):
-        raise ConfigError(f"settings must be a mapping (the SPEC's JSON form), not {type(settings).__name__}",
+        raise ConfigError(f"settings must be a mapping (the settings' JSON form (docs/settings.md)), not {type(settings).__name__}",
                           status="HUMUS_E_CONFIG", fields=("settings",))
     return {str(k): _json_value(v) for k, v in settings.items()}

@@ -1,4 +1,4 @@
-"""Telemetry's Python face (SPEC §13): the span of each attempt and the log records of breaker state changes,
+"""Telemetry's Python face (docs/telemetry.md §13): the span of each attempt and the log records of breaker state changes,
 as frozen values handed to the sinks of a ``Runtime``, and the adapters the extension calls.
 
 Sinks run on whichever thread ends an attempt or changes a breaker (a caller's thread, or the runtime's
@@ -21,7 +21,7 @@ __all__ = ["LogRecord", "LogSink", "Span", "SpanSink"]
 
 @dataclass(frozen=True)
 class Span:
-    """One attempt's span (SPEC §13.1), of kind CLIENT: one per attempt sent (each retry and each redirect has
+    """One attempt's span (docs/telemetry.md §13.1), of kind CLIENT: one per attempt sent (each retry and each redirect has
     its own), and one for an attempt the circuit breaker rejected, which ends as it starts with ``error.type``
     ``"rejected"``.
 
@@ -59,9 +59,9 @@ class Span:
 
 @dataclass(frozen=True)
 class LogRecord:
-    """One log record (SPEC §13.3). Two events exist: ``"humus.circuit.state_change"`` (one per change of a
-    breaker's state, SPEC §9.5) and ``"humus.upstreams.base_url_override"`` (an environment variable overrode
-    an upstream's ``base_url`` with another value, SPEC §15.1). Errors are returned, never logged.
+    """One log record (docs/telemetry.md §13.3). Two events exist: ``"humus.circuit.state_change"`` (one per change of a
+    breaker's state, docs/breaker.md §9.5) and ``"humus.upstreams.base_url_override"`` (an environment variable overrode
+    an upstream's ``base_url`` with another value, docs/upstreams.md §15.1). Errors are returned, never logged.
 
     ``message`` is one line for people; ``server_address`` and ``server_port`` name the origin (``""`` and 0 for
     an upstreams record).

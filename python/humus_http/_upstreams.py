@@ -1,4 +1,4 @@
-"""The upstreams registry (SPEC §15): one client per named dependency, built from one JSON document, and the
+"""The upstreams registry (docs/upstreams.md §15): one client per named dependency, built from one JSON document, and the
 readiness report of their circuit breakers."""
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ _open_registries: CloseAtExit[Upstreams] = CloseAtExit(lambda registry: registry
 
 
 def base_url_variable(name: str) -> str:
-    """The environment variable that overrides upstream ``name``'s base_url (SPEC §15.1):
+    """The environment variable that overrides upstream ``name``'s base_url (docs/upstreams.md §15.1):
     ``HUMUS_HTTP_UPSTREAMS__<NAME>__BASE_URL``, the name in uppercase with ``-`` written ``_``."""
     return "HUMUS_HTTP_UPSTREAMS__" + name.upper().replace("-", "_") + "__BASE_URL"
 
@@ -53,11 +53,11 @@ def _base_urls(text: str, names: tuple[str, ...]) -> dict[str, str]:
 
 
 class Upstreams(Closing):
-    """A registry of clients by name (SPEC §15.1), built from one JSON document::
+    """A registry of clients by name (docs/upstreams.md §15.1), built from one JSON document::
 
         {"upstreams": {"billing": {"base_url": "https://billing:8443", "timeout": "5s", ...}, ...}}
 
-    Each upstream's keys are the settings of SPEC §3 in their JSON form (as ``Client.from_settings`` takes them:
+    Each upstream's keys are the settings of docs/settings.md §3 in their JSON form (as ``Client.from_settings`` takes them:
     durations as strings such as ``"250ms"``). Build it with ``from_file()`` or ``from_json()``; every problem of
     the document is reported at once as a ConfigError whose ``fields`` are the paths
     (``"upstreams.billing.timout"`` for a misspelt key, the message naming the nearest valid key).
@@ -199,7 +199,7 @@ class Upstreams(Closing):
         return UnknownUpstreamError(message, name=name, configured=self._names)
 
     def readiness(self) -> dict[str, Any]:
-        """The readiness report (SPEC §15.2) of the registry's clients: ``{"status": "ok" | "degraded",
+        """The readiness report (docs/upstreams.md §15.2) of the registry's clients: ``{"status": "ok" | "degraded",
         "clients": [{"name", "origin", "state": "closed" | "open" | "half_open", "retry_after_ms",
         "counts": {...}}]}``, ``"degraded"`` when any breaker is not closed, never ``"unavailable"``.
         Thread-safe."""

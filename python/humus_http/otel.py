@@ -1,4 +1,4 @@
-"""The OpenTelemetry bridge (SPEC §13.1): humus_http's attempt spans as spans of the OpenTelemetry SDK.
+"""The OpenTelemetry bridge (docs/telemetry.md §13.1): humus_http's attempt spans as spans of the OpenTelemetry SDK.
 
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor

@@ -1,4 +1,4 @@
-"""The testing kit (SPEC §16): test code that calls a dependency through humus_http without sockets and without
+"""The testing kit (docs/testing-kit.md §16): test code that calls a dependency through humus_http without sockets and without
 waiting, deterministically.
 
 ``MockTransport`` is a scripted dependency on a virtual clock. Script what each route answers, build clients
@@ -72,7 +72,7 @@ class RecordedRequest:
 
 
 class MockTransport(Closing):
-    """A scripted dependency answering the clients built from its runtime (SPEC §16.2), on a virtual clock
+    """A scripted dependency answering the clients built from its runtime (docs/testing-kit.md §16.2), on a virtual clock
     unless ``clock="real"``. ``seed`` fixes the backoff's random draws. ``record_headers`` names the request
     headers kept for each RecordedRequest (``Idempotency-Key``, ``traceparent``, ...).
 

@@ -92,7 +92,7 @@ struct ErrorInfo {
   int32_t attempts = 0;
   std::vector<std::string> fields;
   int64_t retry_after_ms = 0;
-  // How long the call took on the runtime's clock (SPEC §16.1), whole milliseconds; -1 when the error did not
+  // How long the call took on the runtime's clock (docs/testing-kit.md §16.1), whole milliseconds; -1 when the error did not
   // come from a call (settings, a request refused before it was sent).
   int64_t elapsed_ms = -1;
   py::object exception = py::none();
@@ -155,7 +155,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
   humus_runtime* get() const { return rt_; }
 
-  // The virtual clock (SPEC §16.1). Advancing wakes the waits that come due, whose callbacks need the GIL.
+  // The virtual clock (docs/testing-kit.md §16.1). Advancing wakes the waits that come due, whose callbacks need the GIL.
   void advance_ms(int64_t ms) {
     humus_error* err = nullptr;
     humus_status st;
@@ -692,7 +692,7 @@ class SignalWatch {
 
 // ---- Client -----------------------------------------------------------------------------------------------
 
-// An upstreams registry (SPEC §15.1) and the runtime it was built on. Shared by the Upstreams object and by
+// An upstreams registry (docs/upstreams.md §15.1) and the runtime it was built on. Shared by the Upstreams object and by
 // every client handle over one of its clients (the registry owns those clients): freed with the last of them.
 class UpstreamsHandle {
  public:
@@ -847,7 +847,7 @@ class Client {
     }
   }
 
-  // The breaker's counts (SPEC §9.3) as the eight integers of the policy adapters.
+  // The breaker's counts (docs/breaker.md §9.3) as the eight integers of the policy adapters.
   py::tuple breaker_counts() {
     std::shared_ptr<ClientHandle> h = acquire();
     humus_breaker_counts counts{};
@@ -862,7 +862,7 @@ class Client {
     return counts_tuple(&counts);
   }
 
-  // The retry budget's balance (SPEC §6.4).
+  // The retry budget's balance (docs/retries.md §6.4).
   double budget_tokens() {
     std::shared_ptr<ClientHandle> h = acquire();
     double tokens = 0;
@@ -1043,7 +1043,7 @@ class Client {
     int32_t retry = HUMUS_RETRY_MODE_DEFAULT;
     int64_t timeout_ms = 0;
     bool has_context = false;
-    // traceparent, tracestate, baggage, X-Request-ID, Authorization of the request being served (SPEC §12)
+    // traceparent, tracestate, baggage, X-Request-ID, Authorization of the request being served (docs/telemetry.md §12)
     const char* context[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   };
 
@@ -1204,7 +1204,7 @@ class Client {
 
 // ---- Upstreams --------------------------------------------------------------------------------------------
 
-// An upstreams registry (SPEC §15.1): clients by name, built from one JSON document. close() releases this
+// An upstreams registry (docs/upstreams.md §15.1): clients by name, built from one JSON document. close() releases this
 // object's share; the registry and its clients are freed once no client handed out still uses them.
 class Upstreams {
  public:
@@ -1388,7 +1388,7 @@ PYBIND11_MODULE(_native, m) {
         if (st != HUMUS_OK) fail(st, nullptr);
         return classification_tuple(c);
       },
-      py::arg("attempt"), "The default classifier (SPEC §5.3): (retry, breaker, retry_after_ms).");
+      py::arg("attempt"), "The default classifier (docs/retries.md §5.3): (retry, breaker, retry_after_ms).");
   m.def(
       "classify_preset",
       [](const std::string& preset, const Attempt& a) {
@@ -1444,7 +1444,7 @@ PYBIND11_MODULE(_native, m) {
            py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
            py::arg("future"), py::arg("context") = py::none(), py::arg("cancel") = py::none());
 
-  py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (SPEC §15.1).")
+  py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (docs/upstreams.md §15.1).")
       .def(py::init<std::shared_ptr<Runtime>, const std::string&>(), py::arg("runtime"), py::arg("document"))
       .def("close", &Upstreams::close, "Releases this share of the registry.")
       .def_property_readonly("closed", &Upstreams::closed)

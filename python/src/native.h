@@ -92,11 +92,11 @@ void keep_callback_exception();
 // GIL held: the C runtime of a humus_http._native.Runtime (pybind11's cast error for another object).
 humus_runtime* runtime_of(py::handle runtime);
 
-// testing.cpp: the mock transport (SPEC §16.2) and status names, added to the module.
+// testing.cpp: the mock transport (docs/testing-kit.md §16.2) and status names, added to the module.
 void register_testing(py::module_& m);
 
-// telemetry.cpp: the span and log sinks (SPEC §13.1, §13.3), the metrics (SPEC §13.2) and readiness
-// (SPEC §15.2) reports, added to the module.
+// telemetry.cpp: the span and log sinks (docs/telemetry.md §13.1, §13.3), the metrics (docs/telemetry.md §13.2) and readiness
+// (docs/upstreams.md §15.2) reports, added to the module.
 void register_telemetry(py::module_& m);
 
 inline void destroy_callable(void* user_data) {

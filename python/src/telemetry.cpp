@@ -1,4 +1,4 @@
-// humus_http._native, telemetry (SPEC §13) and readiness (SPEC §15.2): the span and log sinks' callbacks into
+// humus_http._native, telemetry (docs/telemetry.md §13) and readiness (docs/upstreams.md §15.2): the span and log sinks' callbacks into
 // Python, and the metrics and readiness reports as text. Registered on the module by native.cpp
 // (register_telemetry). Like native.cpp, it knows only the C header.
 //

@@ -1,4 +1,4 @@
-// humus_http._native, the testing kit (SPEC §16.2): the mock transport's callback into Python, the request
+// humus_http._native, the testing kit (docs/testing-kit.md §16.2): the mock transport's callback into Python, the request
 // view it hands over, and the C status names the Python side maps reply errors through. Registered on the
 // module by native.cpp (register_testing). Like native.cpp, it knows only the C header.
 #include <pybind11/pybind11.h>

@@ -175,7 +175,7 @@ def test_per_call_keyword_types(make_client: Callable[..., humus_http.Client], p
 
 def test_the_call_context_travels(server: TestServer, make_client: Callable[..., humus_http.Client],
                                   listener: str, path: str) -> None:
-    """SPEC §12: the request being served's trace headers and request id go on; its bearer token only with
+    """docs/telemetry.md §12: the request being served's trace headers and request id go on; its bearer token only with
     forward_authorization; the call's own headers win."""
     client = make_client(listener)
     incoming = {"Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

@@ -1,4 +1,4 @@
-"""The testing kit (SPEC §16) through the public API: the virtual clock, the mock transport (every kind of reply,
+"""The testing kit (docs/testing-kit.md §16) through the public API: the virtual clock, the mock transport (every kind of reply,
 a raising handler), humus_http.testing's MockTransport and fixture; and what the conformance vectors needed the
 API to say: cancel tokens, one client shared by blocking and asyncio code, breaker counts, budget tokens, a
 call's elapsed time."""
@@ -62,7 +62,7 @@ def test_a_reply_with_a_transport_error(error: str | type[humus_http.UpstreamErr
             pytest.raises(raised) as caught:
         client.get("/x")
     assert caught.value.status == status
-    retried = status not in ("HUMUS_E_TLS",)  # TLS failures are not retried (SPEC §5.3)
+    retried = status not in ("HUMUS_E_TLS",)  # TLS failures are not retried (docs/retries.md §5.3)
     assert caught.value.attempts == (2 if retried else 1)
     assert caught.value.elapsed is not None and caught.value.elapsed == timedelta(milliseconds=runtime.elapsed_ms())
 
@@ -357,7 +357,7 @@ def test_a_cancel_token_ends_a_blocking_call() -> None:
             client.get("/hang", cancel=token)
         assert (later.value.attempts, later.value.elapsed, received) == (0, timedelta(0), ["/hang"])
         counts = client.breaker_counts
-        assert (counts.successes, counts.failures) == (0, 0)  # ignored by the breaker (SPEC §5.1)
+        assert (counts.successes, counts.failures) == (0, 0)  # ignored by the breaker (docs/retries.md §5.1)
         assert client.budget_tokens == 10.0
 
 

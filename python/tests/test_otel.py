@@ -1,4 +1,4 @@
-"""The OpenTelemetry bridge (humus_http.otel, SPEC §13.1): attempt spans recorded in the SDK with the ids the
+"""The OpenTelemetry bridge (humus_http.otel, docs/telemetry.md §13.1): attempt spans recorded in the SDK with the ids the
 dependency saw. The SDK's tests skip when opentelemetry-sdk is not installed; the package works without it."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings: keyword arguments, the SPEC's JSON form (from_settings), durations, presets, the runtime."""
+"""Settings: keyword arguments, the settings' JSON form (docs/settings.md) (from_settings), durations, presets, the runtime."""
 from __future__ import annotations
 
 import dataclasses

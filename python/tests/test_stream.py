@@ -1,4 +1,4 @@
-"""Client.stream(): bodies read from their connection as the caller iterates (SPEC §7), against the local
+"""Client.stream(): bodies read from their connection as the caller iterates (docs/bodies.md §7), against the local
 test server over HTTP/1.1 and HTTP/2: bounded memory for a large body, the breaker counting the result at the
 end or the close, a body breaking off, decoding."""
 from __future__ import annotations

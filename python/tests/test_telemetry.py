@@ -1,6 +1,6 @@
-"""Telemetry through the Python package (SPEC §13): a span per attempt and the traceparent the dependency saw,
-log records of breaker state changes, metrics in the Prometheus and JSON forms, readiness (SPEC §15.2), and
-failure injection through baggage (SPEC §14) — against the real local test server."""
+"""Telemetry through the Python package (docs/telemetry.md §13): a span per attempt and the traceparent the dependency saw,
+log records of breaker state changes, metrics in the Prometheus and JSON forms, readiness (docs/upstreams.md §15.2), and
+failure injection through baggage (docs/failure-injection.md §14) — against the real local test server."""
 from __future__ import annotations
 
 import asyncio
@@ -299,7 +299,7 @@ def test_readiness_lists_every_client_of_the_runtime(make_runtime: MakeRuntime,
     assert all(c["state"] == "closed" and c["counts"]["failures"] == 0 for c in report["clients"])
 
 
-# --- failure injection (SPEC §14) ----------------------------------------------------------------------------
+# --- failure injection (docs/failure-injection.md §14) ----------------------------------------------------------------------------
 
 
 def test_a_fault_for_the_clients_point_fails_its_attempts_and_sends_nothing(
@@ -314,7 +314,7 @@ def test_a_fault_for_the_clients_point_fails_its_attempts_and_sends_nothing(
     assert server.requests(path) == []
     assert [s.attributes.get("http.response.status_code") for s in sinks.spans] == [503, 503, 503]
 
-    # A client of its own: the first one's retry budget is spent (three retries classified, SPEC §6.4).
+    # A client of its own: the first one's retry budget is spent (three retries classified, docs/retries.md §6.4).
     with pytest.raises(humus_http.ProtocolError) as caught:
         make_client(runtime=runtime).get(path, headers={"baggage": f"humus.fault={point}=abort"})
     assert caught.value.attempts == 3

@@ -1,4 +1,4 @@
-"""The upstreams registry (SPEC §15): clients by name from one JSON document, the environment's base_url
+"""The upstreams registry (docs/upstreams.md §15): clients by name from one JSON document, the environment's base_url
 override, every bad key reported by its path, an unknown name, readiness, and who owns the clients."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The conformance vectors (SPEC §18) through the public Python API: every tests/vectors/*.json scenario runs on
+"""The conformance vectors (docs/vectors.md §18) through the public Python API: every tests/vectors/*.json scenario runs on
 a virtual-clock Runtime with a mock transport, as tests/vectors/README.md specifies a runner and
 tests/vectors/vectors_test.cc (the reference runner) does through the C ABI.
 
@@ -217,7 +217,7 @@ class ScriptedDependency:
             return MockReply(error="HUMUS_E_CONNECT", message="unusable scripted reply")
 
 
-# --- Code-supplied callbacks (SPEC §5.4, §9.3): Python callables -----------------------------------------------
+# --- Code-supplied callbacks (docs/retries.md §5.4, docs/breaker.md §9.3): Python callables -----------------------------------------------
 
 
 def make_classifier(fail_on_status: set[int]) -> Callable[[humus_http.Attempt], Classification]:

@@ -231,7 +231,7 @@ Status Breaker::record_closed_locked(Outcome outcome) {
     if (decided.ok()) {
       open = *decided;
     } else {
-      // SPEC §9.4: a failing policy counts the result as a failure; with no decision the breaker stays
+      // docs/breaker.md §9.4: a failing policy counts the result as a failure; with no decision the breaker stays
       // closed, and the next result asks again.
       status = decided.status();
       if (!failure) {
@@ -260,7 +260,7 @@ Status Breaker::record_half_open_locked(Outcome outcome) {
     if (decided.ok()) {
       decision = *decided;
     } else {
-      // SPEC §9.4: counted as a failed probe, which reopens: the consistent state when nothing was decided.
+      // docs/breaker.md §9.4: counted as a failed probe, which reopens: the consistent state when nothing was decided.
       status = decided.status();
       if (!failure) next = with_result_locked(true);
       decision = ProbeDecision::kReopen;

@@ -1,4 +1,4 @@
-// The circuit breaker (SPEC §9): admits or rejects each attempt, counts results, and moves through
+// The circuit breaker (docs/breaker.md §9): admits or rejects each attempt, counts results, and moves through
 // closed → open → half-open → closed/open as its policy decides. Pure: no timers, no sockets; time comes from
 // an injected Clock and every time-driven change (open → half-open, a probe timing out) happens lazily on the
 // next call that looks.
@@ -20,7 +20,7 @@ namespace humus::breaker {
 
 class DefaultPolicy;
 
-// What an admitted attempt's result means to the breaker (SPEC §5).
+// What an admitted attempt's result means to the breaker (docs/retries.md §5).
 enum class Outcome : int32_t {
   kSuccess = HUMUS_BREAKER_SUCCESS,
   kFailure = HUMUS_BREAKER_FAILURE,
@@ -64,19 +64,19 @@ class Breaker {
 
   using Listener = std::function<void(const Transition&)>;
 
-  // A null policy means the built-in one with SPEC §3 defaults. `clock` must outlive the breaker.
+  // A null policy means the built-in one with docs/settings.md §3 defaults. `clock` must outlive the breaker.
   Breaker(Options options, std::shared_ptr<const Policy> policy, Clock& clock);
   ~Breaker();
   Breaker(const Breaker&) = delete;
   Breaker& operator=(const Breaker&) = delete;
 
-  // Admits an attempt or rejects it (SPEC §9.1). Closed: always admitted. Open: rejected until open_for has
+  // Admits an attempt or rejects it (docs/breaker.md §9.1). Closed: always admitted. Open: rejected until open_for has
   // passed since it opened, then half-open. Half-open: admitted as a probe while fewer than `probes` are in
   // flight.
   Admission admit();
 
   // Counts an admitted attempt's result. A permit from an earlier generation, or a probe that already timed
-  // out, changes nothing (SPEC §9.4) and returns OK. When the policy fails, the result counts as a failure,
+  // out, changes nothing (docs/breaker.md §9.4) and returns OK. When the policy fails, the result counts as a failure,
   // the breaker stays consistent (half-open reopens; closed stays closed) and the policy's error
   // (kCallback / kProgram) is returned so the caller can end the call with it. Record each permit once:
   // closed-state permits are not tracked (that would cost the hot path), so a second record counts again.

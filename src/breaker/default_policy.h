@@ -1,4 +1,4 @@
-// The built-in trip/probe policy (SPEC §3 defaults), visible inside breaker/ so the Breaker can call it
+// The built-in trip/probe policy (docs/settings.md §3 defaults), visible inside breaker/ so the Breaker can call it
 // directly instead of through the virtual interface and a Result on every result it records.
 #pragma once
 

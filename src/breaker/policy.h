@@ -1,4 +1,4 @@
-// When a breaker opens and closes (SPEC §9.3): a policy over the counts, built-in or supplied by code.
+// When a breaker opens and closes (docs/breaker.md §9.3): a policy over the counts, built-in or supplied by code.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,7 @@ class Policy {
   virtual Result<ProbeDecision> probe(const Counts& counts) const = 0;
 };
 
-// The built-in policy's parameters (JSON "trip" and "probe"; SPEC §3).
+// The built-in policy's parameters (JSON "trip" and "probe"; docs/settings.md §3).
 struct DefaultPolicyParams {
   uint64_t consecutive_failures = 5;  // open after this many failures in a row ...
   double failure_rate = 0.5;          // ... or once this share of the window failed ...

@@ -1,4 +1,4 @@
-// The bulkhead (SPEC §11): at most max_concurrent calls to one dependency in flight; a call that cannot get a
+// The bulkhead (docs/bulkhead.md §11): at most max_concurrent calls to one dependency in flight; a call that cannot get a
 // slot within `wait` is turned away with HUMUS_E_BULKHEAD_FULL. It knows nothing of the breaker or the
 // budget: a call it turns away never reached the dependency.
 #pragma once
@@ -54,7 +54,7 @@ class Bulkhead {
   };
 
  public:
-  // max_concurrent ≥ 1 and wait ≥ 0 are the settings' checks (SPEC §3); a negative wait acts as 0.
+  // max_concurrent ≥ 1 and wait ≥ 0 are the settings' checks (docs/settings.md §3); a negative wait acts as 0.
   Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock);
   ~Bulkhead();  // no Slot or waiter may outlive it
   Bulkhead(const Bulkhead&) = delete;

@@ -1,4 +1,4 @@
-// Code-supplied parts of settings (SPEC §3.3): a classifier and a breaker policy from C callback tables.
+// Code-supplied parts of settings (docs/settings.md §3.3): a classifier and a breaker policy from C callback tables.
 #include "breaker/policy.h"
 #include "capi/guard.h"
 #include "capi/settings_capi.h"

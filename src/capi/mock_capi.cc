@@ -1,4 +1,4 @@
-// The mock transport's C face (SPEC §16.2): a C callback answers each attempt.
+// The mock transport's C face (docs/testing-kit.md §16.2): a C callback answers each attempt.
 #include <memory>
 #include <string>
 

@@ -1,4 +1,4 @@
-// The span sink of include/humus_http.h (SPEC §13.1): each attempt's span handed to a C callback.
+// The span sink of include/humus_http.h (docs/telemetry.md §13.1): each attempt's span handed to a C callback.
 #include <chrono>
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-// The C functions of the log sink, metrics and readiness sections of include/humus_http.h (SPEC §13, §15.2).
+// The C functions of the log sink, metrics and readiness sections of include/humus_http.h (docs/telemetry.md §13, docs/upstreams.md §15.2).
 #include <chrono>
 #include <cstring>
 #include <memory>

@@ -1,4 +1,4 @@
-// The upstreams section of include/humus_http.h (SPEC §15): clients by name from one JSON document.
+// The upstreams section of include/humus_http.h (docs/upstreams.md §15): clients by name from one JSON document.
 #include <memory>
 #include <string>
 #include <vector>

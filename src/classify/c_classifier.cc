@@ -1,5 +1,5 @@
 // A C classifier table (humus_classifier) as a classify::Classifier: owns user_data, and checks what the
-// callback returns so a bad answer is HUMUS_E_PROGRAM, never undefined behaviour (SPEC §5.4).
+// callback returns so a bad answer is HUMUS_E_PROGRAM, never undefined behaviour (docs/retries.md §5.4).
 #include <chrono>
 #include <new>
 #include <string>

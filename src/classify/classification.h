@@ -1,4 +1,4 @@
-// What an attempt's result means, twice over (SPEC §5): for retry and for the breaker.
+// What an attempt's result means, twice over (docs/retries.md §5): for retry and for the breaker.
 #pragma once
 
 #include <memory>
@@ -47,7 +47,7 @@ class Classifier {
 
 namespace humus::classify {
 
-// The default classifier (SPEC §5.3) and the presets "humus", "jfast", "strict" (§5.5); nullptr for an
+// The default classifier (docs/retries.md §5.3) and the presets "humus", "jfast", "strict" (§5.5); nullptr for an
 // unknown name. Shared, stateless, thread-safe.
 std::shared_ptr<const Classifier> preset(std::string_view name);
 

@@ -33,7 +33,7 @@ class TableClassifier final : public Classifier {
       Classification c{rule.retry, rule.breaker, Duration::zero()};
       if (rule.honour_retry_after && rule.retry == kAgain && attempt.headers != nullptr) {
         if (const std::string* value = attempt.headers->find("Retry-After")) {
-          // A malformed value is ignored (SPEC §6.3): the backoff alone decides the wait.
+          // A malformed value is ignored (docs/retries.md §6.3): the backoff alone decides the wait.
           c.retry_after = retry::parse_retry_after(*value, attempt.now).value_or(Duration::zero());
         }
       }

@@ -1,4 +1,4 @@
-// The default classifier (SPEC §5.3) and the presets (§5.5) as data: a table of rules any C++ code can copy,
+// The default classifier (docs/retries.md §5.3) and the presets (§5.5) as data: a table of rules any C++ code can copy,
 // extend and turn into a Classifier of its own.
 #pragma once
 
@@ -42,16 +42,16 @@ struct ClassifierTable {
   Classification other_error{RetryVerdict::kDone, BreakerVerdict::kFailure};
 };
 
-// The table of "humus", the default (SPEC §5.3):
+// The table of "humus", the default (docs/retries.md §5.3):
 //   2xx, 3xx        done, success      408          retry, success
 //   429             retry, success, Retry-After     other 4xx  done, success
 //   500, 501, 505+  done, failure      502, 504     retry, failure
 //   503             retry, failure, Retry-After
 //   connect, resolve, timeout (the attempt's), connection lost, stream refused:  retry, failure
 //   protocol (the peer broke HTTP: it would again), TLS, TLS client certificate:  done, failure
-//   cancelled:  done, ignored (the client decides this itself before asking, SPEC §5.1)
+//   cancelled:  done, ignored (the client decides this itself before asking, docs/retries.md §5.1)
 // A connection dropped mid-response is kConnectionLost (retried); kProtocol is a malformed answer, and an
-// HTTP/2 GOAWAY before processing is kStreamRefused (SPEC §19), so kProtocol is not retried.
+// HTTP/2 GOAWAY before processing is kStreamRefused (docs/libcurl-traps.md §19), so kProtocol is not retried.
 const ClassifierTable& humus_table();
 
 // The table of a named preset: "humus", "jfast" (humus, but 500 is a breaker success and 429 is ignored by

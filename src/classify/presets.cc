@@ -1,4 +1,4 @@
-// The named presets of SPEC §5.5, each a table derived from humus's by overriding rules at the front.
+// The named presets of docs/retries.md §5.5, each a table derived from humus's by overriding rules at the front.
 #include <string_view>
 
 #include "classify/default_classifier.h"

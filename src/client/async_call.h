@@ -1,4 +1,4 @@
-// The asynchronous driver of a call (SPEC §17.1): the same state machine as the blocking one (call.h), run
+// The asynchronous driver of a call (docs/bindings.md §17.1): the same state machine as the blocking one (call.h), run
 // on the runtime's event loop — attempts through the transport's asynchronous side, waits as loop timers,
 // the bulkhead wait as a queued waiter — so no thread waits for it.
 #pragma once

@@ -28,7 +28,7 @@ Result<size_t> ResponseStream::read(char* buf, size_t cap) {
     slot_ = bulkhead::Slot();
     return size_t{0};
   }
-  // SPEC §5.1: a body read failing later is a breaker failure, or ignored when the caller cancelled.
+  // docs/retries.md §5.1: a body read failing later is a breaker failure, or ignored when the caller cancelled.
   const bool cancelled = r.error == Code::kCancelled || (cancel_ != nullptr && cancel_->cancelled());
   if (cancelled) {
     settle(breaker::Outcome::kIgnored, telemetry::CallOutcome::kIgnored);

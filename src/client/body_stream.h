@@ -1,4 +1,4 @@
-// A response whose body is still on its connection (SPEC §7): humus_client_open returns it once the headers
+// A response whose body is still on its connection (docs/bodies.md §7): humus_client_open returns it once the headers
 // are in, and reading it to the end or closing it is what counts the attempt's result in the breaker — as
 // its classification said, or a failure when the body breaks off (ignored when the caller cancelled). Until
 // then the attempt's probe slot (half-open) is held, for at most probe_timeout: the breaker frees a probe
@@ -41,7 +41,7 @@ class ResponseStream {
   // nothing when the caller cancelled, and every later read fails the same way.
   Result<size_t> read(char* buf, size_t cap);
   // Reads the rest onto `body` while the whole stays within `limit` bytes. Past it: kTooLarge, the body is
-  // closed with no breaker verdict (SPEC §10.7: the client's own limit says nothing of the dependency).
+  // closed with no breaker verdict (docs/transport.md §10.7: the client's own limit says nothing of the dependency).
   Status read_rest(std::string& body, uint64_t limit);
   // Closes the body before its end (its connection with it) and counts the result as it was classified.
   // Nothing once the body ended.

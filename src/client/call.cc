@@ -11,7 +11,7 @@
 namespace humus::client {
 namespace {
 
-// SPEC §7: a response body up to this size is buffered before a retry; a larger one is not retried.
+// docs/bodies.md §7: a response body up to this size is buffered before a retry; a larger one is not retried.
 constexpr size_t kRetryBufferLimit = 64 * 1024;
 
 breaker::Outcome outcome_of(classify::BreakerVerdict v) {
@@ -37,8 +37,8 @@ bool is_trace_header(std::string_view name) {
          equals_ignore_case(name, "baggage");
 }
 
-// The call context, with the trace headers found among the call's own headers taken as its parts (SPEC
-// §12): the call's own headers win over the context given, and as context they are the parent of the
+// The call context, with the trace headers found among the call's own headers taken as its parts
+// (docs/telemetry.md §12): the call's own headers win over the context given, and as context they are the parent of the
 // attempt spans and the source of the fault scenario. The first of repeated ones counts.
 CallContext effective_context(const Request& r) {
   CallContext c = r.context;
@@ -53,7 +53,7 @@ CallContext effective_context(const Request& r) {
   return c;
 }
 
-// What travels (SPEC §12), later wins: configured headers; the call context's X-Request-ID (none is
+// What travels (docs/telemetry.md §12), later wins: configured headers; the call context's X-Request-ID (none is
 // invented), traceparent and tracestate, baggage (the attempt's own traceparent replaces the caller's, per
 // attempt, when spans are made; the fault scenario is already stripped); its bearer token only with
 // forward_authorization (never Basic, and the origin check keeps it on the origin); the call's own headers
@@ -147,7 +147,7 @@ std::optional<Step> Call::start() {
   wire_.body = request_.body;
   wire_.body_source = request_.body_source;
   wire_.headers = headers_that_travel(s, request_, context);
-  // A streamed request body without a rewind is sent once, whatever the method (SPEC §4).
+  // A streamed request body without a rewind is sent once, whatever the method (docs/retries.md §4).
   body_replayable_ = request_.body_source == nullptr || request_.body_source->replayable();
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, body_replayable_, request_.retry);
   unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid && body_replayable_;
@@ -179,8 +179,8 @@ Step Call::admit() {
   }
   const breaker::Admission admission = client_.breaker_.admit();
   if (!admission.admitted) {
-    // Rejected attempts send nothing, are not retried, are not classified (SPEC §9.1). A call that already
-    // holds a response from an earlier attempt returns it (SPEC §6.6: only a call that got none fails).
+    // Rejected attempts send nothing, are not retried, are not classified (docs/breaker.md §9.1). A call that already
+    // holds a response from an earlier attempt returns it (docs/retries.md §6.6: only a call that got none fails).
     metrics.outcome(telemetry::CallOutcome::kRejected);
     metrics.decision(retry::Decision::kStopped);
     if (trace_.active()) trace_.rejected(attempt_span(client_.clock_.wall_now()));
@@ -243,7 +243,7 @@ Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodySt
   }
 
   for (bool read_ahead_done = false;;) {
-    // Decided by the client itself, never asked of the classifier (SPEC §5.1).
+    // Decided by the client itself, never asked of the classifier (docs/retries.md §5.1).
     if (sent.error != Code::kOk) {
       body.reset();
       if (cancelled()) {
@@ -289,7 +289,7 @@ Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodySt
     }
     const classify::Classification& c = *verdict;
     if (body != nullptr && c.retry == classify::RetryVerdict::kAgain && !read_ahead_done) {
-      // This response may be replaced by a retry: its body is read now, up to 64 KiB (SPEC §7). A body that
+      // This response may be replaced by a retry: its body is read now, up to 64 KiB (docs/bodies.md §7). A body that
       // breaks off makes the attempt a lost connection, classified as such.
       read_ahead_done = true;
       transport::BodyRead r = read_ahead(body, sent.response.body);
@@ -300,7 +300,7 @@ Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodySt
         continue;
       }
     }
-    // A streamed response's result is counted when its body ends (SPEC §7): here only when it is replaced.
+    // A streamed response's result is counted when its body ends (docs/bodies.md §7): here only when it is replaced.
     const bool streamed = body != nullptr;
     if (!streamed) {
       if (Status st = count(c); !st.ok()) return fail(st);
@@ -310,7 +310,7 @@ Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodySt
     retry::DecisionInput in;
     in.classification = c;
     // A stream the server refused or dropped unprocessed (HTTP/2 REFUSED_STREAM, GOAWAY) never reached the
-    // application: sending it again is safe for any method (SPEC §19).
+    // application: sending it again is safe for any method (docs/libcurl-traps.md §19).
     in.may_send_twice = may_send_twice_ || (sent.error == Code::kStreamRefused && unprocessed_may_resend_);
     in.body_too_large = sent.error == Code::kOk && (sent.response.body.size() > kRetryBufferLimit);
     in.attempt = attempt_;

@@ -1,7 +1,7 @@
 // One call's progress through its attempts, waits and redirects, as a state machine that neither sends nor
 // sleeps itself: it says what comes next (send this attempt, wait until then, or done). The blocking driver
 // (Client::execute) and the asynchronous one (client/engine.h) run the same machine, so both obey the same
-// rules: the SPEC §6 order of admission → send → classify → breaker result → retry decision → wait.
+// rules: the docs/retries.md §6 order of admission → send → classify → breaker result → retry decision → wait.
 #pragma once
 
 #include <optional>
@@ -55,7 +55,7 @@ class Call {
   Step give_up(Status why);  // a wait or a new attempt cut short: the buffered response, else `why`
   bool cancelled() const { return cancel_ != nullptr && cancel_->cancelled(); }
   // Reads a streamed body that may be replaced by a retry into `into`, up to one byte past the 64 KiB
-  // that may be buffered (SPEC §7); `body` is reset when it ended. A failed read is returned.
+  // that may be buffered (docs/bodies.md §7); `body` is reset when it ended. A failed read is returned.
   transport::BodyRead read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into);
   // Counts an attempt's result now: its breaker verdict and the outcome metric. A failing policy's status.
   Status count(const classify::Classification& c);
@@ -76,7 +76,7 @@ class Call {
   int redirects_ = 0;
   Instant attempt_started_{};  // when admit() let the current attempt go (http.client.request.duration)
   breaker::Permit permit_;
-  std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (SPEC §7)
+  std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (docs/bodies.md §7)
   bulkhead::Slot slot_;
   bool started_budget_ = false;
   telemetry::CallTrace trace_;              // inactive without a span sink

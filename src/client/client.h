@@ -1,5 +1,5 @@
-// A client: one per dependency (SPEC §1), shared by every caller, thread-safe. It composes the policies —
-// bulkhead, breaker, retry rules and budget, classifier — around a transport, in the order of SPEC §6 and
+// A client: one per dependency (docs/README.md §1), shared by every caller, thread-safe. It composes the policies —
+// bulkhead, breaker, retry rules and budget, classifier — around a transport, in the order of docs/retries.md §6 and
 // §9: bulkhead → for each attempt: breaker admission → send → classify → breaker result → retry decision →
 // wait.
 #pragma once
@@ -28,7 +28,7 @@ namespace humus::client {
 
 class Client {
  public:
-  // Checks the rules across fields (kProgram, SPEC §3.2), builds the policies and the transport.
+  // Checks the rules across fields (kProgram, docs/settings.md §3.2), builds the policies and the transport.
   static Result<std::unique_ptr<Client>> create(Runtime& runtime, settings::Settings settings);
   ~Client();
   Client(const Client&) = delete;
@@ -78,7 +78,7 @@ class Client {
   friend class AsyncCall;  // and so does its asynchronous driver
   void forget(AsyncCall* call);
   CallResult run(const Request& request, CancelToken* cancel, bool stream);
-  void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (SPEC §9.5)
+  void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (docs/breaker.md §9.5)
 
   Runtime& runtime_;
   Clock& clock_;
@@ -86,7 +86,7 @@ class Client {
   const transport::Origin origin_;
   const std::string origin_with_port_;     // "https://payments:443"
   const std::string origin_without_port_;  // "https://payments" when the port is the scheme's default, else ""
-  const std::string fault_point_;          // "http:payments:443": its name for failure injection (SPEC §14)
+  const std::string fault_point_;          // "http:payments:443": its name for failure injection (docs/failure-injection.md §14)
   const std::shared_ptr<const classify::Classifier> classifier_;
   const retry::Backoff backoff_;
   const Duration max_retry_after_;

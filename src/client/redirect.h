@@ -1,4 +1,4 @@
-// Redirects (SPEC §2): followed within the origin, each a request with attempts of its own; a redirect to
+// Redirects (docs/origin.md §2): followed within the origin, each a request with attempts of its own; a redirect to
 // another origin is handed back to the caller as the 3xx it is.
 #pragma once
 

@@ -13,7 +13,7 @@
 
 namespace humus::client {
 
-// What the request being served carries, passed on to the dependency (SPEC §12). Empty: not given.
+// What the request being served carries, passed on to the dependency (docs/telemetry.md §12). Empty: not given.
 struct CallContext {
   std::string traceparent;
   std::string tracestate;
@@ -48,7 +48,7 @@ struct Response {
   std::shared_ptr<ResponseStream> stream;
 };
 
-// How a call ends: a response the dependency sent, or an error when it got none (SPEC §6.6).
+// How a call ends: a response the dependency sent, or an error when it got none (docs/retries.md §6.6).
 struct CallResult {
   std::optional<Response> response;
   Status error;                  // set when response is empty

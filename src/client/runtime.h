@@ -1,4 +1,4 @@
-// The runtime (SPEC §1): what every client of a process shares — the clock (real or virtual), the name
+// The runtime (docs/README.md §1): what every client of a process shares — the clock (real or virtual), the name
 // overrides (§10.6), the mock transport when tests install one, and the random source.
 #pragma once
 
@@ -45,7 +45,7 @@ class Runtime {
   // When the runtime was made, on its own clock.
   Instant started_at() const { return started_at_; }
 
-  // Metrics registry and log sink (SPEC §13). Thread-safe.
+  // Metrics registry and log sink (docs/telemetry.md §13). Thread-safe.
   telemetry::Telemetry& telemetry() { return telemetry_; }
 
   void set_mock_handler(testing::MockHandler handler);
@@ -57,7 +57,7 @@ class Runtime {
   bool on_loop_thread() const;
 
   // The transport for a new client: the mock when installed, else libcurl with the name overrides; wrapped
-  // in the fault transport when the runtime injects faults (SPEC §14).
+  // in the fault transport when the runtime injects faults (docs/failure-injection.md §14).
   Result<std::unique_ptr<transport::Transport>> make_transport(transport::TransportConfig config);
 
  private:

@@ -1,5 +1,5 @@
 // Time as the policies see it: an injected Clock, so every wait of the client can run on real time or on the
-// virtual clock of testing/virtual_clock.h (SPEC §16.1) without the policies knowing which.
+// virtual clock of testing/virtual_clock.h (docs/testing-kit.md §16.1) without the policies knowing which.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Durations as configuration writes them: "250ms", "5s", "1m", "1.5s" (SPEC §3).
+// Durations as configuration writes them: "250ms", "5s", "1m", "1.5s" (docs/settings.md §3).
 #pragma once
 
 #include <string>

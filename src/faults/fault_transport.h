@@ -1,4 +1,4 @@
-// The transport of a runtime that injects faults (SPEC §14): it wraps the real (or mock) transport and acts
+// The transport of a runtime that injects faults (docs/failure-injection.md §14): it wraps the real (or mock) transport and acts
 // on the fault the call chose for an attempt — abort fails it as a lost connection, status answers it
 // synthetically, delay holds it back within its timeout before the real send. To the client these are
 // real outcomes: classified, retried and counted like any other. Installed only when the runtime's "faults"

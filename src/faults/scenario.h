@@ -1,4 +1,4 @@
-// Failure injection (SPEC §14): the scenario a call carries in its W3C baggage, as the member
+// Failure injection (docs/failure-injection.md §14): the scenario a call carries in its W3C baggage, as the member
 //   humus.fault=<point>=<action>[@<probability>]|<point>=<action>…
 // where a point is "http:<host>:<port>" (every client is one) and an action is "abort", "delay:<duration>"
 // or "status:<code>". The value may be percent-encoded (W3C Baggage); it is decoded before it is read.

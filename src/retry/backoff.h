@@ -1,4 +1,4 @@
-// The wait before a retry (SPEC §6.2): exponential with full jitter. Without jitter every client that failed
+// The wait before a retry (docs/retries.md §6.2): exponential with full jitter. Without jitter every client that failed
 // together retries together and the dependency meets the same spike on every round.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The retry budget (SPEC §6.4): bounds the retries of every call to one dependency together, so that when
+// The retry budget (docs/retries.md §6.4): bounds the retries of every call to one dependency together, so that when
 // the dependency fails every call makes about one attempt instead of max_attempts, and retries do not
 // multiply its load at the moment it can least take it. One budget per client, shared by every call.
 #pragma once

@@ -1,4 +1,4 @@
-// What the call loop asks after each attempt (SPEC §6): another attempt, after which wait, or stop — and
+// What the call loop asks after each attempt (docs/retries.md §6): another attempt, after which wait, or stop — and
 // why, since every answer is counted in humus.retry.decisions (§13.2).
 #pragma once
 

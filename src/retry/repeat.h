@@ -1,4 +1,4 @@
-// Which requests may be sent twice (SPEC §4): safe to repeat and possible to repeat. This is about the
+// Which requests may be sent twice (docs/retries.md §4): safe to repeat and possible to repeat. This is about the
 // request, never about what the dependency answered, so a POST without an idempotency key is never charged
 // twice whatever the classifier says.
 #pragma once

@@ -1,4 +1,4 @@
-// The Retry-After header (RFC 9110 §10.2.3, SPEC §6.3): how long a dependency asked us to wait.
+// The Retry-After header (RFC 9110 §10.2.3, docs/retries.md §6.3): how long a dependency asked us to wait.
 #pragma once
 
 #include <chrono>
@@ -10,7 +10,7 @@
 namespace humus::retry {
 
 // Every parsed Retry-After saturates here (about 31.7 years). Far beyond any wait a call can make (timeout is
-// at most 1 h, SPEC §3), so a saturated value still reads as "too long" everywhere, and far enough below
+// at most 1 h, docs/settings.md §3), so a saturated value still reads as "too long" everywhere, and far enough below
 // Duration's limit (about 292 years) that `now + retry_after` cannot overflow.
 inline constexpr Duration kMaxRetryAfter = std::chrono::seconds(1'000'000'000);
 

@@ -290,7 +290,7 @@ using S = Settings;
 using B = RetryBudgetSettings;
 using P = humus::breaker::DefaultPolicyParams;
 
-// SPEC §3's order: to_json writes it, and "valid keys" lists it.
+// docs/settings.md §3's order: to_json writes it, and "valid keys" lists it.
 constexpr Field kFields[] = {
     [] {
       Field f = scalar<&S::base_url>("base_url", Kind::kString, "absolute http/https URL of the dependency");
@@ -306,7 +306,7 @@ constexpr Field kFields[] = {
     duration<&S::backoff_base>("backoff_base", "the first retry's jitter cap", kZero, true),
     duration<&S::backoff_max>("backoff_max", "the largest jitter cap; >= backoff_base", kZero, true),
     [] {
-      Field f = object("retry_budget", "the retry budget shared by the client's calls (SPEC §6.4)");
+      Field f = object("retry_budget", "the retry budget shared by the client's calls (docs/retries.md §6.4)");
       f.after_load = check_budget_keys;
       return f;
     }(),
@@ -323,7 +323,7 @@ constexpr Field kFields[] = {
     only_if(duration<&S::retry_budget, &B::window>("retry_budget.window",
                                                    "ratio: how far back requests count", kZero, true),
             ratio_policy),
-    object("breaker", "the circuit breaker (SPEC §9)"),
+    object("breaker", "the circuit breaker (docs/breaker.md §9)"),
     count<&S::breaker, &BreakerSettings::window>("breaker.window", "results the policy sees", 1, 10000),
     duration<&S::breaker, &BreakerSettings::open_for>("breaker.open_for", "how long an open breaker rejects",
                                                       kZero, true),
@@ -341,7 +341,7 @@ constexpr Field kFields[] = {
     object("probe", "the built-in probe policy's parameters"),
     count<&S::policy_params, &P::successes_to_close>(
         "probe.successes_to_close", "successful probes that close a half-open breaker", 1, kInt64Max),
-    object("bulkhead", "calls in flight at once (SPEC §11)"),
+    object("bulkhead", "calls in flight at once (docs/bulkhead.md §11)"),
     count<&S::bulkhead, &BulkheadSettings::max_concurrent>("bulkhead.max_concurrent",
                                                            "calls in flight at once", 1, kUint32Max),
     duration<&S::bulkhead, &BulkheadSettings::wait>("bulkhead.wait", "how long a call waits for a slot",
@@ -362,7 +362,7 @@ constexpr Field kFields[] = {
                                  int64_t{1} << 40),
     scalar<&S::decompress>("decompress", Kind::kBool, "ask for compressed bodies and decode them"),
     [] {
-      Field f = object("tls", "TLS for https (SPEC §10.3); null: the system's roots");
+      Field f = object("tls", "TLS for https (docs/transport.md §10.3); null: the system's roots");
       f.nullable = true;
       f.present = has_tls;
       f.reset = reset_tls;
@@ -389,10 +389,10 @@ constexpr Field kFields[] = {
                                       "pass on the call context's bearer token"),
     scalar<&S::forward_scenario>("forward_scenario", Kind::kBool,
                                  "keep the fault scenario in the baggage sent"),
-    scalar<&S::classify_preset>("classify", Kind::kEnum, "the classifier preset (SPEC §5.5)", kClassifyNames),
+    scalar<&S::classify_preset>("classify", Kind::kEnum, "the classifier preset (docs/retries.md §5.5)", kClassifyNames),
 };
 
-// SPEC §3.2, in the order they are reported.
+// docs/settings.md §3.2, in the order they are reported.
 constexpr Rule kRules[] = {
     {"backoff_max", false, "backoff_base"},
     {"attempt_timeout", true, "timeout"},

@@ -1,4 +1,4 @@
-// The settings schema (SPEC §3): one table, one entry per key path, that every reader of the settings uses —
+// The settings schema (docs/settings.md §3): one table, one entry per key path, that every reader of the settings uses —
 // loading (from_json), the per-field checks (check_field, humus_settings_check_field), to_json, equality,
 // the rules across fields, every message, and the introspection document (humus_settings_schema_json).
 // Adding a setting is one line in schema.cc plus its member in settings.h.
@@ -86,7 +86,7 @@ struct Field {
   bool required = false;  // base_url
 };
 
-// A rule across two keys (SPEC §3.2), written "<key> must be <=|>= <other>". A default of the smaller key
+// A rule across two keys (docs/settings.md §3.2), written "<key> must be <=|>= <other>". A default of the smaller key
 // that the document left out is capped by the larger instead of reported.
 struct Rule {
   std::string_view key;

@@ -215,7 +215,7 @@ Duration duration_of(const Settings& s, std::string_view key) {
   return std::get<Duration>(schema::find(key)->get(s));
 }
 
-// ---- Rules across fields (SPEC §3.2) ---------------------------------------------------------------------
+// ---- Rules across fields (docs/settings.md §3.2) ---------------------------------------------------------------------
 
 // A rule is skipped when one of its fields failed its own check: its value then says nothing. Only the field
 // checks count: two rules sharing a field (attempt_timeout) are both reported.
@@ -238,7 +238,7 @@ void check_cross_fields(const Settings& s, Problems& p) {
   if (!fine({"base_url"}) || s.base_url.empty()) return;
   const Result<transport::Url> url = transport::parse_url(s.base_url);
   if (!url.ok() || url->scheme != "http") return;
-  // SPEC §3's table reads "tls: none = plain text", yet §10.3 says an https client verifies against the
+  // docs/settings.md §3's table reads "tls: none = plain text", yet §10.3 says an https client verifies against the
   // system roots "when none is given": an https base_url without a tls object is therefore valid (system
   // roots), and the only TLS rule across fields left to enforce is the converse: tls on a plain-text URL.
   if (s.tls && fine({"tls"})) {
@@ -246,7 +246,7 @@ void check_cross_fields(const Settings& s, Problems& p) {
                  "tls: given for an http base_url, which never uses it (use https, or drop tls)",
                  {"tls", "base_url"}));
   }
-  // SPEC §10.2: http is HTTP/1.1 only (no h2c), so asking for HTTP/2 there could not be honoured.
+  // docs/transport.md §10.2: http is HTTP/1.1 only (no h2c), so asking for HTTP/2 there could not be honoured.
   if (s.http_version == HttpVersion::kHttp2 && fine({"http_version"})) {
     p.add(Status(Code::kConfig, "http_version: \"2\" needs an https base_url (no HTTP/2 over plain text)",
                  {"http_version", "base_url"}));

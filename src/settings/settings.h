@@ -1,4 +1,4 @@
-// Settings of one dependency (SPEC §3): plain values with their defaults, a check per field (§3.1), the rules
+// Settings of one dependency (docs/settings.md §3): plain values with their defaults, a check per field (§3.1), the rules
 // across fields (§3.2), and the JSON form every binding and the upstreams file use. Every key is declared
 // once in settings/schema.cc, which all of these read; a new setting is a member here and a line there.
 #pragma once
@@ -17,7 +17,7 @@
 
 namespace humus::settings {
 
-enum class BudgetPolicy { kTokenBucket, kRatio };    // JSON "token_bucket", "ratio" (SPEC §6.4)
+enum class BudgetPolicy { kTokenBucket, kRatio };    // JSON "token_bucket", "ratio" (docs/retries.md §6.4)
 enum class HttpVersion { kAuto, kHttp1_1, kHttp2 };  // JSON "auto", "1.1", "2"
 enum class TlsVersion { kTls1_2, kTls1_3 };          // JSON "1.2", "1.3"; nothing older exists here
 
@@ -52,7 +52,7 @@ struct BulkheadSettings {
 
 // Empty strings mean "not given". Files are not opened here: settings are values; the transport reads them.
 struct TlsSettings {
-  std::string ca_file, ca_pem;      // trust roots; neither: the system's (SPEC §10.3)
+  std::string ca_file, ca_pem;      // trust roots; neither: the system's (docs/transport.md §10.3)
   std::string cert_file, cert_pem;  // client certificate (mTLS) ...
   std::string key_file, key_pem;    // ... and its key: both or neither
   TlsVersion min_version = TlsVersion::kTls1_2;
@@ -95,7 +95,7 @@ bool operator==(const Settings& a, const Settings& b);
 
 Duration effective_max_retry_after(const Settings& s);
 
-// ---- One check per field (SPEC §3.1), each the schema's check of that key. Each returns ok or Code::kConfig naming its JSON key in fields() and
+// ---- One check per field (docs/settings.md §3.1), each the schema's check of that key. Each returns ok or Code::kConfig naming its JSON key in fields() and
 // in the message with the rule and the value: "timeout: must be > 0 and <= 1h, got 0s".
 Status check_base_url(std::string_view url);                // absolute http/https, host present, no user-info
 Status check_timeout(Duration d);                           // > 0 and <= 1h
@@ -127,7 +127,7 @@ Status check_tls_min_version(std::string_view version);     // "1.2" | "1.3"; ol
 // reverse), a PEM that is not PEM, a NUL in a path. Reports every problem at once.
 Status check_tls(const TlsSettings& tls);
 Status check_http_version(std::string_view version);  // "auto" | "1.1" | "2"
-// An RFC 9110 token as name; no CR, LF or NUL in the value (header injection, SPEC §10.5). The message names
+// An RFC 9110 token as name; no CR, LF or NUL in the value (header injection, docs/transport.md §10.5). The message names
 // the header, never its value (it may be a credential).
 Status check_header(std::string_view name, std::string_view value);
 Status check_headers(const Headers& headers);    // each header, and no name twice (case-insensitively)
@@ -138,17 +138,17 @@ Status check_classify(std::string_view preset);  // "humus" | "jfast" | "strict"
 // naming the nearest valid one. Code::kConfig on failure. Never throws.
 Status check_field(std::string_view dotted_key, std::string_view value_json);
 
-// Every field check plus the rules across fields (SPEC §3.2), every problem in one Status whose fields()
+// Every field check plus the rules across fields (docs/settings.md §3.2), every problem in one Status whose fields()
 // names each bad key. Code::kConfig when the settings came from configuration, else Code::kProgram (a fault
 // in the code that built them). A null classifier or policy is not a problem here: null means the default.
 Status validate(const Settings& s, bool from_config);
 
-// The JSON form of SPEC §3 (see to_json for its shape). Keys left out take their defaults; base_url is
+// The JSON form of docs/settings.md §3 (see to_json for its shape). Keys left out take their defaults; base_url is
 // required. Every bad or unknown key, wrong type, duplicate key and broken cross-field rule is reported at
 // once as Code::kConfig. Never throws, whatever the input.
 Result<Settings> from_json(std::string_view json);
 
-// Every field, defaults filled in, in the order of SPEC §3, durations as format_duration writes them;
+// Every field, defaults filled in, in the order of docs/settings.md §3, durations as format_duration writes them;
 // "max_retry_after": null while it follows backoff_max and "tls": null when there is none; retry_budget
 // carries only its policy's keys. from_json(to_json(s)) == s for everything but the callbacks.
 std::string to_json(const Settings& s);

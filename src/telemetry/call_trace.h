@@ -1,4 +1,4 @@
-// The spans of one call (SPEC §13.1): a CLIENT span per attempt, each a child of the caller's span (its
+// The spans of one call (docs/telemetry.md §13.1): a CLIENT span per attempt, each a child of the caller's span (its
 // traceparent) or, without one, of a trace begun for the call; the traceparent each attempt sends names
 // that attempt's span, so the dependency sees exactly what the sink reports. Without a span sink nothing is
 // made and the caller's traceparent passes through unchanged. Not thread-safe: owned by one call.

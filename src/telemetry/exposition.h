@@ -1,4 +1,4 @@
-// A metrics Snapshot as the Prometheus text exposition format 0.0.4 and as JSON (SPEC §13.2), and the list
+// A metrics Snapshot as the Prometheus text exposition format 0.0.4 and as JSON (docs/telemetry.md §13.2), and the list
 // of instruments both are made from.
 #pragma once
 
@@ -11,7 +11,7 @@ namespace humus::telemetry {
 
 enum class InstrumentKind { kHistogram, kGauge, kCounter };
 
-// One instrument of SPEC §13.2 with its OpenTelemetry name and unit and its Prometheus name.
+// One instrument of docs/telemetry.md §13.2 with its OpenTelemetry name and unit and its Prometheus name.
 struct Instrument {
   const char* name;  // "humus.circuit.calls"
   const char* unit;  // "s", "By", "{breaker}", ...
@@ -22,7 +22,7 @@ struct Instrument {
 };
 
 inline constexpr size_t kInstrumentCount = 6;
-const Instrument& instrument(size_t i);  // in the order SPEC §13.2 lists them
+const Instrument& instrument(size_t i);  // in the order docs/telemetry.md §13.2 lists them
 
 // Each labelled value of instrument `i` (gauge or counter) for one origin: how many, and the i-th label
 // value and count. Histograms have none.

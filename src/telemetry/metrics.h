@@ -1,4 +1,4 @@
-// The metrics of SPEC §13.2: per-client instruments updated on the request path with relaxed atomics (no
+// The metrics of docs/telemetry.md §13.2: per-client instruments updated on the request path with relaxed atomics (no
 // lock, no allocation), and the runtime's registry that sums them by origin at collection. Attributes are the
 // origin's server.address and server.port only: nothing per call.
 #pragma once
@@ -107,7 +107,7 @@ class ClientMetrics {
   std::array<std::atomic<uint64_t>, kStates> transitions_{};
 };
 
-// What readiness (SPEC §15.2) reports of one client's breaker.
+// What readiness (docs/upstreams.md §15.2) reports of one client's breaker.
 struct BreakerView {
   std::string origin;  // "https://payments:8443"
   breaker::State state = breaker::State::kClosed;

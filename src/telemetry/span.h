@@ -1,4 +1,4 @@
-// The span of one attempt (SPEC §13.1): kind CLIENT, named after the method, a child of the call context's
+// The span of one attempt (docs/telemetry.md §13.1): kind CLIENT, named after the method, a child of the call context's
 // span, with OpenTelemetry's HTTP client attributes. One per attempt sent (retries and redirects each have
 // one) and one per attempt the breaker rejected, which ends as it starts with error.type "rejected".
 #pragma once

@@ -1,4 +1,4 @@
-// The runtime's telemetry (SPEC §13): the metrics registry of its clients, the span sink that receives one
+// The runtime's telemetry (docs/telemetry.md §13): the metrics registry of its clients, the span sink that receives one
 // span per attempt (§13.1), and the log sink that receives one record per breaker state change (§13.3) and
 // the upstreams' configuration notices (§15.1).
 #pragma once

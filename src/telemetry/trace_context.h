@@ -1,5 +1,5 @@
 // W3C Trace Context (https://www.w3.org/TR/trace-context/): reading the caller's `traceparent` and writing
-// the one each attempt sends, so the dependency sees exactly the span id the span sink reports (SPEC §13.1).
+// the one each attempt sends, so the dependency sees exactly the span id the span sink reports (docs/telemetry.md §13.1).
 #pragma once
 
 #include <array>

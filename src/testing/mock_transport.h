@@ -1,4 +1,4 @@
-// The mock transport (SPEC §16.2): attempts answered by a handler instead of a socket, timed on the runtime's
+// The mock transport (docs/testing-kit.md §16.2): attempts answered by a handler instead of a socket, timed on the runtime's
 // clock, so users test how their code handles a failing dependency fast and deterministically. A reply may
 // be a response, a transport error, a delay before the headers, or a hang; delays and hangs are bounded by
 // the attempt's deadline exactly as a real dependency's would be.

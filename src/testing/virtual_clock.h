@@ -1,4 +1,4 @@
-// The virtual clock (SPEC §16.1): time moves only when a test advances it, or, with auto-advance on, when
+// The virtual clock (docs/testing-kit.md §16.1): time moves only when a test advances it, or, with auto-advance on, when
 // every participant is asleep on a timer, so a test of a 2 s Retry-After or a 10 s cool-down costs no real
 // time. Thread-safe.
 #pragma once

@@ -1,4 +1,4 @@
-// Bodies that do not sit whole in memory (SPEC §7): a request body the caller streams (BodySource), a
+// Bodies that do not sit whole in memory (docs/bodies.md §7): a request body the caller streams (BodySource), a
 // response body read in pieces after its headers (BodyStream), and where libcurl's write callback puts the
 // bytes it hands over (BodySink): into a buffer capped at max_response_body, or into the reader's own buffer,
 // pausing the transfer while that buffer is full.
@@ -24,7 +24,7 @@ class BodySource {
   virtual Status begin_attempt() = 0;
   // Fills at most `cap` bytes into `buf`; 0 at the end. A failure (kCallback) ends the attempt.
   virtual Result<size_t> read(char* buf, size_t cap) = 0;
-  // libcurl's own resend within one attempt (SPEC §19): back to the first byte. kCallback when it cannot.
+  // libcurl's own resend within one attempt (docs/libcurl-traps.md §19): back to the first byte. kCallback when it cannot.
   virtual Status rewind() = 0;
 };
 

@@ -31,7 +31,7 @@ bool is_ip_literal(std::string_view host) {
 }
 
 // Hostname verification by OpenSSL itself, never against the subject CN: libcurl 7.88 falls back to the CN
-// of a certificate with no subjectAltName, which Go and browsers refuse (SPEC §19).
+// of a certificate with no subjectAltName, which Go and browsers refuse (docs/libcurl-traps.md §19).
 CURLcode pin_hostname_check(CURL* /*easy*/, void* ssl_ctx, void* user) {
   const std::string& host = *static_cast<const std::string*>(user);
   X509_VERIFY_PARAM* param = SSL_CTX_get0_param(static_cast<SSL_CTX*>(ssl_ctx));
@@ -126,7 +126,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return taken;
 }
 
-// The request body the caller streams (SPEC §7); a failing reader fails the attempt with kCallback.
+// The request body the caller streams (docs/bodies.md §7); a failing reader fails the attempt with kCallback.
 size_t on_read(char* buf, size_t size, size_t count, void* user) {
   auto& st = *static_cast<AttemptState*>(user);
   if (st.source == nullptr) return 0;
@@ -219,7 +219,7 @@ int on_close_socket(void* user, curl_socket_t fd) {
 }
 
 long curl_http_version(const TransportConfig& c) {
-  if (!c.https) return CURL_HTTP_VERSION_1_1;  // no h2c (SPEC §10.2)
+  if (!c.https) return CURL_HTTP_VERSION_1_1;  // no h2c (docs/transport.md §10.2)
   switch (c.http_version) {
     case TransportConfig::HttpVersion::k1_1: return CURL_HTTP_VERSION_1_1;
     case TransportConfig::HttpVersion::k2:
@@ -289,8 +289,8 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   CURL* e = easy_;
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's: one attempt each (SPEC §2)
-  // No ambient proxy (SPEC §10.4): an empty proxy disables the environment's http_proxy and friends.
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's: one attempt each (docs/origin.md §2)
+  // No ambient proxy (docs/transport.md §10.4): an empty proxy disables the environment's http_proxy and friends.
   curl_easy_setopt(e, CURLOPT_PROXY, "");
   curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_IGNORED));
@@ -319,7 +319,7 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   connect_timeout_ = c.connect_timeout;
   if (!c.https) return;
 
-  // TLS (SPEC §10.3): verification always on; the given CA and nothing ambient, else the system roots.
+  // TLS (docs/transport.md §10.3): verification always on; the given CA and nothing ambient, else the system roots.
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
   curl_easy_setopt(e, CURLOPT_SSLVERSION,
@@ -482,7 +482,7 @@ bool CurlEasy::patch_header_values(const Headers& next) {
     changed = changed || was[i].second != now[i].second;
   }
   if (!changed) return true;
-  // Only values changed, each to one of the same length (an attempt's own traceparent, SPEC §13.1): rewriting
+  // Only values changed, each to one of the same length (an attempt's own traceparent, docs/telemetry.md §13.1): rewriting
   // the bytes after "Name: " in the list's own strings spares rebuilding the whole list per attempt.
   for (size_t i = 0; i < now.size(); ++i) {
     const std::string& value = now[i].second;

@@ -1,6 +1,6 @@
 // One libcurl easy handle with everything an attempt needs around it: the options every attempt of a
 // client shares (set once), the per-attempt request, the callbacks that collect the response and guard
-// against libcurl's silent resend (SPEC §19), and the mapping of how it ended onto WireResult. The blocking
+// against libcurl's silent resend (docs/libcurl-traps.md §19), and the mapping of how it ended onto WireResult. The blocking
 // lanes and the asynchronous transfers of curl_transport.cc both drive one.
 #pragma once
 

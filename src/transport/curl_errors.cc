@@ -13,7 +13,7 @@ namespace {
 bool mentions(std::string_view detail, std::string_view what) { return detail.find(what) != std::string_view::npos; }
 
 // Under TLS 1.3 the server refuses a missing client certificate after the handshake, so the client sees it
-// as a failed read (SPEC §19); under TLS 1.2 as a failed handshake. Both carry the alert's text.
+// as a failed read (docs/libcurl-traps.md §19); under TLS 1.2 as a failed handshake. Both carry the alert's text.
 bool is_client_certificate_refusal(std::string_view detail) {
   return mentions(detail, "certificate required") || mentions(detail, "alert bad certificate") ||
          mentions(detail, "alert unknown ca") || mentions(detail, "alert certificate unknown");
@@ -61,7 +61,7 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
       return Code::kConnectionLost;
     case CURLE_HTTP2:
       // libcurl 7.88 reports a GOAWAY that left the stream unprocessed as a bare "Error in the HTTP2 framing
-      // layer" (SPEC §19): before any header arrived, the request never reached the application.
+      // layer" (docs/libcurl-traps.md §19): before any header arrived, the request never reached the application.
       return !headers_received || is_unprocessed_stream(detail) ? Code::kStreamRefused : Code::kConnectionLost;
     case CURLE_HTTP2_STREAM:
       return is_unprocessed_stream(detail) ? Code::kStreamRefused : Code::kConnectionLost;

@@ -75,7 +75,7 @@ BodyRead CurlStream::read(char* buf, size_t cap) {
   BodyRead out;
   if (cap == 0) return out;
   if (!over()) {
-    // The call's deadline bounds the body too (SPEC §8), also for a reader that came back late; a cancel
+    // The call's deadline bounds the body too (docs/timeouts.md §8), also for a reader that came back late; a cancel
     // ends it at once.
     if (std::chrono::steady_clock::now() >= limits_.call_deadline) {
       interrupt_ = Interrupt::kCallTimeout;

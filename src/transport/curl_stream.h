@@ -1,4 +1,4 @@
-// A blocking attempt whose body is read after its headers (SPEC §7): the lane's multi handle is driven on the
+// A blocking attempt whose body is read after its headers (docs/bodies.md §7): the lane's multi handle is driven on the
 // caller's thread first until the headers are in, then by each read until bytes arrive. While the reader's
 // buffer is full the transfer is paused (CURL_WRITEFUNC_PAUSE) and nothing drives it, so a slow reader holds
 // one write of bytes at most, and its connection stays with the body until the end or the close.

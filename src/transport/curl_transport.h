@@ -2,7 +2,7 @@
 // handle of its own, so the lane's connection cache is the client's (a burst to one dependency never evicts
 // another's connections) and the caller's thread drives the transfer itself, as curl_easy_perform would —
 // no hand-off to another thread on the blocking path. Driving the multi ourselves, rather than calling
-// curl_easy_perform, gives exact attempt deadlines (until the headers, SPEC §8) and a cancel that wakes the
+// curl_easy_perform, gives exact attempt deadlines (until the headers, docs/timeouts.md §8) and a cancel that wakes the
 // poll at once (curl_multi_wakeup).
 //
 // Idle lanes are kept, up to max_idle_connections, each with its warm connection; a lane idle longer than

@@ -1,7 +1,7 @@
 // The runtime's event loop: one thread that drives every asynchronous call — sockets (epoll, for libcurl's
 // multi handles), timers (attempt deadlines, retry waits, bulkhead waits) and tasks posted from other
 // threads. On a virtual clock it sleeps on that clock instead of in epoll, so asynchronous calls against
-// the mock transport run on virtual time like blocking ones (SPEC §16.1).
+// the mock transport run on virtual time like blocking ones (docs/testing-kit.md §16.1).
 #pragma once
 
 #include <cstdint>

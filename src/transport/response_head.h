@@ -1,4 +1,4 @@
-// The response head as the transport hands it on (SPEC §10.5): what libcurl passes through from a server
+// The response head as the transport hands it on (docs/transport.md §10.5): what libcurl passes through from a server
 // is made safe to give to callers, who may copy fields into requests or logs of their own.
 #pragma once
 

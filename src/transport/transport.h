@@ -1,5 +1,5 @@
 // How a client's attempts reach the wire. Two implementations: libcurl (curl_transport.h) and the mock
-// transport of testing/ that answers from a callback on the virtual clock (SPEC §16.2). Both serve blocking
+// transport of testing/ that answers from a callback on the virtual clock (docs/testing-kit.md §16.2). Both serve blocking
 // attempts on the caller's thread and asynchronous ones on the runtime's event loop.
 #pragma once
 

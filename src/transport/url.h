@@ -1,4 +1,4 @@
-// URLs and origins (SPEC §2). Parsing is libcurl's own (CURLU), so what the settings accept is exactly what
+// URLs and origins (docs/origin.md §2). Parsing is libcurl's own (CURLU), so what the settings accept is exactly what
 // the transport will later connect to.
 #pragma once
 
@@ -24,7 +24,7 @@ struct Url {
 // they serve. The message never repeats the URL: it may carry a password. Never throws.
 Result<Url> parse_url(std::string_view text);
 
-// What a dependency is (SPEC §2): scheme, host, port with the default filled in, so "https://payments" and
+// What a dependency is (docs/origin.md §2): scheme, host, port with the default filled in, so "https://payments" and
 // "https://PAYMENTS:443" are one origin.
 struct Origin {
   std::string scheme;

@@ -15,7 +15,7 @@
 
 namespace humus::transport {
 
-// What failure injection (SPEC §14) chose for one attempt, acted on by the fault transport
+// What failure injection (docs/failure-injection.md §14) chose for one attempt, acted on by the fault transport
 // (faults/fault_transport.h) in place of, or before, the real send.
 struct InjectedFault {
   enum class Kind { kNone, kAbort, kDelay, kStatus } kind = Kind::kNone;
@@ -34,7 +34,7 @@ struct WireRequest {
 };
 
 struct AttemptLimits {
-  Instant attempt_deadline;  // until the response headers (SPEC §8)
+  Instant attempt_deadline;  // until the response headers (docs/timeouts.md §8)
   Instant call_deadline;     // until the body's last byte
 };
 
@@ -76,7 +76,7 @@ struct TransportConfig {
   std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;
   bool tls13_only = false;  // min version 1.3 instead of 1.2
   // "host:port:address:port" entries (curl --connect-to form) from the runtime's name overrides
-  // (SPEC §10.6): the URL, SNI and certificate check keep the name, the socket goes to the address.
+  // (docs/transport.md §10.6): the URL, SNI and certificate check keep the name, the socket goes to the address.
   std::vector<std::string> connect_to;
 };
 

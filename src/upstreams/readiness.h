@@ -1,4 +1,4 @@
-// Readiness (SPEC §15.2): a JSON report of every client's breaker. Overall "ok" when every breaker is closed,
+// Readiness (docs/upstreams.md §15.2): a JSON report of every client's breaker. Overall "ok" when every breaker is closed,
 // "degraded" otherwise — never "unavailable": a dependency being down does not make this service unready.
 #pragma once
 

@@ -1,6 +1,6 @@
-// The upstreams registry (SPEC §15.1): one client per named dependency, built from one JSON document
+// The upstreams registry (docs/upstreams.md §15.1): one client per named dependency, built from one JSON document
 //   {"upstreams": {"billing": {"base_url": "https://billing:8443", "timeout": "5s", …}, …}}
-// whose per-upstream keys are the settings of SPEC §3. Where a service runs decides its dependencies'
+// whose per-upstream keys are the settings of docs/settings.md §3. Where a service runs decides its dependencies'
 // addresses, so HUMUS_HTTP_UPSTREAMS__<NAME>__BASE_URL in the environment wins over the file's base_url
 // (NAME: the upstream's name in uppercase, '-' as '_'); a disagreement is logged once, through the runtime's
 // log sink. Every other key: the file wins.

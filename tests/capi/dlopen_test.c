@@ -1,5 +1,5 @@
 /*
- * The C ABI used through dlopen/dlsym alone (SPEC §17.4): the way a binding that loads the library at run
+ * The C ABI used through dlopen/dlsym alone (docs/bindings.md §17.4): the way a binding that loads the library at run
  * time sees it. This program does not link libhumus_http: the header is included for its types and constants
  * only, and every call goes through a pointer from dlsym (a direct call would fail to link).
  *

@@ -1,4 +1,4 @@
-// Bodies that stream (SPEC §7) through the C ABI alone, against real loopback sockets: GiB downloads and
+// Bodies that stream (docs/bodies.md §7) through the C ABI alone, against real loopback sockets: GiB downloads and
 // uploads in bounded memory, the breaker counting a streamed result at its end or close, bodies breaking
 // off, unreplayable uploads sent once, decoding and its limits, and a probe slot held by an open body.
 #include <gtest/gtest.h>
@@ -614,7 +614,7 @@ TEST_F(StreamServerCapiTest, ACallersOwnAcceptEncodingGetsTheRawBytes) {
   humus_request_free(req);
 }
 
-// SPEC §7: a replaced response's body is read (up to 64 KiB) before the retry; a longer one is not retried
+// docs/bodies.md §7: a replaced response's body is read (up to 64 KiB) before the retry; a longer one is not retried
 // and comes back intact, still streaming.
 TEST_F(StreamServerCapiTest, AStreamedCallRetriesThroughASmallBodyAndReturnsALargeOneIntact) {
   server().script("/retry", nlohmann::json::array({{{"status", 503}, {"body_size", 1000}},

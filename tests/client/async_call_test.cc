@@ -1,4 +1,4 @@
-// Asynchronous calls (SPEC §17.1): the same rules as blocking ones, driven by the runtime's event loop —
+// Asynchronous calls (docs/bindings.md §17.1): the same rules as blocking ones, driven by the runtime's event loop —
 // on the virtual clock with the mock transport, and against the real local server.
 #include <gtest/gtest.h>
 

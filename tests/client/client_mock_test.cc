@@ -1,4 +1,4 @@
-// The call loop end to end on the virtual clock and the mock transport: every rule of SPEC §2, §4–§9 and
+// The call loop end to end on the virtual clock and the mock transport: every rule of docs/origin.md §2, docs/retries.md §4 to docs/breaker.md §9 and
 // §11 that the client composes, without sockets and without real waiting.
 #include <gtest/gtest.h>
 
@@ -219,7 +219,7 @@ TEST_F(ClientMockTest, ARetryTheBreakerRejectsReturnsTheResponseInHand) {
   s.policy_params.consecutive_failures = 1;  // the first 503 opens the circuit
   auto c = make({status(503, {}, "busy"), status(200)}, s);
   CallResult r = c->execute(req());
-  ASSERT_TRUE(r.ok()) << r.error.message();  // SPEC §6.6: the call got a response; it returns it
+  ASSERT_TRUE(r.ok()) << r.error.message();  // docs/retries.md §6.6: the call got a response; it returns it
   EXPECT_EQ(r.response->status, 503);
   EXPECT_EQ(r.response->body, "busy");
   EXPECT_EQ(r.attempts, 1);

@@ -383,7 +383,7 @@ TEST_F(ClientServerTest, Tls11OnlyServerIsRefused) {
   EXPECT_EQ(out.error.code(), Code::kTls) << out.error.message();
 }
 
-// SPEC §19: libcurl silently resends a request whose reused HTTP/1.1 connection died after it was written.
+// docs/libcurl-traps.md §19: libcurl silently resends a request whose reused HTTP/1.1 connection died after it was written.
 // F72, S20
 TEST_F(ClientServerTest, PostNeverReachesTheWireTwiceOnADeadReusedConnection) {
   settings::Settings s;
@@ -473,7 +473,7 @@ TEST_F(ClientServerTest, DifferingDuplicateContentLengthIsRefused) {
   EXPECT_EQ(out.error.code(), Code::kProtocol) << out.error.message();
 }
 
-// Decoded by default, within max_response_body (SPEC §19: a gzip body can expand far past what was sent).
+// Decoded by default, within max_response_body (docs/libcurl-traps.md §19: a gzip body can expand far past what was sent).
 TEST_F(ClientServerTest, GzipBodiesAreDecodedWithinTheLimit) {
   server().script("/bomb", json::array({{{"status", 200}, {"gzip_bomb", 50 * 1024 * 1024}}}));
   auto c = make("http");
@@ -507,7 +507,7 @@ TEST_F(ClientServerTest, AmbientProxyVariablesAreIgnored) {
 
 // S13, S14
 TEST_F(ClientServerTest, NoCookieEngineAndNoNetrc) {
-  // A cookie the server sets is never sent back; a ~/.netrc entry for the host is never read (SPEC §10.4).
+  // A cookie the server sets is never sent back; a ~/.netrc entry for the host is never read (docs/transport.md §10.4).
   char home[] = "/tmp/humus-netrc-XXXXXX";
   ASSERT_NE(mkdtemp(home), nullptr);
   const std::string netrc = std::string(home) + "/.netrc";

@@ -1,4 +1,4 @@
-// Failure injection end to end (SPEC §14) on the virtual clock and the mock transport: injected faults are
+// Failure injection end to end (docs/failure-injection.md §14) on the virtual clock and the mock transport: injected faults are
 // real failures to the client — classified, retried, counted — and the scenario never travels unless asked.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The humus.fault baggage member (SPEC §14): how a scenario is read, refused and stripped.
+// The humus.fault baggage member (docs/failure-injection.md §14): how a scenario is read, refused and stripped.
 #include "faults/scenario.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Durations (SPEC §3): parse_duration never crashes, accepts nothing negative, and every duration it reads
+// Durations (docs/settings.md §3): parse_duration never crashes, accepts nothing negative, and every duration it reads
 // formats to a text that reads back to the same value.
 #include <cstddef>
 #include <cstdint>

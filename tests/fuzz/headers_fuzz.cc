@@ -1,4 +1,4 @@
-// Header names and values (SPEC §10.5). Input: fields "name:value", one a line. The settings check, the C
+// Header names and values (docs/transport.md §10.5). Input: fields "name:value", one a line. The settings check, the C
 // ABI's humus_request_set_header and an independent reading of RFC 9110 agree on every field; Headers keeps
 // its case-insensitive promises (set leaves one field, remove none, find the first).
 #include <humus_http.h>

@@ -1,4 +1,4 @@
-// Retry-After and HTTP-dates (RFC 9110, SPEC §6.3): never crash, never negative, never past kMaxRetryAfter;
+// Retry-After and HTTP-dates (RFC 9110, docs/retries.md §6.3): never crash, never negative, never past kMaxRetryAfter;
 // a delta-seconds value is exactly its digits (saturated), whatever `now` is.
 #include <chrono>
 #include <cstddef>

@@ -1,4 +1,4 @@
-// W3C baggage and the fault scenario it may carry (SPEC §14): scenario_from_baggage never crashes, reads only
+// W3C baggage and the fault scenario it may carry (docs/failure-injection.md §14): scenario_from_baggage never crashes, reads only
 // probabilities in [0, 1], and the baggage without_scenario leaves carries no scenario any more.
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// humus_settings_check (SPEC §3.1): a key path, then '\n', then the JSON value. Never crashes; a failure
+// humus_settings_check (docs/settings.md §3.1): a key path, then '\n', then the JSON value. Never crashes; a failure
 // always names a field; "headers.<name>" reaches the header check.
 #include <humus_http.h>
 

@@ -1,4 +1,4 @@
-// humus_settings_from_json (SPEC §3): never crashes whatever the bytes, and what it accepts survives its own
+// humus_settings_from_json (docs/settings.md §3): never crashes whatever the bytes, and what it accepts survives its own
 // JSON form: from_json(to_json(s)) == s.
 #include <humus_http.h>
 

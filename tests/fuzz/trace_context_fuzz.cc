@@ -1,4 +1,4 @@
-// W3C Trace Context (SPEC §13.1). Input: a traceparent, '\n', a tracestate. parse_traceparent never crashes
+// W3C Trace Context (docs/telemetry.md §13.1). Input: a traceparent, '\n', a tracestate. parse_traceparent never crashes
 // and what it reads formats back to itself; a call's trace continues a valid caller (same trace id, the
 // caller's tracestate kept) and starts afresh otherwise (tracestate dropped); every traceparent it sends is
 // valid.

@@ -1,4 +1,4 @@
-// The upstreams document (SPEC §15.1) with HUMUS_HTTP_UPSTREAMS__<NAME>__BASE_URL overrides. Input: lines
+// The upstreams document (docs/upstreams.md §15.1) with HUMUS_HTTP_UPSTREAMS__<NAME>__BASE_URL overrides. Input: lines
 // "VARIABLE=value" (the environment), a line "%%", then the JSON document; without "%%" all of it is the
 // document and the environment is empty. Never crashes; every upstream built has a client; the names come out
 // sorted and unique; a failure names at least one field.

@@ -1,4 +1,4 @@
-// URLs, origins and redirects (SPEC §2). Input: one byte choosing a client's origin, then a URL (or a
+// URLs, origins and redirects (docs/origin.md §2). Input: one byte choosing a client's origin, then a URL (or a
 // Location reference). Properties:
 //  - parse_url never crashes; what it reads is lowercase, with a port in range and a path;
 //  - an origin's own spelling (Origin::to_string) parses back to that origin;

@@ -3,7 +3,7 @@
 
 Every language's integration tests (GoogleTest, pytest, go test, cargo test) spawn this one process so they
 exercise the real client against real loopback sockets, real TLS, HTTP/1.1 and HTTP/2, and the faults of
-SPEC §5.3 and §19 — one implementation of the dependency's misbehaviour instead of one per language.
+docs/retries.md §5.3 and docs/libcurl-traps.md §19 — one implementation of the dependency's misbehaviour instead of one per language.
 
 Usage: humus_test_server.py --certs DIR [--ignore-stdin] [--verbose]
 
@@ -632,7 +632,7 @@ class Http1Connection:
             await self._send_reply(control_reply(self.state, request, body), None)
             return True
         if self.kill_next:
-            # SPEC §19: the keep-alive connection dies after the request was written, never answering.
+            # docs/libcurl-traps.md §19: the keep-alive connection dies after the request was written, never answering.
             self.state.record_killed(request)
             await graceful_close(self.writer)
             return False
@@ -683,7 +683,7 @@ class Http1Connection:
         """Two differing Content-Length headers (h11 refuses to, so the bytes are written by hand).
 
         The true length comes second: a client that keeps the last value reads the body without error,
-        which is the silent acceptance SPEC §19 wants the client under test to refuse.
+        which is the silent acceptance docs/libcurl-traps.md §19 wants the client under test to refuse.
         """
         status_line = f"HTTP/1.1 {reply.status} {_reason(reply.status)}\r\n"
         lines = [f"{n}: {v}\r\n" for n, v in reply.headers]
@@ -939,7 +939,7 @@ class AlertFlushingSSLObject(ssl.SSLObject):
 
     asyncio drops the alert OpenSSL queued when a handshake fails (it aborts without flushing), so a client
     refused for lacking a certificate would see a bare EOF instead of the `certificate_required` alert a
-    real server sends — the very symptom SPEC §19 asks the client to classify. Reporting the failure as
+    real server sends — the very symptom docs/libcurl-traps.md §19 asks the client to classify. Reporting the failure as
     "want read" makes asyncio flush the alert; the connection then ends when the client closes it or the
     handshake timeout passes.
     """

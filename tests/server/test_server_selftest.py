@@ -359,13 +359,13 @@ def test_http2_reset_is_rst_stream_internal_error(server: TestServer, where: str
 def test_http2_refused_stream_is_retried_by_libcurl(server: TestServer) -> None:
     server.script("/refused", [{"refuse_stream": True}, {"status": 201}])
     assert curl(server, "https", "/refused").stdout == "201 2"
-    assert len(server.requests("/refused")) == 2  # libcurl's silent retry (SPEC §19) reached the server
+    assert len(server.requests("/refused")) == 2  # libcurl's silent retry (docs/libcurl-traps.md §19) reached the server
 
 
 @needs_h2_curl
 def test_http2_goaway_unprocessed_is_a_framing_error(server: TestServer) -> None:
     server.script("/goaway", [{"goaway_unprocessed": True}])
-    assert curl(server, "https", "/goaway").returncode == 16  # CURLE_HTTP2, as SPEC §19 describes
+    assert curl(server, "https", "/goaway").returncode == 16  # CURLE_HTTP2, as docs/libcurl-traps.md §19 describes
 
 
 @needs_h2_curl

@@ -603,7 +603,7 @@ TEST(SettingsCrossFields, EqualValuesAreFine) {
 }
 
 TEST(SettingsCrossFields, HttpsWithoutTlsUsesSystemRoots) {
-  // SPEC §10.3: system roots when no CA is given; only tls on an http URL is a mistake.
+  // docs/transport.md §10.3: system roots when no CA is given; only tls on an http URL is a mistake.
   EXPECT_FALSE(loaded(R"({"base_url": "https://payments"})").tls.has_value());
   loaded(R"({"base_url": "https://payments", "tls": {"min_version": "1.3"}})");
   loaded(R"({"base_url": "http://payments", "tls": null})");

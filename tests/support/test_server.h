@@ -51,7 +51,7 @@ class TestServer {
   // "https://payments:PORT/path" for TLS listeners (reach them through resolve_entry), or
   // "http://127.0.0.1:PORT/path" for the plain one.
   std::string url(std::string_view listener, std::string_view path = "/") const;
-  // "payments:PORT:127.0.0.1", for CURLOPT_RESOLVE or the runtime's {"resolve": …} option (SPEC §10.6).
+  // "payments:PORT:127.0.0.1", for CURLOPT_RESOLVE or the runtime's {"resolve": …} option (docs/transport.md §10.6).
   std::string resolve_entry(std::string_view listener) const;
   // "payments:PORT" and "127.0.0.1:PORT", the two sides of a runtime resolve mapping.
   std::string host_port(std::string_view listener) const;

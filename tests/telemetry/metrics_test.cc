@@ -1,4 +1,4 @@
-// SPEC §13.2 and §13.3 on the virtual clock and the mock transport: what each instrument counts for a call
+// docs/telemetry.md §13.2 and §13.3 on the virtual clock and the mock transport: what each instrument counts for a call
 // retried through a 503, a call rejected by an open breaker, a cancelled wait; how the registry sums clients
 // by origin and keeps the counts of clients gone; one log record per breaker state change; both expositions.
 #include <gtest/gtest.h>
@@ -175,7 +175,7 @@ TEST_F(MetricsTest, ACancelledWaitIsStopped) {
   Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
   ASSERT_TRUE(c.ok());
   CallResult out = c.value()->execute(get(), &cancel);
-  ASSERT_TRUE(out.ok());  // the buffered 503 (SPEC §7)
+  ASSERT_TRUE(out.ok());  // the buffered 503 (docs/bodies.md §7)
   EXPECT_EQ(out.attempts, 1);
   const OriginSeries o = only_origin();
   EXPECT_EQ(o.decisions[idx(retry::Decision::kAgain)], 1u);
@@ -205,7 +205,7 @@ TEST_F(MetricsTest, ClientsOfOneOriginAreSummedAndCountsOutliveTheClient) {
   EXPECT_EQ(snap.origins[1].breakers, (std::array<uint64_t, kStates>{0, 0, 0}));
 }
 
-// ---- Log records (SPEC §13.3) -------------------------------------------------------------------------
+// ---- Log records (docs/telemetry.md §13.3) -------------------------------------------------------------------------
 
 struct Recorded {
   std::string event, message, address, upstream;
@@ -255,7 +255,7 @@ TEST_F(MetricsTest, EachBreakerStateChangeIsOneLogRecordWithTheCountsAtTheChange
   ASSERT_EQ(logs.size(), 3u);
   EXPECT_EQ(logs[1].from, breaker::State::kOpen);
   EXPECT_EQ(logs[1].to, breaker::State::kHalfOpen);
-  // Dated when open_for ran out (SPEC §9.2), not when a call noticed.
+  // Dated when open_for ran out (docs/breaker.md §9.2), not when a call noticed.
   EXPECT_EQ(logs[1].time, before + std::chrono::duration_cast<WallTime::duration>(seconds(10)));
   EXPECT_EQ(logs[2].from, breaker::State::kHalfOpen);
   EXPECT_EQ(logs[2].to, breaker::State::kClosed);

@@ -1,4 +1,4 @@
-// Attempt spans (SPEC §13.1) and what travels with them (§12) on the virtual clock and the mock transport:
+// Attempt spans (docs/telemetry.md §13.1) and what travels with them (§12) on the virtual clock and the mock transport:
 // the traceparent each attempt sends names the span the sink receives.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// SPEC §13 and §14 against the real local server (tests/server/): a call retried through a 503 and a call
+// docs/telemetry.md §13 and docs/failure-injection.md §14 against the real local server (tests/server/): a call retried through a 503 and a call
 // rejected by an open breaker, checked in what the server received (the traceparent of each attempt), the
 // spans, the Prometheus text and the log records; and a fault scenario that fails the attempts it names and
 // never reaches the server.

@@ -85,7 +85,7 @@ TEST(ParseUrl, OtherSchemesParseForTheCallerToRefuse) {
 }
 
 TEST(Origin, DefaultPortAndCaseMakeOneOrigin) {
-  // SPEC §2: https://payments and https://PAYMENTS:443 are one origin.
+  // docs/origin.md §2: https://payments and https://PAYMENTS:443 are one origin.
   const Origin a = origin_of(parsed("https://payments"));
   const Origin b = origin_of(parsed("https://PAYMENTS:443/other/path?q=1"));
   EXPECT_EQ(a, b);

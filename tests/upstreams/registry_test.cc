@@ -1,4 +1,4 @@
-// The upstreams registry (SPEC §15.1): clients by name from one document, the environment's base_url
+// The upstreams registry (docs/upstreams.md §15.1): clients by name from one document, the environment's base_url
 // winning and logged, every problem refused naming its path.
 #include "upstreams/registry.h"
 

@@ -1,10 +1,10 @@
-// The conformance vectors (SPEC §18): every tests/vectors/*.json file is one scenario — settings, a script of
+// The conformance vectors (docs/vectors.md §18): every tests/vectors/*.json file is one scenario — settings, a script of
 // what the dependency does, the calls to make and what must come of them — run here through the C ABI alone,
 // as every binding runs the same files through its own API. The format is tests/vectors/README.md; this file
 // is its reference runner. It prints one line per vector: "vector <name>: ok" or its first mismatch.
 //
 // HUMUS_VECTOR_DUMP=1 also prints what each call and step observed, as JSON: the way to write a new vector's
-// expectations (then check every value by reasoning against SPEC before committing it).
+// expectations (then check every value by reasoning against docs/ before committing it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -292,7 +292,7 @@ class Mock {
   std::map<int, CallControl> controls_;   // guarded by mu_
 };
 
-// --- Code-supplied callbacks (SPEC §5.4, §9.3): what a binding's user code would install
+// --- Code-supplied callbacks (docs/retries.md §5.4, docs/breaker.md §9.3): what a binding's user code would install
 // ---------------------
 
 struct ClassifierSpec {
@@ -858,7 +858,7 @@ class Runner {
   }
 
   // State checks after a step. Only what the vector asks for is read (a breaker read may advance it lazily,
-  // SPEC §9.2), so every runner reads the client at the same points.
+  // docs/breaker.md §9.2), so every runner reads the client at the same points.
   void then(const json& t, const std::string& path) {
     Problems& p = problems_;
     p.keys(t, path, {"breaker", "budget_tokens", "received", "clock_ms"});
@@ -981,10 +981,10 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Vectors, ConformanceVector, ::testing::ValuesIn(vector_files()), test_name);
 
-// The set as a whole: SPEC §18 asks for the listed properties; the issue for at least 40 scenarios.
+// The set as a whole: docs/vectors.md §18 asks for the listed properties; the issue for at least 40 scenarios.
 TEST(ConformanceVectorSet, HasAtLeastFortyScenarios) { EXPECT_GE(vector_files().size(), 40u); }
 
-// README.md maps SPEC §18's properties to files: every vector is listed there, and every name listed is a
+// README.md maps docs/vectors.md §18's properties to files: every vector is listed there, and every name listed is a
 // file.
 TEST(ConformanceVectorSet, ReadmeListsEveryVectorAndOnlyThem) {
   std::ifstream in(fs::path(HUMUS_SOURCE_DIR) / "tests" / "vectors" / "README.md");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The backoff draws a seed produces (SPEC §6.2, src/retry/backoff.h, src/common/random.h), computed
+"""The backoff draws a seed produces (docs/retries.md §6.2, src/retry/backoff.h, src/common/random.h), computed
 independently of the core, for writing and checking conformance vectors.
 
     draws.py SEED BASE_MS MAX_MS N      # the first N draws for attempts 1..N of one call

@@ -1,4 +1,4 @@
-//! The circuit breaker's state and counts (SPEC §9), and a breaker policy made of two closures behind
+//! The circuit breaker's state and counts (docs/breaker.md §9), and a breaker policy made of two closures behind
 //! `extern "C"` trampolines that catch panics.
 use std::ffi::c_void;
 use std::ptr;
@@ -10,7 +10,7 @@ use crate::ffi;
 use crate::panic::{self, Report};
 use crate::settings::Settings;
 
-/// A circuit breaker's state (SPEC §9.2).
+/// A circuit breaker's state (docs/breaker.md §9.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CircuitState {
     /// Calls go through; results are counted.
@@ -42,7 +42,7 @@ impl CircuitState {
     }
 }
 
-/// What a breaker policy sees (SPEC §9.3): counts since the current state began, plus the last
+/// What a breaker policy sees (docs/breaker.md §9.3): counts since the current state began, plus the last
 /// `breaker.window` results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BreakerCounts {
@@ -108,12 +108,12 @@ struct Policy<T, P> {
 }
 
 impl Settings {
-    /// Replaces the breaker's trip and probe policy (SPEC §9.3). `trip` decides, in closed, whether to open
+    /// Replaces the breaker's trip and probe policy (docs/breaker.md §9.3). `trip` decides, in closed, whether to open
     /// (`true`); `probe` decides, in half-open after each probe's result, whether to close, reopen or go on.
     ///
     /// Both run under the breaker's lock on the thread that delivers a result: they must be fast, must not
     /// call the client, and should not capture it. A closure that panics counts the result as a failure,
-    /// leaves the breaker consistent (SPEC §9.4), and ends the call with
+    /// leaves the breaker consistent (docs/breaker.md §9.4), and ends the call with
     /// [`ErrorKind::Callback`](crate::ErrorKind::Callback), the panic's message in [`Error::panic_message`].
     pub fn set_breaker_policy<T, P>(&mut self, trip: T, probe: P) -> Result<(), Error>
     where

@@ -1,4 +1,4 @@
-//! Asynchronous calls (SPEC §17.1): `humus_client_submit` with a completion trampoline. The outcome is
+//! Asynchronous calls (docs/bindings.md §17.1): `humus_client_submit` with a completion trampoline. The outcome is
 //! delivered once on the runtime's event-loop thread, either to a closure (`Client::submit_with`) or to a
 //! `Call` that a thread can wait on or an executor can poll (`Future`).
 use std::ffi::c_void;
@@ -165,7 +165,7 @@ impl Client {
         Ok(call)
     }
 
-    /// Starts an asynchronous call and returns at once (SPEC §17.1): every rule of a blocking call applies
+    /// Starts an asynchronous call and returns at once (docs/bindings.md §17.1): every rule of a blocking call applies
     /// (bulkhead, breaker, retries, waits, deadline) without a thread waiting, and concurrent calls share
     /// the client's connections (HTTP/2 multiplexes them).
     ///

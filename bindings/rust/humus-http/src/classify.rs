@@ -1,4 +1,4 @@
-//! Classification (SPEC §5): what an attempt's result means for retrying and for the breaker. A closure
+//! Classification (docs/retries.md §5): what an attempt's result means for retrying and for the breaker. A closure
 //! replaces the default classifier through an `extern "C"` trampoline that catches panics.
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -33,7 +33,7 @@ pub enum BreakerOutcome {
     Ignored,
 }
 
-/// What an attempt's result means (SPEC §5): for retrying, for the breaker, and the dependency's
+/// What an attempt's result means (docs/retries.md §5): for retrying, for the breaker, and the dependency's
 /// Retry-After.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Classification {
@@ -89,10 +89,10 @@ fn invalid(field: &str, value: i32) -> Error {
     )
 }
 
-/// The classifier presets the library ships (SPEC §5.5).
+/// The classifier presets the library ships (docs/retries.md §5.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClassifierPreset {
-    /// The default table of SPEC §5.3.
+    /// The default table of docs/retries.md §5.3.
     Humus,
     /// JFast's: 500 counts as success for the breaker; 429 is ignored.
     Jfast,
@@ -157,7 +157,7 @@ impl<'a> Attempt<'a> {
         u32::try_from(unsafe { sys::humus_attempt_number(self.raw) }).unwrap_or(0)
     }
 
-    /// What the default classifier (SPEC §5.3) says: for a closure to delegate to.
+    /// What the default classifier (docs/retries.md §5.3) says: for a closure to delegate to.
     pub fn classify_default(&self) -> Result<Classification, Error> {
         let mut out = sys::humus_classification::default();
         // SAFETY: the attempt is live; `out` is ours; any thread.
@@ -166,7 +166,7 @@ impl<'a> Attempt<'a> {
         Classification::from_raw(out)
     }
 
-    /// What a named preset (SPEC §5.5) says.
+    /// What a named preset (docs/retries.md §5.5) says.
     pub fn classify_preset(&self, preset: ClassifierPreset) -> Result<Classification, Error> {
         let name = ffi::c_string(preset.as_str(), "preset")?;
         let mut out = sys::humus_classification::default();
@@ -189,7 +189,7 @@ impl std::fmt::Debug for Attempt<'_> {
 }
 
 impl Settings {
-    /// Replaces the classifier with a closure (SPEC §5.4). It runs on the thread that drives the attempt,
+    /// Replaces the classifier with a closure (docs/retries.md §5.4). It runs on the thread that drives the attempt,
     /// possibly on several at once, hence `Send + Sync`; it may delegate to
     /// [`Attempt::classify_default`]. A closure that panics fails the call with [`ErrorKind::Callback`]
     /// (the panic's message in [`Error::panic_message`]), and the breaker counts a failure. It must not call

@@ -1,4 +1,4 @@
-//! `Client`: one per dependency (SPEC §1), shared by every caller and thread. Blocking calls are here;
+//! `Client`: one per dependency (docs/README.md §1), shared by every caller and thread. Blocking calls are here;
 //! asynchronous ones are in `call.rs`.
 use std::ptr::{self, NonNull};
 
@@ -40,7 +40,7 @@ impl Drop for Client {
 
 impl Client {
     /// Builds a client from a runtime and settings (copied, callbacks shared). Rules across fields fail
-    /// with [`ErrorKind::Program`] naming the fields (SPEC §3.2); an unreadable TLS file with
+    /// with [`ErrorKind::Program`] naming the fields (docs/settings.md §3.2); an unreadable TLS file with
     /// [`ErrorKind::Config`] naming its key; a virtual clock without a mock transport with
     /// [`ErrorKind::Misuse`].
     pub fn new(runtime: &Runtime, settings: &Settings) -> Result<Client, Error> {
@@ -59,10 +59,10 @@ impl Client {
         Client { raw, runtime, owned: false }
     }
 
-    /// Makes one call on this thread: every attempt, wait and redirect (SPEC §6), cancelled through the
+    /// Makes one call on this thread: every attempt, wait and redirect (docs/retries.md §6), cancelled through the
     /// request's [`CancelToken`](crate::CancelToken) if it has one.
     ///
-    /// A response is returned whatever its status (404, 500, the last 503: the caller decides, SPEC §6.6).
+    /// A response is returned whatever its status (404, 500, the last 503: the caller decides, docs/retries.md §6.6).
     /// Otherwise the call got no response and the error says why: [`ErrorKind::Rejected`] (breaker open),
     /// [`ErrorKind::BulkheadFull`], [`ErrorKind::Timeout`], [`ErrorKind::Cancelled`], a transport or TLS
     /// kind, [`ErrorKind::CrossOrigin`], [`ErrorKind::InvalidArgument`] (the request failed to build),
@@ -90,7 +90,7 @@ impl Client {
         self.execute(&Request::get(url))
     }
 
-    /// The breaker's state now, after any due open → half-open advance (SPEC §9.2).
+    /// The breaker's state now, after any due open → half-open advance (docs/breaker.md §9.2).
     pub fn breaker_state(&self) -> Result<CircuitState, Error> {
         let mut state: i32 = -1;
         // SAFETY: the client is live; any thread.
@@ -100,7 +100,7 @@ impl Client {
         })
     }
 
-    /// The breaker's counts now (SPEC §9.3), after any due advance.
+    /// The breaker's counts now (docs/breaker.md §9.3), after any due advance.
     pub fn breaker_counts(&self) -> Result<BreakerCounts, Error> {
         let mut counts = sys::humus_breaker_counts::default();
         // SAFETY: the client is live; `counts` is ours; any thread.
@@ -108,7 +108,7 @@ impl Client {
         Ok(BreakerCounts::from_raw(&counts))
     }
 
-    /// The retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed in the
+    /// The retry budget's balance (docs/retries.md §6.4): tokens for the token bucket, retries still allowed in the
     /// window for the ratio policy.
     pub fn budget_tokens(&self) -> Result<f64, Error> {
         let mut tokens = 0.0;
@@ -129,7 +129,7 @@ impl Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // No breaker read here: reading may advance it (SPEC §9.2), and printing should change nothing.
+        // No breaker read here: reading may advance it (docs/breaker.md §9.2), and printing should change nothing.
         f.debug_struct("Client").finish_non_exhaustive()
     }
 }

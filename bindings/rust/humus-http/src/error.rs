@@ -130,7 +130,7 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// Why a call or a setup step failed: a copy of the library's error object (SPEC §17.2).
+/// Why a call or a setup step failed: a copy of the library's error object (docs/bindings.md §17.2).
 ///
 /// `Display` prints `HUMUS_E_<KIND>: <message>`, the message naming the setting, header or URL at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The little JSON this crate writes: runtime options and settings in SPEC §3's JSON form, handed to the C
+//! The little JSON this crate writes: runtime options and settings in docs/settings.md §3's JSON form, handed to the C
 //! core, which parses and checks them. No serde dependency for a writer of a few objects.
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -14,7 +14,7 @@ pub(crate) enum Json {
 }
 
 impl Json {
-    /// A duration as SPEC §3 writes them: a string with the largest unit that keeps it exact ("250ms",
+    /// A duration as docs/settings.md §3 writes them: a string with the largest unit that keeps it exact ("250ms",
     /// "5s", "1500us"), so messages about it read as the user wrote it. The core refuses a value too large
     /// for it, naming the key.
     pub(crate) fn duration(d: Duration) -> Json {

@@ -1,8 +1,8 @@
-//! A resilient outbound HTTP client: the safe Rust binding of libhumus_http (SPEC §17.4).
+//! A resilient outbound HTTP client: the safe Rust binding of libhumus_http (docs/bindings.md §17.4).
 //!
 //! One [`Client`] per dependency holds its connections, retry budget, circuit breaker and bulkhead; every
-//! call goes through them (SPEC §4–§11). Clients are built from a [`Runtime`] (the process-wide machinery:
-//! event loop, clock, name overrides, mock transport) and [`Settings`] (SPEC §3).
+//! call goes through them (docs/retries.md §4 to docs/bulkhead.md §11). Clients are built from a [`Runtime`] (the process-wide machinery:
+//! event loop, clock, name overrides, mock transport) and [`Settings`] (docs/settings.md §3).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -21,14 +21,14 @@
 //! # }
 //! ```
 //!
-//! A call that got a response returns it whatever its status (404, the last 503: SPEC §6.6); only a call
+//! A call that got a response returns it whatever its status (404, the last 503: docs/retries.md §6.6); only a call
 //! that got none fails, with an [`Error`] whose [`ErrorKind`] is the C status (timeout, rejected by the open
 //! breaker, connect, TLS, ...).
 //!
-//! Many dependencies can be configured at once as an [`Upstreams`] registry (SPEC §15). Callbacks
+//! Many dependencies can be configured at once as an [`Upstreams`] registry (docs/upstreams.md §15). Callbacks
 //! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
 //! `extern "C"` trampolines; a closure that panics is reported to the library as a failing callback
-//! (SPEC §9.4: the breaker counts it as a failure), never unwound into C.
+//! (docs/breaker.md §9.4: the breaker counts it as a failure), never unwound into C.
 #![deny(missing_docs)]
 #![warn(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]

@@ -1,4 +1,4 @@
-//! The runtime's log sink (SPEC §13.3): one record per circuit breaker state change (and upstreams
+//! The runtime's log sink (docs/telemetry.md §13.3): one record per circuit breaker state change (and upstreams
 //! notices), delivered to a closure. Errors are returned, never logged.
 use std::ffi::c_void;
 use std::ptr;

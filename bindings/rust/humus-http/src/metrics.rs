@@ -1,4 +1,4 @@
-//! Metrics and readiness (SPEC §13.2, §15.2): the runtime's instruments as Prometheus text, as JSON, or
+//! Metrics and readiness (docs/telemetry.md §13.2, docs/upstreams.md §15.2): the runtime's instruments as Prometheus text, as JSON, or
 //! point by point to a closure (pull: no background thread), and a readiness report of every client's
 //! breaker.
 use std::ffi::c_void;
@@ -104,7 +104,7 @@ impl Runtime {
         ffi::library_string(|out, len, err| unsafe { sys::humus_runtime_metrics_json(self.raw(), out, len, err) })
     }
 
-    /// A readiness report (SPEC §15.2) of every live client, as JSON: `{"status": "ok" | "degraded",
+    /// A readiness report (docs/upstreams.md §15.2) of every live client, as JSON: `{"status": "ok" | "degraded",
     /// "clients": [{"origin", "state", "retry_after_ms", "counts"}]}`. Never "unavailable": a dependency
     /// down does not make this service unready. Reading advances a due open → half-open.
     pub fn readiness_json(&self) -> Result<String, Error> {

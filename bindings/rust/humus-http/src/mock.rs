@@ -1,4 +1,4 @@
-//! The mock transport (SPEC §16.2): a closure answers every attempt without sockets — status, headers,
+//! The mock transport (docs/testing-kit.md §16.2): a closure answers every attempt without sockets — status, headers,
 //! body, a transport error, a delay or a hang — so code can be tested against a failing dependency, fast and
 //! deterministically (with a virtual clock, a 2 s Retry-After costs no real time).
 use std::ffi::c_void;
@@ -166,7 +166,7 @@ struct Mock<F> {
 }
 
 impl Runtime {
-    /// Answers every attempt of the clients built afterwards from this runtime with `respond` (SPEC §16.2);
+    /// Answers every attempt of the clients built afterwards from this runtime with `respond` (docs/testing-kit.md §16.2);
     /// required by a virtual clock. It runs on the thread that drives the attempt, possibly several at once,
     /// hence `Send + Sync`. A closure that panics (or a reply with a NUL byte in a string) fails the attempt
     /// with [`ErrorKind::Callback`]. Replaces an earlier mock for clients built afterwards.

@@ -1,5 +1,5 @@
 //! Panics never cross into C: every trampoline runs the user's closure under `catch_unwind` and reports a
-//! panic to the library as a failing callback (SPEC §9.4: the breaker counts it as a failure).
+//! panic to the library as a failing callback (docs/breaker.md §9.4: the breaker counts it as a failure).
 //!
 //! The call that then fails with `HUMUS_E_CALLBACK` ends on the thread that ran the callback (the caller's
 //! thread for a blocking call, the event-loop thread for an asynchronous one), so the panic's message waits

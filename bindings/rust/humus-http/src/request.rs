@@ -10,7 +10,7 @@ use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorKind};
 use crate::ffi;
 
-/// Per-call override of the retry rules (SPEC §4).
+/// Per-call override of the retry rules (docs/retries.md §4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RetryMode {
     /// The rules decide: idempotent methods and requests with an idempotency key are retried.
@@ -22,7 +22,7 @@ pub enum RetryMode {
     Force,
 }
 
-/// The call context (SPEC §12): what the request being served carries, passed on to the dependency. Parts
+/// The call context (docs/telemetry.md §12): what the request being served carries, passed on to the dependency. Parts
 /// left `None` are not sent; the `X-Request-ID` is never invented, and the `Authorization` is sent only
 /// with the setting `forward_authorization`, and only a Bearer token.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct CallContext {
     pub traceparent: Option<String>,
     /// W3C `tracestate`.
     pub tracestate: Option<String>,
-    /// W3C `baggage` (its `humus.fault` member drives failure injection, SPEC §14).
+    /// W3C `baggage` (its `humus.fault` member drives failure injection, docs/failure-injection.md §14).
     pub baggage: Option<String>,
     /// The `X-Request-ID` to pass on.
     pub request_id: Option<String>,
@@ -137,7 +137,7 @@ impl Request {
     }
 
     /// Adds a header (repeat for several values). An invalid name, or a value with CR, LF or NUL, is refused
-    /// naming the header (SPEC §10.5).
+    /// naming the header (docs/transport.md §10.5).
     pub fn header(self, name: &str, value: &str) -> Request {
         self.apply(|raw| {
             let (n, v) = (ffi::c_string(name, name)?, ffi::c_string(value, name)?);
@@ -156,7 +156,7 @@ impl Request {
         })
     }
 
-    /// Sets the `Idempotency-Key` header: the request becomes safe to send twice (SPEC §4). The key must
+    /// Sets the `Idempotency-Key` header: the request becomes safe to send twice (docs/retries.md §4). The key must
     /// be non-empty, without CR, LF or NUL.
     pub fn idempotency_key(self, key: &str) -> Request {
         self.apply(|raw| {
@@ -167,7 +167,7 @@ impl Request {
         })
     }
 
-    /// Overrides the retry rules for this request (SPEC §4).
+    /// Overrides the retry rules for this request (docs/retries.md §4).
     pub fn retry(self, mode: RetryMode) -> Request {
         self.apply(|raw| {
             let mode = match mode {
@@ -181,7 +181,7 @@ impl Request {
     }
 
     /// The caller's bound on the whole call; it ends at the earlier of this and the `timeout` setting.
-    /// Whole milliseconds, rounded up; zero is refused (deadlines cannot be turned off, SPEC §8), and so is
+    /// Whole milliseconds, rounded up; zero is refused (deadlines cannot be turned off, docs/timeouts.md §8), and so is
     /// more than an hour.
     pub fn timeout(self, timeout: Duration) -> Request {
         self.timeout_ms(i64::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX))
@@ -193,7 +193,7 @@ impl Request {
         self.apply(|raw| ffi::check(unsafe { sys::humus_request_set_timeout_ms(raw, ms) }, ptr::null_mut()))
     }
 
-    /// Sets the call context (SPEC §12). A value with CR, LF or NUL is refused, naming it.
+    /// Sets the call context (docs/telemetry.md §12). A value with CR, LF or NUL is refused, naming it.
     pub fn context(self, context: &CallContext) -> Request {
         self.apply(|raw| {
             let part =

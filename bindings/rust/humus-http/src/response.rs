@@ -1,6 +1,6 @@
 //! `Response`: what the dependency answered, copied out of the C response, which is freed at once — that
 //! closes it, so its result is counted by the breaker and its probe slot freed without waiting for the
-//! caller (SPEC §7; the core has already buffered the whole body).
+//! caller (docs/bodies.md §7; the core has already buffered the whole body).
 use std::ptr;
 
 use humus_http_sys as sys;
@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind};
 use crate::ffi;
 
 /// The response a call returned: whatever its status (404, 500, the last 503 — the caller decides what it
-/// means, SPEC §6.6). Plain data: `Send`, `Sync`, no tie to the library.
+/// means, docs/retries.md §6.6). Plain data: `Send`, `Sync`, no tie to the library.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Response {
     status: u16,

@@ -1,5 +1,5 @@
-//! `Runtime`: the process-wide machinery clients share (SPEC §1): the event loop, the clock (real or virtual,
-//! SPEC §16.1), name overrides (SPEC §10.6), the fault switch (SPEC §14). Its sinks, metrics and mock
+//! `Runtime`: the process-wide machinery clients share (docs/README.md §1): the event loop, the clock (real or virtual,
+//! docs/testing-kit.md §16.1), name overrides (docs/transport.md §10.6), the fault switch (docs/failure-injection.md §14). Its sinks, metrics and mock
 //! transport live in `log.rs`, `metrics.rs` and `mock.rs`.
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
@@ -118,19 +118,19 @@ pub struct RuntimeBuilder {
 
 impl RuntimeBuilder {
     /// Sends connections for `host_port` (`"payments:8443"`) to `address_port` (`"127.0.0.1:41234"`) while
-    /// TLS still verifies the host name, like curl's `--resolve` (SPEC §10.6). Repeatable.
+    /// TLS still verifies the host name, like curl's `--resolve` (docs/transport.md §10.6). Repeatable.
     pub fn resolve(mut self, host_port: &str, address_port: &str) -> RuntimeBuilder {
         self.resolve.push((host_port.to_string(), address_port.to_string()));
         self
     }
 
-    /// Enables failure injection from the `humus.fault` baggage member (SPEC §14).
+    /// Enables failure injection from the `humus.fault` baggage member (docs/failure-injection.md §14).
     pub fn faults(mut self, enabled: bool) -> RuntimeBuilder {
         self.faults = Some(enabled);
         self
     }
 
-    /// A virtual clock (SPEC §16.1): every wait of the clients runs on it and it advances on its own when
+    /// A virtual clock (docs/testing-kit.md §16.1): every wait of the clients runs on it and it advances on its own when
     /// every call in flight waits only on timers. Clients then need a mock transport
     /// ([`Runtime::set_mock_transport`]).
     pub fn virtual_clock(mut self) -> RuntimeBuilder {

@@ -1,4 +1,4 @@
-//! `Settings` of one dependency (SPEC §3): from JSON text, or from typed setters named after §3's fields that
+//! `Settings` of one dependency (docs/settings.md §3): from JSON text, or from typed setters named after §3's fields that
 //! write that same JSON. The C core checks every field and reports every bad one at once, by its key.
 //! Code-supplied parts (classifier, breaker policy) are set in `classify.rs` and `breaker.rs`.
 use std::path::Path;
@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind};
 use crate::ffi;
 use crate::json::Json;
 
-/// The settings of one dependency (SPEC §3), checked by the library. Build a [`Client`](crate::Client)
+/// The settings of one dependency (docs/settings.md §3), checked by the library. Build a [`Client`](crate::Client)
 /// from them; the client copies them, so they can be changed or dropped afterwards.
 pub struct Settings {
     raw: NonNull<sys::humus_settings>,
@@ -42,7 +42,7 @@ impl std::fmt::Debug for Settings {
 }
 
 impl Settings {
-    /// Parses SPEC §3's JSON form (durations as strings: `"250ms"`, `"5s"`); fields left out take their
+    /// Parses docs/settings.md §3's JSON form (durations as strings: `"250ms"`, `"5s"`); fields left out take their
     /// defaults. [`ErrorKind::Config`] with one [`Error::fields`] entry per bad key (misspelt keys are
     /// named with the nearest valid one), rules across fields included.
     pub fn from_json(json: &str) -> Result<Settings, Error> {
@@ -54,12 +54,12 @@ impl Settings {
         Settings::wrap(raw, "humus_settings_from_json")
     }
 
-    /// Typed setters for SPEC §3's fields, starting from the required `base_url`.
+    /// Typed setters for docs/settings.md §3's fields, starting from the required `base_url`.
     pub fn builder(base_url: &str) -> SettingsBuilder {
         SettingsBuilder::new(base_url)
     }
 
-    /// Checks one value before building settings (SPEC §3.1): `key` is a JSON key path such as `"timeout"`
+    /// Checks one value before building settings (docs/settings.md §3.1): `key` is a JSON key path such as `"timeout"`
     /// or `"breaker.window"`, `value_json` the JSON value (`"\"5s\""`, `"20"`). [`ErrorKind::Config`] naming
     /// the key, or for an unknown key the nearest valid one.
     pub fn check(key: &str, value_json: &str) -> Result<(), Error> {
@@ -111,7 +111,7 @@ impl Settings {
     }
 }
 
-/// The retry budget shared by every call of a client (SPEC §6.4).
+/// The retry budget shared by every call of a client (docs/retries.md §6.4).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RetryBudget {
     /// The gRPC-style token bucket: starts full at `tokens`; each retry takes one, each success adds
@@ -133,7 +133,7 @@ pub enum RetryBudget {
     },
 }
 
-/// Which HTTP version a client speaks (SPEC §10.2).
+/// Which HTTP version a client speaks (docs/transport.md §10.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HttpVersion {
     /// HTTP/2 then HTTP/1.1 by ALPN for https; HTTP/1.1 for http (the default).
@@ -154,7 +154,7 @@ impl HttpVersion {
     }
 }
 
-/// The lowest TLS version a client accepts (SPEC §10.3: nothing below 1.2).
+/// The lowest TLS version a client accepts (docs/transport.md §10.3: nothing below 1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlsVersion {
     /// TLS 1.2 or later.
@@ -163,7 +163,7 @@ pub enum TlsVersion {
     V1_3,
 }
 
-/// TLS for an https dependency (SPEC §10.3): the trust roots (the given CA and nothing ambient; the system
+/// TLS for an https dependency (docs/transport.md §10.3): the trust roots (the given CA and nothing ambient; the system
 /// roots when none is given), a client certificate and key for mTLS, the lowest version. Verification is
 /// always on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -227,7 +227,7 @@ impl Tls {
     }
 }
 
-/// Typed setters for SPEC §3's fields, named after them (`breaker.window` is
+/// Typed setters for docs/settings.md §3's fields, named after them (`breaker.window` is
 /// [`breaker_window`](SettingsBuilder::breaker_window)). They write §3's JSON form, which
 /// [`build`](SettingsBuilder::build) hands to the library: every bad value comes back at once, as an
 /// [`ErrorKind::Config`] error naming each JSON key. Fields not set take the library's defaults.
@@ -284,7 +284,7 @@ impl SettingsBuilder {
         self.top("backoff_max", Json::duration(d))
     }
 
-    /// `retry_budget`: the token bucket (default) or the ratio policy (SPEC §6.4).
+    /// `retry_budget`: the token bucket (default) or the ratio policy (docs/retries.md §6.4).
     pub fn retry_budget(mut self, budget: RetryBudget) -> SettingsBuilder {
         let mut o = Json::Obj(Vec::new());
         match budget {
@@ -417,7 +417,7 @@ impl SettingsBuilder {
         self.top("forward_scenario", Json::Bool(forward))
     }
 
-    /// `classify`: a named classifier preset (SPEC §5.5). A closure replaces it through
+    /// `classify`: a named classifier preset (docs/retries.md §5.5). A closure replaces it through
     /// [`Settings::set_classifier`].
     pub fn classify(self, preset: ClassifierPreset) -> SettingsBuilder {
         self.top("classify", Json::Str(preset.as_str().to_string()))

@@ -1,4 +1,4 @@
-//! The runtime's span sink (SPEC §13.1): one span of kind CLIENT per attempt, with OpenTelemetry's HTTP
+//! The runtime's span sink (docs/telemetry.md §13.1): one span of kind CLIENT per attempt, with OpenTelemetry's HTTP
 //! attributes, delivered to a closure as it ends. The attempt sends a traceparent carrying exactly the span's
 //! trace and span ids.
 use std::ffi::c_void;

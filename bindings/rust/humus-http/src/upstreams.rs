@@ -1,5 +1,5 @@
-//! `Upstreams`: clients by name from one JSON document (SPEC §15.1), with environment overrides of each
-//! `base_url`, and their readiness report (SPEC §15.2).
+//! `Upstreams`: clients by name from one JSON document (docs/upstreams.md §15.1), with environment overrides of each
+//! `base_url`, and their readiness report (docs/upstreams.md §15.2).
 use std::ptr::{self, NonNull};
 
 use humus_http_sys as sys;
@@ -100,7 +100,7 @@ impl Upstreams {
         self.clients.is_empty()
     }
 
-    /// The readiness report (SPEC §15.2) of the registry's clients, each with its `"name"`, as
+    /// The readiness report (docs/upstreams.md §15.2) of the registry's clients, each with its `"name"`, as
     /// [`Runtime::readiness_json`] writes it.
     pub fn readiness_json(&self) -> Result<String, Error> {
         // SAFETY: the registry is live; the closure passes our out-parameters through; any thread.

@@ -1,5 +1,5 @@
-//! Rust closures behind the C callbacks: classifiers (SPEC §5.4), breaker policies (SPEC §9.3), the log sink
-//! and the metric sink (SPEC §13) — what they see, what they decide, panics, and that the library drops them.
+//! Rust closures behind the C callbacks: classifiers (docs/retries.md §5.4), breaker policies (docs/breaker.md §9.3), the log sink
+//! and the metric sink (docs/telemetry.md §13) — what they see, what they decide, panics, and that the library drops them.
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! Asynchronous calls (SPEC §17.1) on the mock transport: `Call` as a Future any executor can poll,
+//! Asynchronous calls (docs/bindings.md §17.1) on the mock transport: `Call` as a Future any executor can poll,
 //! completion closures on the event loop, and what they may not do.
 use std::future::Future;
 use std::pin::pin;

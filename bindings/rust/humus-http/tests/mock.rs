@@ -1,4 +1,4 @@
-//! The runtime, the mock transport (SPEC §16.2) and the virtual clock (SPEC §16.1), and through them
+//! The runtime, the mock transport (docs/testing-kit.md §16.2) and the virtual clock (docs/testing-kit.md §16.1), and through them
 //! requests, responses and errors: fast, deterministic, no sockets.
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -300,7 +300,7 @@ fn an_error_is_a_std_error_that_says_what_was_wrong() {
 
 #[test]
 fn the_fault_switch_turns_baggage_scenarios_on() {
-    // SPEC §14: with faults enabled, the call context's baggage member humus.fault makes this client's
+    // docs/failure-injection.md §14: with faults enabled, the call context's baggage member humus.fault makes this client's
     // attempts answer synthetically; with them disabled nothing is evaluated.
     let scenario =
         CallContext { baggage: Some("humus.fault=http:payments:8080=status:503".into()), ..CallContext::default() };

@@ -60,7 +60,7 @@ fn get_over_plain_http() {
     let path = unique_path("plain");
     server.script(&path, json!([{"status": 404}]));
     let response = client("http").get(&server.url("http", &path)).unwrap();
-    // A response is returned whatever its status (SPEC §6.6): 404 is not an error.
+    // A response is returned whatever its status (docs/retries.md §6.6): 404 is not an error.
     assert_eq!((response.status(), response.http_version(), response.is_success()), (404, "1.1", false));
 }
 
@@ -148,7 +148,7 @@ fn an_untrusted_certificate_is_a_tls_error_and_not_retried() {
     let path = unique_path("untrusted");
     let error = client("untrusted").get(&server.url("untrusted", &path)).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Tls, "{error}");
-    assert_eq!(error.attempts(), 1, "a certificate not trusted is done, not retried (SPEC §5.3)");
+    assert_eq!(error.attempts(), 1, "a certificate not trusted is done, not retried (docs/retries.md §5.3)");
     assert!(server.requests(&path).is_empty());
 }
 
@@ -189,7 +189,7 @@ fn a_refused_connection_is_a_connect_error_after_the_retries() {
     let client = Client::new(&runtime(), &settings).unwrap();
     let error = client.get(&format!("http://127.0.0.1:{port}/x")).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Connect, "{error}");
-    assert_eq!(error.attempts(), 3, "connection refused is retried (SPEC §5.3)");
+    assert_eq!(error.attempts(), 3, "connection refused is retried (docs/retries.md §5.3)");
     assert!(!error.message().is_empty());
 }
 
@@ -293,7 +293,7 @@ fn a_panicking_classifier_fails_the_call_and_counts_a_failure() {
     assert!(error.to_string().contains("cannot classify a 500"), "{error}");
     assert_eq!(error.attempts(), 1);
     let counts = client.breaker_counts().unwrap();
-    assert_eq!((counts.failures, counts.consecutive_failures), (1, 1), "SPEC §9.4: a panic counts as a failure");
+    assert_eq!((counts.failures, counts.consecutive_failures), (1, 1), "docs/breaker.md §9.4: a panic counts as a failure");
     assert_eq!(server.requests(&path).len(), 1);
 
     // The next call of the thread carries no stale panic.

@@ -1,4 +1,4 @@
-//! Settings (SPEC §3): the JSON form, the typed setters, and errors naming every bad key.
+//! Settings (docs/settings.md §3): the JSON form, the typed setters, and errors naming every bad key.
 use std::time::Duration;
 
 use humus_http::{
@@ -51,7 +51,7 @@ fn rules_across_fields_name_both_fields() {
     let mut fields = error.fields().to_vec();
     fields.sort();
     assert_eq!(fields, ["base_url", "tls"], "{error}");
-    // An https base_url without tls is valid: the system roots are trusted (SPEC §10.3).
+    // An https base_url without tls is valid: the system roots are trusted (docs/transport.md §10.3).
     Settings::builder("https://payments:8443").build().unwrap();
 }
 

@@ -1,4 +1,4 @@
-//! The upstreams registry (SPEC §15) against the project's test server: clients by name from one JSON
+//! The upstreams registry (docs/upstreams.md §15) against the project's test server: clients by name from one JSON
 //! document, the environment's base_url override (logged once), readiness with names, and every bad key at
 //! once. One test, because it sets an environment variable, which must not race another test's reads.
 mod support;

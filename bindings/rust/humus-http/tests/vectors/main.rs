@@ -1,4 +1,4 @@
-//! The conformance vectors (SPEC §18) through the Rust binding: every `tests/vectors/*.json` file, run by the
+//! The conformance vectors (docs/vectors.md §18) through the Rust binding: every `tests/vectors/*.json` file, run by the
 //! safe crate's API on a virtual clock with the mock transport, as `tests/vectors/README.md` specifies. One
 //! line per vector, exactly like the C++ reference runner: `vector <name>: ok` or
 //! `vector <name>: FAIL <field path>: <what>`; exits non-zero on any mismatch.
@@ -18,7 +18,7 @@ use problems::Problems;
 use runner::{Runner, SCRIPTED_PANIC};
 use serde_json::Value;
 
-/// SPEC §18 and the issue ask for at least forty scenarios.
+/// docs/vectors.md §18 and the issue ask for at least forty scenarios.
 const AT_LEAST: usize = 40;
 
 fn vectors_dir() -> PathBuf {
@@ -112,7 +112,7 @@ fn main() -> ExitCode {
     }
     println!("vectors: {passed} ok, {failed} failed ({})", dir.display());
     if filter.is_none() && files.len() < AT_LEAST {
-        println!("vectors: only {} files in {}; SPEC §18 asks for at least {AT_LEAST}", files.len(), dir.display());
+        println!("vectors: only {} files in {}; docs/vectors.md §18 asks for at least {AT_LEAST}", files.len(), dir.display());
         return ExitCode::FAILURE;
     }
     if failed > 0 || passed == 0 {

@@ -540,7 +540,7 @@ impl Runner {
     }
 
     /// State checks after a step. Only what the vector asks for is read (a breaker read may advance it
-    /// lazily, SPEC §9.2), so every runner reads the client at the same points.
+    /// lazily, docs/breaker.md §9.2), so every runner reads the client at the same points.
     fn then(&self, t: &Value, path: &str) {
         let p = &self.problems;
         p.keys(t, path, &["breaker", "budget_tokens", "received", "clock_ms"]);
