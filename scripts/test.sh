@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test suite: the C++ core and C ABI tests in a debug build, under AddressSanitizer+UBSan, and
-# under ThreadSanitizer; every libFuzzer target for a few seconds (clang); then the Python package, built with pip, its pytest suite and a one-minute soak
-# (tests/soak); then the Go and Rust bindings against the installed library. Each language runs the
-# conformance vectors (tests/vectors) through its own API and prints a line per vector. Installs missing
-# system packages first.
+# under ThreadSanitizer; every libFuzzer target for a few seconds (clang); then the Python package, built with
+# pip, its pytest suite and a one-minute soak (tests/soak); then the Go and Rust bindings against the installed
+# library. Each language runs the conformance vectors (tests/vectors) through its own API and prints a line
+# per vector. Installs missing system packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

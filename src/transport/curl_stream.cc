@@ -36,36 +36,45 @@ WireResult CurlStream::open(const WireRequest& request) {
   return easy_.finish(code_, interrupt_);
 }
 
-void CurlStream::drive(const std::function<bool()>& enough) {
-  if (cancel_ != nullptr) cancel_->set_waker([multi = multi_] { curl_multi_wakeup(multi); });
-  while (!over() && !enough()) {
+void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, CancelToken* cancel,
+                const std::function<bool()>& enough, LaneProgress& progress) {
+  while (!progress.over() && !enough()) {
     int running = 0;
-    curl_multi_perform(multi_, &running);
+    curl_multi_perform(multi, &running);
     int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
       if (msg->msg == CURLMSG_DONE) {
-        code_ = msg->data.result;
-        ended_ = true;
+        progress.code = msg->data.result;
+        progress.ended = true;
       }
     }
-    if (ended_ || enough()) break;
+    if (progress.ended || enough()) break;
     const Instant now = std::chrono::steady_clock::now();
-    if (cancel_ != nullptr && cancel_->cancelled()) {
-      interrupt_ = Interrupt::kCancelled;
-    } else if (!easy_.headers_done() && now >= limits_.attempt_deadline) {
-      interrupt_ = Interrupt::kAttemptTimeout;
-    } else if (now >= limits_.call_deadline) {
-      interrupt_ = Interrupt::kCallTimeout;
+    if (cancel != nullptr && cancel->cancelled()) {
+      progress.interrupt = Interrupt::kCancelled;
+    } else if (!easy.headers_done() && now >= limits.attempt_deadline) {
+      progress.interrupt = Interrupt::kAttemptTimeout;
+    } else if (now >= limits.call_deadline) {
+      progress.interrupt = Interrupt::kCallTimeout;
     }
-    if (interrupt_ != Interrupt::kNone) break;
+    if (progress.interrupt != Interrupt::kNone) break;
     long curl_wait = -1;
-    curl_multi_timeout(multi_, &curl_wait);
+    curl_multi_timeout(multi, &curl_wait);
     const Instant until =
-        easy_.headers_done() ? limits_.call_deadline : std::min(limits_.attempt_deadline, limits_.call_deadline);
+        easy.headers_done() ? limits.call_deadline : std::min(limits.attempt_deadline, limits.call_deadline);
     long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
     if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
-    curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
+    curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
   }
+}
+
+void CurlStream::drive(const std::function<bool()>& enough) {
+  if (cancel_ != nullptr) cancel_->set_waker([multi = multi_] { curl_multi_wakeup(multi); });
+  LaneProgress progress{code_, ended_, interrupt_};
+  drive_lane(multi_, easy_, limits_, cancel_, enough, progress);
+  code_ = progress.code;
+  ended_ = progress.ended;
+  interrupt_ = progress.interrupt;
   if (cancel_ != nullptr) cancel_->clear_waker();
 }
 

@@ -14,6 +14,20 @@
 
 namespace humus::transport {
 
+// How far driving a lane's transfer got: libcurl finished it (with `code`), or the driver stopped it.
+struct LaneProgress {
+  CURLcode code = CURLE_OK;
+  bool ended = false;
+  Interrupt interrupt = Interrupt::kNone;
+  bool over() const { return ended || interrupt != Interrupt::kNone; }
+};
+
+// Drives a lane's multi handle (one easy handle in it) on the calling thread until `enough()` holds or the
+// transfer is over: libcurl finished it, the caller cancelled, the attempt's deadline (until the headers) or
+// the call's passed. Shared by blocking attempts and streamed bodies.
+void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, CancelToken* cancel,
+                const std::function<bool()>& enough, LaneProgress& progress);
+
 class CurlStream final : public BodyStream {
  public:
   // `release(ended)` runs once, from the destructor, after the handle left the multi: `ended` is true when

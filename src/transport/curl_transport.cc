@@ -83,40 +83,10 @@ class Lane {
  private:
   WireResult drive(const AttemptLimits& limits, CancelToken* cancel) {
     curl_multi_add_handle(multi_, easy_.handle());
-    Instant now = std::chrono::steady_clock::now();
-
-    Interrupt interrupt = Interrupt::kNone;
-    CURLcode result = CURLE_OK;
-    for (bool done = false; !done;) {
-      int running = 0;
-      curl_multi_perform(multi_, &running);
-      int queued = 0;
-      while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
-        if (msg->msg == CURLMSG_DONE) {
-          result = msg->data.result;
-          done = true;
-        }
-      }
-      if (done) break;
-      now = std::chrono::steady_clock::now();
-      if (cancel != nullptr && cancel->cancelled()) {
-        interrupt = Interrupt::kCancelled;
-      } else if (!easy_.headers_done() && now >= limits.attempt_deadline) {
-        interrupt = Interrupt::kAttemptTimeout;
-      } else if (now >= limits.call_deadline) {
-        interrupt = Interrupt::kCallTimeout;
-      }
-      if (interrupt != Interrupt::kNone) break;
-      long curl_wait = -1;
-      curl_multi_timeout(multi_, &curl_wait);
-      const Instant until =
-          easy_.headers_done() ? limits.call_deadline : std::min(limits.attempt_deadline, limits.call_deadline);
-      long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
-      if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
-      curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
-    }
+    LaneProgress progress;
+    drive_lane(multi_, easy_, limits, cancel, [] { return false; }, progress);
     curl_multi_remove_handle(multi_, easy_.handle());
-    return easy_.finish(result, interrupt);
+    return easy_.finish(progress.code, progress.interrupt);
   }
 
   SocketRegistry sockets_;  // declared first: it outlives the connections libcurl closes in ~Lane
