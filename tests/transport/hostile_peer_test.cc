@@ -300,6 +300,9 @@ TEST_F(HostilePeerTest, AttemptsReportedEqualWireRequestsWhilePooledConnectionsD
 
 // F13
 TEST_F(HostilePeerTest, F13OutOfFileDescriptorsIsResourceNotRetriedNoVerdictAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer runtimes need descriptors of their own to report: the plain build runs this";
+#endif
   RawPeer peer([](RawConnection& c) {
     while (c.read_request()) c.write(kOk);
   });

@@ -293,7 +293,11 @@ fn a_panicking_classifier_fails_the_call_and_counts_a_failure() {
     assert!(error.to_string().contains("cannot classify a 500"), "{error}");
     assert_eq!(error.attempts(), 1);
     let counts = client.breaker_counts().unwrap();
-    assert_eq!((counts.failures, counts.consecutive_failures), (1, 1), "docs/breaker.md §9.4: a panic counts as a failure");
+    assert_eq!(
+        (counts.failures, counts.consecutive_failures),
+        (1, 1),
+        "docs/breaker.md §9.4: a panic counts as a failure"
+    );
     assert_eq!(server.requests(&path).len(), 1);
 
     // The next call of the thread carries no stale panic.

@@ -112,7 +112,11 @@ fn main() -> ExitCode {
     }
     println!("vectors: {passed} ok, {failed} failed ({})", dir.display());
     if filter.is_none() && files.len() < AT_LEAST {
-        println!("vectors: only {} files in {}; docs/vectors.md §18 asks for at least {AT_LEAST}", files.len(), dir.display());
+        println!(
+            "vectors: only {} files in {}; docs/vectors.md §18 asks for at least {AT_LEAST}",
+            files.len(),
+            dir.display()
+        );
         return ExitCode::FAILURE;
     }
     if failed > 0 || passed == 0 {
