@@ -50,7 +50,7 @@ CURLM* new_multi() {
   errno = 0;
   CURLM* multi = curl_multi_init();
   if (multi == nullptr) {
-    if (is_local_shortage(errno)) throw LocalShortage(errno);
+    if (is_local_shortage(errno)) throw LocalShortage{errno};
     throw std::bad_alloc();
   }
   return multi;

@@ -20,13 +20,31 @@ bool tchar(char c) {
          kSpecials.find(c) != std::string_view::npos;
 }
 
+// The headers the client owns (framing, origin, connection management): never a caller's.
+bool client_owned(std::string_view name) {
+  static constexpr std::string_view kOwned[] = {"host",    "content-length", "transfer-encoding",
+                                                "connection", "keep-alive", "upgrade",
+                                                "te",      "trailer",        "proxy-connection"};
+  for (const std::string_view owned : kOwned) {
+    if (owned.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < name.size() && same; ++i) {
+      const char c = name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] - 'A' + 'a') : name[i];
+      same = c == owned[i];
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
 bool valid(std::string_view name, std::string_view value) {
-  if (name.empty()) return false;
+  if (name.empty() || client_owned(name)) return false;
   for (const char c : name) {
     if (!tchar(c)) return false;
   }
   for (const char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0') return false;
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t') || u == 0x7f) return false;  // control characters but HTAB
   }
   return true;
 }
