@@ -519,6 +519,7 @@ class StreamServerCapiTest : public humus::test::WithTestServer {
   humus_client* client_ = nullptr;
 };
 
+// F59, S15
 TEST_F(StreamServerCapiTest, GzipBombStopsAtMaxResponseBodyWithTooLarge) {
   server().script("/bomb", nlohmann::json::array({{{"status", 200}, {"gzip_bomb", 256 * 1024 * 1024}}}));
   make_client(R"(, "max_attempts": 3)");

@@ -249,6 +249,21 @@ TEST_F(HostilePeerTest, MaxResponseHeadersIsTheSettingsLimit) {
   EXPECT_NE(out.error.message().find("4096"), std::string::npos) << out.error.message();
 }
 
+// F60, S15: a chain of encodings (CVE-2023-23916) is refused, once, as the peer's broken answer.
+TEST_F(HostilePeerTest, F60AStackOfContentEncodingsIsRefusedNotRetried) {
+  std::string head = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 8; ++i) head += "Content-Encoding: gzip\r\n";
+  RawPeer peer([reply = head + "Content-Length: 4\r\n\r\nabcd"](RawConnection& c) {
+    while (c.read_request()) c.write(reply);
+  });
+  auto c = make(peer);
+  CallResult out = c->execute(req(peer));
+  ASSERT_FALSE(out.ok()) << out.response->status << " " << out.response->body.size();
+  EXPECT_EQ(out.error.code(), Code::kProtocol) << out.error.message();
+  EXPECT_EQ(out.attempts, 1);
+  EXPECT_EQ(peer.requests(), 1);
+}
+
 // --- 6. Every request on the wire is an attempt the policy admitted (docs/transport.md §10.8). --------------
 
 // Answers every request, and closes (FIN, unanswered) every `kill_every`-th request that arrives on a
