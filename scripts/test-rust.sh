@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What CI runs for the Rust binding (bindings/rust, SPEC §17.4): stages the dev build of the library
+# What CI runs for the Rust binding (bindings/rust, docs/bindings.md §17.4): stages the dev build of the library
 # (scripts/stage.sh: build/dev installed into build/stage-dev), then builds and tests both crates against it
 # through pkg-config, as a user's crate would build against the installed library: rustfmt's check, cargo
 # test (unit tests, the conformance vectors, integration tests against tests/server/), and clippy when it is
