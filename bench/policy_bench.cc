@@ -40,7 +40,7 @@ void BM_BudgetDecision(benchmark::State& state) {
   SeededRandom random(1);
   retry::DecisionInput in;
   in.classification.retry = classify::RetryVerdict::kAgain;
-  in.classification.breaker = classify::BreakerVerdict::kFailure;
+  in.classification.breaker = breaker::Outcome::kFailure;
   in.may_send_twice = true;
   in.attempt = 1;
   in.max_attempts = 3;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "breaker/outcome.h"
 #include "breaker/policy.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -19,13 +20,6 @@
 namespace humus::breaker {
 
 class DefaultPolicy;
-
-// What an admitted attempt's result means to the breaker (docs/retries.md §5).
-enum class Outcome : int32_t {
-  kSuccess = HUMUS_BREAKER_SUCCESS,
-  kFailure = HUMUS_BREAKER_FAILURE,
-  kIgnored = HUMUS_BREAKER_IGNORED,  // says nothing about the dependency (e.g. the caller cancelled)
-};
 
 // Handed out by admit() and given back to record() with the attempt's result. A plain value: copy it freely.
 struct Permit {
@@ -140,7 +134,5 @@ class Breaker {
   bool delivering_ = false;               // guarded by mu_: a thread is in deliver()'s unlocked part
   std::vector<Transition> batch_;         // owned by the thread that set delivering_
 };
-
-const char* outcome_name(Outcome outcome);  // "success", "failure", "ignored"
 
 }  // namespace humus::breaker

@@ -190,15 +190,13 @@ HUMUS_API humus_status humus_request_new(const char* method, const char* url, hu
       return report(Status(Code::kInvalidArgument, std::string("method: \"") + method + "\" is not an HTTP method token",
                            {"method"}), err);
     }
-    humus::Result<humus::transport::Url> parsed = humus::transport::parse_url(url);
+    humus::Result<humus::transport::ClientUrl> parsed = humus::transport::ClientUrl::parse(url);
     if (!parsed.ok()) {
       return report(Status(Code::kInvalidArgument, "url: " + parsed.status().message(), {"url"}), err);
     }
-    if (parsed->has_userinfo) {
-      return report(Status(Code::kInvalidArgument, "url: user-info is not allowed", {"url"}), err);
-    }
-    if (parsed->scheme != "http" && parsed->scheme != "https") {
-      return report(Status(Code::kInvalidArgument, "url: the scheme must be http or https, got \"" + parsed->scheme + "\"",
+    const std::string& scheme = parsed->parts().scheme;
+    if (scheme != "http" && scheme != "https") {
+      return report(Status(Code::kInvalidArgument, "url: the scheme must be http or https, got \"" + scheme + "\"",
                            {"url"}),
                     err);
     }

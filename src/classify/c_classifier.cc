@@ -64,7 +64,7 @@ class CClassifier final : public Classifier {
 
     Classification c;
     c.retry = static_cast<RetryVerdict>(out.retry);
-    c.breaker = static_cast<BreakerVerdict>(out.breaker);
+    c.breaker = static_cast<breaker::Outcome>(out.breaker);
     // Milliseconds to nanoseconds overflows past ~292 years: saturate as a parsed Retry-After does.
     constexpr int64_t kCapMs =
         std::chrono::duration_cast<std::chrono::milliseconds>(retry::kMaxRetryAfter).count();

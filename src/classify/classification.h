@@ -4,6 +4,7 @@
 #include <memory>
 #include <string_view>
 
+#include "breaker/outcome.h"
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
@@ -12,15 +13,10 @@
 namespace humus::classify {
 
 enum class RetryVerdict : int32_t { kDone = HUMUS_RETRY_DONE, kAgain = HUMUS_RETRY_AGAIN };
-enum class BreakerVerdict : int32_t {
-  kSuccess = HUMUS_BREAKER_SUCCESS,
-  kFailure = HUMUS_BREAKER_FAILURE,
-  kIgnored = HUMUS_BREAKER_IGNORED,
-};
 
 struct Classification {
   RetryVerdict retry = RetryVerdict::kDone;
-  BreakerVerdict breaker = BreakerVerdict::kSuccess;
+  breaker::Outcome breaker = breaker::Outcome::kSuccess;
   Duration retry_after = Duration::zero();  // the dependency asked to wait this long; zero: it did not ask
 };
 

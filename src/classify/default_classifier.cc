@@ -10,9 +10,9 @@ namespace {
 
 constexpr RetryVerdict kDone = RetryVerdict::kDone;
 constexpr RetryVerdict kAgain = RetryVerdict::kAgain;
-constexpr BreakerVerdict kSuccess = BreakerVerdict::kSuccess;
-constexpr BreakerVerdict kFailure = BreakerVerdict::kFailure;
-constexpr BreakerVerdict kIgnored = BreakerVerdict::kIgnored;
+constexpr breaker::Outcome kSuccess = breaker::Outcome::kSuccess;
+constexpr breaker::Outcome kFailure = breaker::Outcome::kFailure;
+constexpr breaker::Outcome kIgnored = breaker::Outcome::kIgnored;
 
 class TableClassifier final : public Classifier {
  public:
@@ -46,7 +46,7 @@ class TableClassifier final : public Classifier {
 };
 
 bool valid(RetryVerdict v) { return v == kDone || v == kAgain; }
-bool valid(BreakerVerdict v) { return v == kSuccess || v == kFailure || v == kIgnored; }
+bool valid(breaker::Outcome v) { return v == kSuccess || v == kFailure || v == kIgnored; }
 
 Status bad_rule(const std::string& what) {
   return Status(Code::kInvalidArgument, "classifier table: " + what, {"classifier"});

@@ -17,7 +17,7 @@ struct StatusRule {
   int status_lo;
   int status_hi;
   RetryVerdict retry;
-  BreakerVerdict breaker;
+  breaker::Outcome breaker;
   // Read Retry-After into Classification::retry_after. Only meaningful with RetryVerdict::kAgain: a response
   // that ends the call has nothing to wait for, so it is not read then.
   bool honour_retry_after = false;
@@ -27,7 +27,7 @@ struct StatusRule {
 struct ErrorRule {
   Code error;
   RetryVerdict retry;
-  BreakerVerdict breaker;
+  breaker::Outcome breaker;
 };
 
 // The rules of one classifier. The first matching rule wins, so a rule inserted at the front overrides the
@@ -36,10 +36,10 @@ struct ClassifierTable {
   std::vector<StatusRule> statuses;
   std::vector<ErrorRule> errors;
   // No status rule matched (1xx, which should never reach a classifier, or a status above 599).
-  Classification other_status{RetryVerdict::kDone, BreakerVerdict::kSuccess};
+  Classification other_status{RetryVerdict::kDone, breaker::Outcome::kSuccess};
   // No error rule matched (an error kind this table does not name): not worth repeating, and the dependency
   // gave no answer.
-  Classification other_error{RetryVerdict::kDone, BreakerVerdict::kFailure};
+  Classification other_error{RetryVerdict::kDone, breaker::Outcome::kFailure};
 };
 
 // The table of "humus", the default (docs/retries.md §5.3):

@@ -14,8 +14,8 @@ ClassifierTable jfast_table() {
   // A 500 is the application answering (a bug on its side), not the dependency being unreachable; a 429 is
   // the dependency protecting itself, which says nothing about its health either way.
   t.statuses.insert(t.statuses.begin(), {
-                                            {500, 500, kDone, BreakerVerdict::kSuccess, false},
-                                            {429, 429, kAgain, BreakerVerdict::kIgnored, true},
+                                            {500, 500, kDone, breaker::Outcome::kSuccess, false},
+                                            {429, 429, kAgain, breaker::Outcome::kIgnored, true},
                                         });
   return t;
 }
@@ -24,11 +24,11 @@ ClassifierTable strict_table() {
   ClassifierTable t = humus_table();
   // Same retry verdicts; every status but 2xx counts against the dependency.
   for (StatusRule& r : t.statuses) {
-    if (!(r.status_lo >= 200 && r.status_hi <= 299)) r.breaker = BreakerVerdict::kFailure;
+    if (!(r.status_lo >= 200 && r.status_hi <= 299)) r.breaker = breaker::Outcome::kFailure;
   }
   // humus's first rule spans 2xx and 3xx: split it so 3xx fails while 2xx succeeds.
-  t.statuses.insert(t.statuses.begin(), {200, 299, kDone, BreakerVerdict::kSuccess, false});
-  t.other_status.breaker = BreakerVerdict::kFailure;
+  t.statuses.insert(t.statuses.begin(), {200, 299, kDone, breaker::Outcome::kSuccess, false});
+  t.other_status.breaker = breaker::Outcome::kFailure;
   return t;
 }
 

@@ -2,16 +2,17 @@
 
 #include <algorithm>
 
-#include "client/client.h"
-
 namespace humus::client {
 
-AsyncCall::AsyncCall(Client& client, Request request, CallDone done)
-    : client_(client),
+AsyncCall::AsyncCall(const CallEnv& env, transport::Transport& transport, transport::EventLoop& loop, Request request,
+                     CallDone done, std::function<void(AsyncCall*)> forget)
+    : bulkhead_(env.bulkhead),
+      transport_(transport),
       request_(std::move(request)),
-      call_(client, request_, &token_),
+      call_(env, request_, &token_),
       done_(std::move(done)),
-      loop_(client.runtime_.loop()),
+      forget_(std::move(forget)),
+      loop_(loop),
       waiter_(&AsyncCall::granted, this) {}
 
 void AsyncCall::cancel() {
@@ -27,51 +28,43 @@ void AsyncCall::granted(void* self) {
     if (keep->phase_ != Phase::kQueued) return;  // already ended (cancelled or timed out as it was granted)
     if (keep->timer_ != 0) keep->loop_.cancel_timer(keep->timer_);
     keep->timer_ = 0;
-    keep->call_.hold(keep->client_.bulkhead_.take(keep->waiter_));
-    keep->on_slot();
+    keep->advance(keep->call_.on_slot(keep->bulkhead_.take(keep->waiter_)));
   });
 }
 
-void AsyncCall::begin() {
-  if (std::optional<Step> refused = call_.start()) {
-    finish(std::move(refused->result));
-    return;
-  }
-  if (token_.cancelled()) {
-    finish(CallResult{std::nullopt, Status(Code::kCancelled, "the call was cancelled")});
-    return;
-  }
-  bulkhead::Bulkhead& bulkhead = client_.bulkhead_;
-  if (std::optional<bulkhead::Slot> slot = bulkhead.acquire_or_queue(waiter_)) {
-    call_.hold(std::move(*slot));
-    on_slot();
-    return;
-  }
+void AsyncCall::begin() { advance(call_.start()); }
+
+void AsyncCall::queue(Instant deadline) {
   phase_ = Phase::kQueued;
   const Instant now = loop_.clock().now();
-  const Instant wait_end = now + bulkhead.wait();
-  const bool deadline_first = call_.deadline() < wait_end;
-  timer_ = loop_.add_timer(std::min(wait_end, call_.deadline()), [self = shared_from_this(), deadline_first, now] {
+  const Instant wait_end = now + bulkhead_.wait();
+  const bool deadline_first = deadline < wait_end;
+  timer_ = loop_.add_timer(std::min(wait_end, deadline), [self = shared_from_this(), deadline_first, now] {
     self->timer_ = 0;
-    bulkhead::Bulkhead& b = self->client_.bulkhead_;
-    if (b.abandon(self->waiter_)) {
-      self->finish(CallResult{std::nullopt, b.refusal(deadline_first, self->loop_.clock().now() - now)});
+    if (self->bulkhead_.abandon(self->waiter_)) {
+      self->advance(self->call_.on_slot(self->bulkhead_.refusal(deadline_first, self->loop_.clock().now() - now)));
     }
     // Otherwise a slot was handed over as the wait ran out: granted() is on its way and takes it.
   });
 }
 
-void AsyncCall::on_slot() { advance(call_.admit()); }
-
 void AsyncCall::advance(Step step) {
   switch (step.kind) {
+    case Step::Kind::kAcquire:
+      if (token_.cancelled()) {
+        advance(call_.on_slot(Status(Code::kCancelled, "the call was cancelled")));
+      } else if (std::optional<bulkhead::Slot> slot = bulkhead_.acquire_or_queue(waiter_)) {
+        advance(call_.on_slot(std::move(*slot)));
+      } else {
+        queue(step.until);
+      }
+      return;
     case Step::Kind::kSend:
       phase_ = Phase::kSending;
-      attempt_ = client_.transport_->start(loop_, call_.wire(), step.limits,
-                                           [self = shared_from_this()](transport::WireResult sent) {
-                                             self->attempt_.reset();
-                                             self->advance(self->call_.on_sent(std::move(sent)));
-                                           });
+      attempt_ = transport_.start(loop_, call_.wire(), step.limits, [self = shared_from_this()](transport::WireResult sent) {
+        self->attempt_.reset();
+        self->advance(self->call_.on_sent(std::move(sent)));
+      });
       return;
     case Step::Kind::kWait:
       if (token_.cancelled()) {  // cancelled while the attempt's outcome was already on its way
@@ -83,6 +76,9 @@ void AsyncCall::advance(Step step) {
         self->timer_ = 0;
         self->advance(self->call_.on_waited(false));
       });
+      return;
+    case Step::Kind::kRedirect:
+      advance(call_.admit());
       return;
     case Step::Kind::kDone:
       finish(std::move(step.result));
@@ -98,10 +94,10 @@ void AsyncCall::on_cancel() {
     case Phase::kQueued:
       if (timer_ != 0) loop_.cancel_timer(timer_);
       timer_ = 0;
-      if (!client_.bulkhead_.abandon(waiter_)) {
-        client_.bulkhead_.take(waiter_).release();  // handed over as it was cancelled: pass it on
+      if (!bulkhead_.abandon(waiter_)) {
+        bulkhead_.take(waiter_).release();  // handed over as it was cancelled: pass it on
       }
-      finish(CallResult{std::nullopt, Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot")});
+      advance(call_.on_slot(Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot")));
       return;
     case Phase::kSending:
       attempt_->cancel();  // its done (kCancelled) comes as a task of its own
@@ -117,10 +113,9 @@ void AsyncCall::on_cancel() {
 void AsyncCall::finish(CallResult result) {
   phase_ = Phase::kDone;
   ended_.store(true, std::memory_order_release);
-  call_.hold(bulkhead::Slot());  // the slot goes back before the caller hears of the outcome
   CallDone done = std::move(done_);
-  done(std::move(result));
-  client_.forget(this);
+  done(std::move(result));  // the call's state machine gave its bulkhead slot back first
+  forget_(this);
 }
 
 }  // namespace humus::client

@@ -1,6 +1,6 @@
 // The asynchronous driver of a call (docs/bindings.md §17.1): the same state machine as the blocking one (call.h), run
-// on the runtime's event loop — attempts through the transport's asynchronous side, waits as loop timers,
-// the bulkhead wait as a queued waiter — so no thread waits for it.
+// on the runtime's event loop — the bulkhead wait as a queued waiter, attempts through the transport's
+// asynchronous side, waits as loop timers — so no thread waits for it.
 #pragma once
 
 #include <atomic>
@@ -16,13 +16,14 @@
 
 namespace humus::client {
 
-class Client;
-
 using CallDone = std::function<void(CallResult)>;
 
 class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
  public:
-  AsyncCall(Client& client, Request request, CallDone done);
+  // `forget` runs on the loop thread right after `done`: the client lets go of the call then. `env`,
+  // `transport` and `loop` are the client's and must outlive the call until then.
+  AsyncCall(const CallEnv& env, transport::Transport& transport, transport::EventLoop& loop, Request request,
+            CallDone done, std::function<void(AsyncCall*)> forget);
 
   // Any thread: the call ends as soon as the loop gets to it (kCancelled, or the buffered response of a
   // cut-short wait). After it ended: nothing, and nothing is touched but this object — so a handle may be
@@ -35,17 +36,19 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 
   // Loop thread only, from here on.
   void begin();
-  void on_slot();
   void advance(Step step);
+  void queue(Instant deadline);  // waits for a bulkhead slot as a queued waiter, bounded by a loop timer
   void finish(CallResult result);
   void on_cancel();
   static void granted(void* self);  // the bulkhead handed over a slot (any thread, bulkhead lock held)
 
-  Client& client_;
+  bulkhead::Bulkhead& bulkhead_;
+  transport::Transport& transport_;
   const Request request_;
   CancelToken token_;
   Call call_;  // refers to request_ and token_, declared before it
   CallDone done_;
+  std::function<void(AsyncCall*)> forget_;
   transport::EventLoop& loop_;
   bulkhead::Bulkhead::AsyncWaiter waiter_;
   Phase phase_ = Phase::kNew;

@@ -23,7 +23,6 @@ struct PendingVerdict {
   telemetry::ClientMetrics* metrics = nullptr;
   breaker::Permit permit;
   breaker::Outcome outcome = breaker::Outcome::kSuccess;
-  telemetry::CallOutcome counted = telemetry::CallOutcome::kSuccess;
 };
 
 // Not thread-safe: one reader at a time. Must not outlive its client (it holds the client's connection,
@@ -49,7 +48,7 @@ class ResponseStream {
   bool ended() const { return wire_ == nullptr; }
 
  private:
-  void settle(breaker::Outcome outcome, telemetry::CallOutcome counted);
+  void settle(breaker::Outcome outcome);  // the breaker verdict and its metric, once
 
   std::unique_ptr<transport::BodyStream> wire_;  // nullptr once ended or closed
   PendingVerdict verdict_;

@@ -1,47 +1,54 @@
-// One call's progress through its attempts, waits and redirects, as a state machine that neither sends nor
-// sleeps itself: it says what comes next (send this attempt, wait until then, or done). The blocking driver
-// (Client::execute) and the asynchronous one (client/engine.h) run the same machine, so both obey the same
-// rules: the docs/retries.md §6 order of admission → send → classify → breaker result → retry decision → wait.
+// One call's progress through its bulkhead slot, attempts, waits and redirects, as a state machine that neither
+// sends nor sleeps itself: it says what comes next (take a bulkhead slot, send this attempt, wait until then,
+// follow a redirect, or done). The blocking driver (Client::execute and Client::open) and the asynchronous one
+// (async_call.h) run the same machine, so both obey the same rules: the docs/retries.md §6 order of bulkhead →
+// admission → send → classify → breaker result → retry decision → wait, each attempt's end recorded in one
+// place (end_attempt).
 #pragma once
 
 #include <optional>
 
 #include "breaker/breaker.h"
 #include "bulkhead/bulkhead.h"
-#include "classify/classification.h"
+#include "client/call_env.h"
 #include "client/request.h"
 #include "common/cancel.h"
 #include "faults/scenario.h"
+#include "retry/decision.h"
 #include "telemetry/call_trace.h"
 #include "transport/wire.h"
 
 namespace humus::client {
 
-class Client;
-
 struct Step {
-  enum class Kind { kSend, kWait, kDone } kind = Kind::kDone;
+  enum class Kind {
+    kAcquire,   // take a bulkhead slot, waiting until `until` at the latest (the call's deadline), then on_slot()
+    kSend,      // send wire() within `limits`, then on_sent()
+    kWait,      // wait until `until` (or a cancel), then on_waited()
+    kRedirect,  // a redirect within the origin is followed: admit() its first attempt
+    kDone,      // `result` is the call's outcome
+  } kind = Kind::kDone;
   transport::AttemptLimits limits;  // kSend: the attempt's deadlines
-  Instant until{};                  // kWait: when the next attempt may start
+  Instant until{};                  // kAcquire, kWait
   CallResult result;                // kDone
 };
 
 // Not thread-safe: one driver advances it at a time.
 class Call {
  public:
-  Call(Client& client, const Request& request, CancelToken* cancel);
+  Call(const CallEnv& env, const Request& request, CancelToken* cancel);
 
-  // Checks the request (origin, headers, deadline) and builds its wire form: kDone when it is refused,
-  // nothing when the driver may go on to acquire a bulkhead slot and then call admit().
-  std::optional<Step> start();
-  Instant deadline() const { return deadline_; }
-  void hold(bulkhead::Slot slot) { slot_ = std::move(slot); }
-
+  // Checks the request (deadline, origin, headers) and builds its wire form: kDone when it is refused, else
+  // kAcquire.
+  Step start();
+  // The bulkhead's answer to kAcquire: the slot, held until the call ends (or its streamed body does), and
+  // the first attempt's admit(); or the refusal (full, deadline, cancelled), which ends the call.
+  Step on_slot(Result<bulkhead::Slot> slot);
   // The next attempt: kSend with the breaker's permit taken, or kDone (rejected, cancelled, deadline).
   Step admit();
-  // What the attempt that admit() sent brought back. kWait before a retry, kSend for a redirect followed
-  // within the origin (already admitted), or kDone. `body`: the rest of a streamed response's body
-  // (Transport::open); a response that ends the call keeps it, and its breaker result waits for its end.
+  // What the attempt that admit() sent brought back: kWait before a retry, kRedirect, or kDone. `body`: the
+  // rest of a streamed response's body (Transport::open); a response that ends the call keeps it, and its
+  // breaker result waits for its end.
   Step on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body = nullptr);
   // The wait of a kWait ended; `cut_short`: by the cancel token rather than the clock.
   Step on_waited(bool cut_short);
@@ -50,20 +57,39 @@ class Call {
   const transport::WireRequest& wire() const { return wire_; }
 
  private:
-  Step done(CallResult result);
+  Step done(CallResult result);  // gives the bulkhead slot back, unless a streamed body took it
   Step fail(Status status, Duration retry_after = Duration::zero());
   Step give_up(Status why);  // a wait or a new attempt cut short: the buffered response, else `why`
+  Step stop(retry::Decision decision, Status why);  // no attempt is made: the decision counted, then give_up
   bool cancelled() const { return cancel_ != nullptr && cancel_->cancelled(); }
+
+  // The one place an attempt's end is recorded: the breaker's verdict and the outcome metric — unless
+  // `outcome` is empty, when the end of the streamed body that kept the permit counts them (body_stream.h) —
+  // then the budget's view of the classification, the retry decision and its metric. The decision is taken
+  // after the verdict counted, so a breaker policy that fails ends the call with its status (the result
+  // counted a failure, the decision kStopped) and charges no budget.
+  Result<retry::DecisionResult> end_attempt(std::optional<breaker::Outcome> outcome, const retry::DecisionInput& in);
+  // An attempt the client itself ends, with a decision of its own (docs/retries.md §5.1): no classifier, no
+  // budget. A failing breaker policy's status is not the call's error here: the call ends anyway.
+  void end_attempt(breaker::Outcome outcome, retry::Decision decision);
+  Status count(breaker::Outcome outcome);  // the verdict and its metric; a failing policy stops the call
+
+  // The end of a failed attempt when the client decides it (cancelled, past the deadline, its own limits).
+  std::optional<Step> ended_by_client(transport::WireResult& sent, Instant after);
+  // What comes after an attempt the classifier judged: its end recorded, then a retry, redirect or the end.
+  Step on_classified(const classify::Classification& c, transport::WireResult sent,
+                     std::unique_ptr<transport::BodyStream> body, Instant after);
   // Reads a streamed body that may be replaced by a retry into `into`, up to one byte past the 64 KiB
   // that may be buffered (docs/bodies.md §7); `body` is reset when it ended. A failed read is returned.
   transport::BodyRead read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into);
-  // Counts an attempt's result now: its breaker verdict and the outcome metric. A failing policy's status.
-  Status count(const classify::Classification& c);
+  // The request a response asks to be sent next, within the origin and the redirect limit, or nothing.
+  std::optional<transport::WireRequest> redirect_of(const CallResult& outcome) const;
+  Step follow(transport::WireRequest next);
   uint64_t body_size() const;  // of the request, for the metrics (0 when unknown)
   telemetry::Span attempt_span(WallTime start) const;  // the attributes known before the attempt is sent
   transport::InjectedFault draw_fault() const;          // what the call's fault scenario does to this attempt
 
-  Client& client_;
+  const CallEnv& env_;
   const Request& request_;
   CancelToken* const cancel_;
   Instant deadline_{};

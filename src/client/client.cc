@@ -1,7 +1,5 @@
 #include "client/client.h"
 
-#include <functional>
-
 #include <algorithm>
 
 #include "client/call.h"
@@ -21,11 +19,7 @@ transport::TransportConfig transport_config(const settings::Settings& s, const t
   c.max_response_headers = s.max_response_headers;
   c.max_response_body = s.max_response_body;
   c.decompress = s.decompress;
-  switch (s.http_version) {
-    case settings::HttpVersion::kAuto: c.http_version = transport::TransportConfig::HttpVersion::kAuto; break;
-    case settings::HttpVersion::kHttp1_1: c.http_version = transport::TransportConfig::HttpVersion::k1_1; break;
-    case settings::HttpVersion::kHttp2: c.http_version = transport::TransportConfig::HttpVersion::k2; break;
-  }
+  c.http_version = s.http_version;
   if (s.tls) {
     c.ca_file = s.tls->ca_file;
     c.ca_pem = s.tls->ca_pem;
@@ -40,7 +34,7 @@ transport::TransportConfig transport_config(const settings::Settings& s, const t
 
 retry::BudgetOptions budget_options(const settings::RetryBudgetSettings& b) {
   retry::BudgetOptions o;
-  o.policy = b.policy == settings::BudgetPolicy::kRatio ? retry::BudgetPolicy::kRatio : retry::BudgetPolicy::kTokenBucket;
+  o.policy = b.policy;
   o.tokens = b.tokens;
   o.ratio = b.ratio;
   o.min_per_second = b.min_per_second;
@@ -52,9 +46,9 @@ retry::BudgetOptions budget_options(const settings::RetryBudgetSettings& b) {
 
 Result<std::unique_ptr<Client>> Client::create(Runtime& runtime, settings::Settings s) {
   if (Status st = settings::validate(s, /*from_config=*/false); !st.ok()) return st;
-  Result<transport::Url> url = transport::parse_url(s.base_url);
+  Result<transport::ClientUrl> url = transport::ClientUrl::parse(s.base_url);
   if (!url.ok()) return url.status();
-  const transport::Origin origin = transport::origin_of(*url);
+  const transport::Origin origin = url->origin();
 
   std::shared_ptr<const classify::Classifier> classifier = s.classifier;
   if (!classifier) classifier = classify::preset(s.classify_preset);
@@ -76,10 +70,7 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       clock_(runtime.clock()),
       settings_(std::move(s)),
       origin_(std::move(origin)),
-      origin_with_port_(origin_.to_string()),
-      origin_without_port_((origin_.scheme == "https" && origin_.port == 443) || (origin_.scheme == "http" && origin_.port == 80)
-                               ? origin_with_port_.substr(0, origin_with_port_.rfind(':'))
-                               : std::string()),
+      spelling_(origin_),
       fault_point_(faults::point_name(origin_.host, origin_.port)),
       classifier_(std::move(classifier)),
       backoff_(settings_.backoff_base, settings_.backoff_max),
@@ -92,14 +83,18 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       budget_(std::move(budget)),
       bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock()),
       transport_(std::move(transport)),
-      max_response_body_(transport_config(settings_, origin_).max_response_body) {
+      max_response_body_(transport_config(settings_, origin_).max_response_body),
+      call_env_{clock_,    runtime.random(), runtime.telemetry(), runtime.options().faults,
+                settings_, origin_,          spelling_,           fault_point_,
+                *classifier_, backoff_,      max_retry_after_,    metrics_,
+                breaker_,  *budget_,         bulkhead_} {
   breaker_.set_listener([this](const breaker::Transition& t) { on_transition(t); });
-  runtime_.telemetry().metrics().add(metrics_, breaker_, origin_with_port_);
+  runtime_.telemetry().metrics().add(metrics_, breaker_, spelling_.with_port());
 }
 
 void Client::on_transition(const breaker::Transition& t) {
   metrics_.transition(t.to);
-  const std::string message = telemetry::transition_message(origin_with_port_, t);
+  const std::string message = telemetry::transition_message(spelling_.with_port(), t);
   telemetry::LogRecord record;
   record.event = telemetry::kCircuitStateChange;
   record.message = message;
@@ -114,20 +109,6 @@ void Client::on_transition(const breaker::Transition& t) {
   runtime_.telemetry().log(record);
 }
 
-bool Client::spelled_as_origin(std::string_view url) const {
-  for (const std::string& prefix : {std::cref(origin_with_port_), std::cref(origin_without_port_)}) {
-    if (prefix.empty() || !url.starts_with(prefix)) continue;
-    const std::string_view rest = url.substr(prefix.size());
-    if (!rest.empty() && rest[0] != '/' && rest[0] != '?' && rest[0] != '#') continue;
-    // No space, control character or backslash: those the full parse would refuse.
-    for (const char c : rest) {
-      if (static_cast<unsigned char>(c) <= ' ' || c == '\\' || c == 0x7f) return false;
-    }
-    return true;
-  }
-  return false;
-}
-
 Client::~Client() {
   if (!runtime_.on_loop_thread()) cancel_calls_and_wait();
   // No call is left to record: the counts move to the runtime's record of clients gone.
@@ -135,7 +116,8 @@ Client::~Client() {
 }
 
 std::shared_ptr<AsyncCall> Client::submit(Request request, CallDone done) {
-  auto call = std::make_shared<AsyncCall>(*this, std::move(request), std::move(done));
+  auto call = std::make_shared<AsyncCall>(call_env_, *transport_, runtime_.loop(), std::move(request), std::move(done),
+                                         [this](AsyncCall* ended) { forget(ended); });
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
     calls_.emplace(call.get(), call);
@@ -192,20 +174,14 @@ CallResult Client::run(const Request& request, CancelToken* cancel, bool stream)
   std::optional<testing::VirtualClock::Hold> busy;
   if (testing::VirtualClock* vc = runtime_.virtual_clock()) busy.emplace(*vc);
 
-  Call call(*this, request, cancel);
-  if (std::optional<Step> refused = call.start()) return std::move(refused->result);
-  Result<bulkhead::Slot> slot = bulkhead_.acquire(call.deadline(), cancel);
-  if (!slot.ok()) {
-    CallResult r;
-    r.error = slot.status();
-    return r;
-  }
-  call.hold(std::move(slot).value());
-
+  Call call(call_env_, request, cancel);
   Signal local;
   Signal& wake = cancel != nullptr ? cancel->signal() : local;
-  for (Step step = call.admit();;) {
+  for (Step step = call.start();;) {
     switch (step.kind) {
+      case Step::Kind::kAcquire:
+        step = call.on_slot(bulkhead_.acquire(step.until, cancel));
+        break;
       case Step::Kind::kSend:
         if (stream) {
           transport::Transport::Opened opened = transport_->open(call.wire(), step.limits, cancel);
@@ -216,6 +192,9 @@ CallResult Client::run(const Request& request, CancelToken* cancel, bool stream)
         break;
       case Step::Kind::kWait:
         step = call.on_waited(clock_.sleep_until(step.until, wake));
+        break;
+      case Step::Kind::kRedirect:
+        step = call.admit();
         break;
       case Step::Kind::kDone:
         return std::move(step.result);

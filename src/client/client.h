@@ -11,8 +11,10 @@
 #include <unordered_map>
 
 #include "breaker/breaker.h"
-#include "client/async_call.h"
 #include "bulkhead/bulkhead.h"
+#include "client/async_call.h"
+#include "client/call_env.h"
+#include "client/origin_spelling.h"
 #include "classify/classification.h"
 #include "client/request.h"
 #include "client/runtime.h"
@@ -59,7 +61,7 @@ class Client {
   // True when `url` starts with this client's origin spelled canonically ("https://payments:8443" or, for a
   // default port, "https://payments") followed by a path, query or nothing: then it is the origin for sure
   // and the URL need not be parsed on every call. Any other spelling goes through the full parse.
-  bool spelled_as_origin(std::string_view url) const;
+  bool spelled_as_origin(std::string_view url) const { return spelling_.matches(url); }
 
   Runtime& runtime() { return runtime_; }
   breaker::Breaker& breaker() { return breaker_; }
@@ -74,8 +76,6 @@ class Client {
          std::shared_ptr<const classify::Classifier> classifier, std::unique_ptr<retry::Budget> budget,
          std::unique_ptr<transport::Transport> transport);
 
-  friend class Call;       // the call's state machine composes the policies below
-  friend class AsyncCall;  // and so does its asynchronous driver
   void forget(AsyncCall* call);
   CallResult run(const Request& request, CancelToken* cancel, bool stream);
   void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (docs/breaker.md §9.5)
@@ -84,8 +84,7 @@ class Client {
   Clock& clock_;
   const settings::Settings settings_;
   const transport::Origin origin_;
-  const std::string origin_with_port_;     // "https://payments:443"
-  const std::string origin_without_port_;  // "https://payments" when the port is the scheme's default, else ""
+  const OriginSpelling spelling_;
   const std::string fault_point_;          // "http:payments:443": its name for failure injection (docs/failure-injection.md §14)
   const std::shared_ptr<const classify::Classifier> classifier_;
   const retry::Backoff backoff_;
@@ -96,6 +95,7 @@ class Client {
   bulkhead::Bulkhead bulkhead_;
   const std::unique_ptr<transport::Transport> transport_;
   const uint64_t max_response_body_;
+  const CallEnv call_env_;  // last: it refers to the members above; all a call sees of its client
 
   mutable std::mutex calls_mu_;
   std::condition_variable calls_done_;

@@ -38,8 +38,8 @@ std::optional<transport::WireRequest> follow_redirect(const transport::WireReque
   if (location == nullptr || location->empty()) return std::nullopt;
   Result<std::string> target = resolve_reference(request.url, *location);
   if (!target.ok()) return std::nullopt;
-  Result<transport::Url> url = transport::parse_url(*target);
-  if (!url.ok() || url->has_userinfo || !(transport::origin_of(*url) == origin)) return std::nullopt;
+  Result<transport::ClientUrl> url = transport::ClientUrl::parse(*target);
+  if (!url.ok() || !(url->origin() == origin)) return std::nullopt;
 
   transport::WireRequest next = request;
   next.url = std::move(target).value();

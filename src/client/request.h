@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "retry/repeat.h"
 #include "transport/body_sink.h"
+#include "transport/wire.h"
 
 namespace humus::client {
 
@@ -36,11 +37,10 @@ struct Request {
 
 class ResponseStream;
 
-struct Response {
-  int status = 0;
-  Headers headers;
-  std::string body;  // the whole body; for a streamed one (Client::open), the bytes read ahead of `stream`
-  std::string http_version;  // "1.1" or "2"
+// What the last attempt brought off the wire (transport::WireResponse: status, headers, body, HTTP version),
+// plus what only the call knows. One-way: the transport never sees a Response. For a streamed body
+// (Client::open) `body` holds the bytes read ahead of `stream`.
+struct Response : transport::WireResponse {
   std::string url;           // of the last request (after redirects)
   int attempts = 0;          // attempts the call made, every redirect's included
   // The rest of the body, still on its connection (Client::open only); nullptr when `body` is all of it.

@@ -11,13 +11,15 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "transport/wire.h"
 
 namespace humus::faults {
 
 inline constexpr std::string_view kBaggageKey = "humus.fault";
 
 struct Fault {
-  enum class Kind { kAbort, kDelay, kStatus } kind = Kind::kAbort;
+  using Kind = transport::FaultKind;  // never kNone: a rule always does something
+  Kind kind = Kind::kAbort;
   Duration delay{};        // kDelay
   int status = 0;          // kStatus
   double probability = 1;  // of each attempt to the point, in [0, 1]

@@ -122,14 +122,14 @@ Status check_base_url(std::string_view key, const Value& v) {
   const std::string& url = std::get<std::string>(v);
   // The URL itself is never repeated: it may carry a password.
   if (url.empty()) return problem(key, "required (an absolute http or https URL)");
-  const Result<transport::Url> parsed = transport::parse_url(url);
+  Result<transport::Url> parsed = transport::parse_url(url);
   if (!parsed.ok())
     return problem(key, "must be an absolute http or https URL (" + parsed.status().message() + ")");
   if (parsed->scheme != "http" && parsed->scheme != "https") {
     return problem(key, "scheme must be http or https, got " + quote_for_message(parsed->scheme));
   }
-  if (parsed->has_userinfo) {
-    return problem(key, "user-info is not allowed (a password would sit in settings and every error)");
+  if (Result<transport::ClientUrl> named = transport::ClientUrl::from(std::move(parsed).value()); !named.ok()) {
+    return problem(key, named.status().message() + " (a password would sit in settings and every error)");
   }
   return Status();
 }

@@ -14,11 +14,13 @@
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
+#include "retry/budget.h"
+#include "transport/http_version.h"
 
 namespace humus::settings {
 
-enum class BudgetPolicy { kTokenBucket, kRatio };    // JSON "token_bucket", "ratio" (docs/retries.md §6.4)
-enum class HttpVersion { kAuto, kHttp1_1, kHttp2 };  // JSON "auto", "1.1", "2"
+using retry::BudgetPolicy;       // JSON "token_bucket", "ratio" (docs/retries.md §6.4)
+using transport::HttpVersion;    // JSON "auto", "1.1", "2"
 enum class TlsVersion { kTls1_2, kTls1_3 };          // JSON "1.2", "1.3"; nothing older exists here
 
 // The ratio policy's default share (JSON "retry_budget": {"policy": "ratio"} without "ratio").

@@ -5,20 +5,6 @@
 
 namespace humus::telemetry {
 
-const char* call_outcome_name(CallOutcome outcome) {
-  switch (outcome) {
-    case CallOutcome::kSuccess:
-      return "success";
-    case CallOutcome::kFailure:
-      return "failure";
-    case CallOutcome::kIgnored:
-      return "ignored";
-    case CallOutcome::kRejected:
-      return "rejected";
-  }
-  return "unknown";
-}
-
 uint64_t HistogramData::count() const {
   uint64_t n = 0;
   for (const uint64_t b : buckets) n += b;

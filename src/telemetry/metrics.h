@@ -26,13 +26,13 @@ inline constexpr Bounds kSizeBounds = {0,   5,   10,   25,   50,   75,   100,  2
                                        500, 750, 1000, 2500, 5000, 7500, 10000};
 inline constexpr size_t kBuckets = Bounds().size() + 1;  // the last one is (last bound, +Inf)
 
-// How an admitted attempt counted with the breaker, or that the breaker rejected it (humus.circuit.calls).
-enum class CallOutcome : int { kSuccess = 0, kFailure, kIgnored, kRejected };
+// humus.circuit.calls' series: how an admitted attempt counted with the breaker (a breaker::Outcome, in its
+// order), and a last one for the attempts the breaker rejected.
 inline constexpr size_t kCallOutcomes = 4;
+constexpr size_t call_series(breaker::Outcome o) { return static_cast<size_t>(o) - HUMUS_BREAKER_SUCCESS; }
+inline constexpr size_t kRejectedSeries = kCallOutcomes - 1;
 inline constexpr size_t kDecisions = 6;  // retry::Decision kDone..kStopped
 inline constexpr size_t kStates = 3;     // breaker::State kClosed, kOpen, kHalfOpen
-
-const char* call_outcome_name(CallOutcome outcome);  // "success", "failure", "ignored", "rejected"
 
 // A histogram's values at one collection: per-bucket (not cumulative) counts against its Bounds.
 struct HistogramData {
@@ -84,7 +84,8 @@ class ClientMetrics {
     body_size_.record(static_cast<double>(body_bytes));
   }
   // Relaxed: each counter is independent; collection needs no ordering against other memory.
-  void outcome(CallOutcome o) { calls_[static_cast<size_t>(o)].fetch_add(1, std::memory_order_relaxed); }
+  void outcome(breaker::Outcome o) { calls_[call_series(o)].fetch_add(1, std::memory_order_relaxed); }
+  void rejected() { calls_[kRejectedSeries].fetch_add(1, std::memory_order_relaxed); }
   void decision(retry::Decision d) {
     decisions_[static_cast<size_t>(d)].fetch_add(1, std::memory_order_relaxed);
   }

@@ -221,9 +221,9 @@ int on_close_socket(void* user, curl_socket_t fd) {
 long curl_http_version(const TransportConfig& c) {
   if (!c.https) return CURL_HTTP_VERSION_1_1;  // no h2c (docs/transport.md §10.2)
   switch (c.http_version) {
-    case TransportConfig::HttpVersion::k1_1: return CURL_HTTP_VERSION_1_1;
-    case TransportConfig::HttpVersion::k2:
-    case TransportConfig::HttpVersion::kAuto: return CURL_HTTP_VERSION_2TLS;
+    case HttpVersion::kHttp1_1: return CURL_HTTP_VERSION_1_1;
+    case HttpVersion::kHttp2:
+    case HttpVersion::kAuto: return CURL_HTTP_VERSION_2TLS;
   }
   return CURL_HTTP_VERSION_2TLS;
 }

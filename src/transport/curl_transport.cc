@@ -404,9 +404,6 @@ Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& co
     if (!ok) return Status(Code::kConfig, std::string(keys[i]) + ": cannot read \"" + *file + "\"", {keys[i]});
     file->clear();
   }
-  if (!c.https && (!c.ca_pem.empty() || !c.cert_pem.empty())) {
-    return Status(Code::kProgram, "tls: set for an http base_url", {"tls", "base_url"});
-  }
   if (!c.cert_pem.empty() || !c.key_pem.empty()) {
     if (Status s = check_client_identity(c.cert_pem, c.key_pem, cert_from_file ? "tls.cert_file" : "tls.cert_pem",
                                          key_from_file ? "tls.key_file" : "tls.key_pem");

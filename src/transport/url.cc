@@ -164,4 +164,15 @@ std::string Origin::to_string() const {
 
 Origin origin_of(const Url& url) { return Origin{url.scheme, url.host, url.port}; }
 
+Result<ClientUrl> ClientUrl::from(Url parsed) {
+  if (parsed.has_userinfo) return Status(Code::kInvalidArgument, "user-info is not allowed");
+  return ClientUrl(std::move(parsed));
+}
+
+Result<ClientUrl> ClientUrl::parse(std::string_view text) {
+  Result<Url> url = parse_url(text);
+  if (!url.ok()) return url.status();
+  return from(std::move(url).value());
+}
+
 }  // namespace humus::transport

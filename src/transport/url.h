@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/status.h"
 
@@ -37,5 +38,24 @@ struct Origin {
 };
 
 Origin origin_of(const Url& url);
+
+// A URL a client may name — its base_url, a request's target, a redirect's Location (docs/origin.md §2): one
+// that parsed and carries no user-info, since a password in a URL would be repeated in every log and error.
+// from() and parse() are the only ways to make one, so that rule is checked there once, and nothing that
+// holds a ClientUrl checks it again. Which schemes are served stays each caller's to say.
+class ClientUrl {
+ public:
+  // kInvalidArgument "user-info is not allowed" when `parsed` has any (even an empty one).
+  static Result<ClientUrl> from(Url parsed);
+  // parse_url's refusal, or from()'s.
+  static Result<ClientUrl> parse(std::string_view text);
+
+  const Url& parts() const { return url_; }
+  Origin origin() const { return origin_of(url_); }
+
+ private:
+  explicit ClientUrl(Url url) : url_(std::move(url)) {}
+  Url url_;
+};
 
 }  // namespace humus::transport

@@ -12,13 +12,18 @@
 #include "common/headers.h"
 #include "common/status.h"
 #include "transport/body_sink.h"
+#include "transport/http_version.h"
 
 namespace humus::transport {
 
 // What failure injection (docs/failure-injection.md §14) chose for one attempt, acted on by the fault transport
 // (faults/fault_transport.h) in place of, or before, the real send.
+// One type for what a fault does, from the scenario's rule (faults/scenario.h) to the transport that acts on it.
+enum class FaultKind { kNone, kAbort, kDelay, kStatus };
+
 struct InjectedFault {
-  enum class Kind { kNone, kAbort, kDelay, kStatus } kind = Kind::kNone;
+  using Kind = FaultKind;
+  Kind kind = Kind::kNone;
   Duration delay{};  // kDelay: waited before the send, within the attempt's timeout
   int status = 0;    // kStatus: the synthetic answer's status
 };
@@ -71,8 +76,9 @@ struct TransportConfig {
   uint64_t max_response_body = uint64_t{64} << 20;
   // Ask for compressed bodies and decode them (settings decompress); off when a call sets Accept-Encoding.
   bool decompress = true;
-  enum class HttpVersion { kAuto, k1_1, k2 } http_version = HttpVersion::kAuto;
-  // TLS (https only): PEM text or file for each; empty means none. Verification is always on.
+  HttpVersion http_version = HttpVersion::kAuto;
+  // TLS: PEM text or file for each; empty means none. Verification is always on. Only an https client has
+  // any: settings::validate refuses tls with an http base_url (docs/settings.md §3.2), the rule's one check.
   std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;
   bool tls13_only = false;  // min version 1.3 instead of 1.2
   // "host:port:address:port" entries (curl --connect-to form) from the runtime's name overrides

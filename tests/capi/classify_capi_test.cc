@@ -133,7 +133,7 @@ TEST(CClassifier, PassesTheAnswerThrough) {
   const Result<Classification> r = c->classify(a);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->retry, RetryVerdict::kAgain);
-  EXPECT_EQ(r->breaker, BreakerVerdict::kIgnored);
+  EXPECT_EQ(r->breaker, breaker::Outcome::kIgnored);
   EXPECT_EQ(r->retry_after, milliseconds(1500));
 }
 
@@ -234,21 +234,21 @@ TEST(CClassifier, DelegatesToTheDefaultThroughItsAttempt) {
   Result<Classification> r = c->classify(a);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->retry, RetryVerdict::kAgain);
-  EXPECT_EQ(r->breaker, BreakerVerdict::kFailure);
+  EXPECT_EQ(r->breaker, breaker::Outcome::kFailure);
   EXPECT_EQ(r->retry_after, seconds(2));
 
   a.status = 409;
   r = c->classify(a);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->retry, RetryVerdict::kAgain);
-  EXPECT_EQ(r->breaker, BreakerVerdict::kSuccess);
+  EXPECT_EQ(r->breaker, breaker::Outcome::kSuccess);
 
   Attempt e;
   e.error = Code::kTls;
   r = c->classify(e);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->retry, RetryVerdict::kDone);
-  EXPECT_EQ(r->breaker, BreakerVerdict::kFailure);
+  EXPECT_EQ(r->breaker, breaker::Outcome::kFailure);
   EXPECT_EQ(s.calls, 3);
 }
 

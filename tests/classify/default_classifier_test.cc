@@ -12,9 +12,9 @@ using std::chrono::seconds;
 
 constexpr RetryVerdict kDone = RetryVerdict::kDone;
 constexpr RetryVerdict kAgain = RetryVerdict::kAgain;
-constexpr BreakerVerdict kSuccess = BreakerVerdict::kSuccess;
-constexpr BreakerVerdict kFailure = BreakerVerdict::kFailure;
-constexpr BreakerVerdict kIgnored = BreakerVerdict::kIgnored;
+constexpr breaker::Outcome kSuccess = breaker::Outcome::kSuccess;
+constexpr breaker::Outcome kFailure = breaker::Outcome::kFailure;
+constexpr breaker::Outcome kIgnored = breaker::Outcome::kIgnored;
 
 const WallTime kNow = WallTime(seconds(784111777 - 30));  // 30 s before Sun, 06 Nov 1994 08:49:37 GMT
 
@@ -46,7 +46,7 @@ Headers retry_after(std::string value) {
   return h;
 }
 
-void expect(const Classification& c, RetryVerdict retry, BreakerVerdict breaker, const std::string& what) {
+void expect(const Classification& c, RetryVerdict retry, breaker::Outcome breaker, const std::string& what) {
   EXPECT_EQ(c.retry, retry) << what;
   EXPECT_EQ(c.breaker, breaker) << what;
   EXPECT_EQ(c.retry_after, Duration::zero()) << what;
@@ -199,13 +199,13 @@ TEST(TableClassifier, InvalidTablesAreRefused) {
   refused(t);
   t.statuses = {{200, 200, static_cast<RetryVerdict>(0), kFailure, false}};
   refused(t);
-  t.statuses = {{200, 200, kDone, static_cast<BreakerVerdict>(7), false}};
+  t.statuses = {{200, 200, kDone, static_cast<breaker::Outcome>(7), false}};
   refused(t);
   t.statuses.clear();
   t.errors = {{Code::kOk, kDone, kFailure}};
   EXPECT_NE(refused(t).find("error rule 0"), std::string::npos);
   t.errors.clear();
-  t.other_error.breaker = static_cast<BreakerVerdict>(0);
+  t.other_error.breaker = static_cast<breaker::Outcome>(0);
   refused(t);
 }
 

@@ -56,9 +56,9 @@ TEST(Presets, JfastDiffersFromHumusOnlyIn500And429) {
     const Classification j = run(jfast, s);
     EXPECT_EQ(j.retry, h.retry) << s;
     if (s == 500) {
-      EXPECT_EQ(j.breaker, BreakerVerdict::kSuccess);
+      EXPECT_EQ(j.breaker, breaker::Outcome::kSuccess);
     } else if (s == 429) {
-      EXPECT_EQ(j.breaker, BreakerVerdict::kIgnored);
+      EXPECT_EQ(j.breaker, breaker::Outcome::kIgnored);
     } else {
       EXPECT_EQ(j.breaker, h.breaker) << s;
     }
@@ -74,7 +74,7 @@ TEST(Presets, JfastStillHonoursRetryAfterOn429) {
   h.add("Retry-After", "3");
   const Classification c = run(*preset("jfast"), 429, h);
   EXPECT_EQ(c.retry, RetryVerdict::kAgain);
-  EXPECT_EQ(c.breaker, BreakerVerdict::kIgnored);
+  EXPECT_EQ(c.breaker, breaker::Outcome::kIgnored);
   EXPECT_EQ(c.retry_after, seconds(3));
 }
 
@@ -85,7 +85,7 @@ TEST(Presets, StrictSucceedsOnlyOn2xxWithHumusRetryVerdicts) {
     const Classification h = run(humus, s);
     const Classification t = run(strict, s);
     EXPECT_EQ(t.retry, h.retry) << s;
-    EXPECT_EQ(t.breaker, s >= 200 && s <= 299 ? BreakerVerdict::kSuccess : BreakerVerdict::kFailure) << s;
+    EXPECT_EQ(t.breaker, s >= 200 && s <= 299 ? breaker::Outcome::kSuccess : breaker::Outcome::kFailure) << s;
   }
   Headers h;
   h.add("Retry-After", "4");
@@ -100,11 +100,11 @@ TEST(Presets, StrictSucceedsOnlyOn2xxWithHumusRetryVerdicts) {
 TEST(Presets, TablesAreDataToExtend) {
   // A user's variant of jfast: 409 is retried and counts for the dependency.
   ClassifierTable t = *preset_table("jfast");
-  t.statuses.insert(t.statuses.begin(), {409, 409, RetryVerdict::kAgain, BreakerVerdict::kSuccess, false});
+  t.statuses.insert(t.statuses.begin(), {409, 409, RetryVerdict::kAgain, breaker::Outcome::kSuccess, false});
   const Result<std::shared_ptr<const Classifier>> mine = make_table_classifier(std::move(t));
   ASSERT_TRUE(mine.ok());
   EXPECT_EQ(run(**mine, 409).retry, RetryVerdict::kAgain);
-  EXPECT_EQ(run(**mine, 500).breaker, BreakerVerdict::kSuccess);     // still jfast
+  EXPECT_EQ(run(**mine, 500).breaker, breaker::Outcome::kSuccess);     // still jfast
   EXPECT_EQ(run(*preset("jfast"), 409).retry, RetryVerdict::kDone);  // the preset is untouched
 }
 

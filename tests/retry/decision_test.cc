@@ -12,7 +12,6 @@
 namespace humus::retry {
 namespace {
 
-using classify::BreakerVerdict;
 using classify::Classification;
 using classify::RetryVerdict;
 using std::chrono::milliseconds;
@@ -49,7 +48,7 @@ class CountingRandom final : public Random {
 constexpr uint64_t kTop = std::numeric_limits<uint64_t>::max();  // draws the cap itself
 
 Classification retry_failure(Duration retry_after = Duration::zero()) {
-  return {RetryVerdict::kAgain, BreakerVerdict::kFailure, retry_after};
+  return {RetryVerdict::kAgain, breaker::Outcome::kFailure, retry_after};
 }
 
 class DecideTest : public ::testing::Test {
@@ -82,14 +81,14 @@ TEST(DecisionName, NamesEveryDecision) {
 }
 
 TEST_F(DecideTest, DoneIsDoneAndChargesNothing) {
-  const Classification ok{RetryVerdict::kDone, BreakerVerdict::kSuccess, Duration::zero()};
+  const Classification ok{RetryVerdict::kDone, breaker::Outcome::kSuccess, Duration::zero()};
   const DecisionResult r = decide(input(ok), backoff_, budget_, random_);
   EXPECT_EQ(r.decision, Decision::kDone);
   EXPECT_EQ(r.wait, Duration::zero());
   EXPECT_EQ(budget_.tokens(), 10);
   EXPECT_EQ(random_.draws, 0);
   // A 500 the classifier calls done (a failure for the breaker) is not charged either.
-  const Classification bug{RetryVerdict::kDone, BreakerVerdict::kFailure, Duration::zero()};
+  const Classification bug{RetryVerdict::kDone, breaker::Outcome::kFailure, Duration::zero()};
   EXPECT_EQ(decide(input(bug), backoff_, budget_, random_).decision, Decision::kDone);
   EXPECT_EQ(budget_.tokens(), 10);
 }
@@ -170,7 +169,7 @@ TEST_F(DecideTest, ARetryAfterOverTheMaxReturnsTheResponse) {
 
 TEST_F(DecideTest, A429WaitsExactlyItsRetryAfter) {
   SeededRandom seeded(42);
-  const Classification too_many{RetryVerdict::kAgain, BreakerVerdict::kSuccess, seconds(2)};
+  const Classification too_many{RetryVerdict::kAgain, breaker::Outcome::kSuccess, seconds(2)};
   for (int attempt = 1; attempt <= 2; ++attempt) {
     const DecisionResult r = decide(input(too_many, attempt), backoff_, budget_, seeded);
     EXPECT_EQ(r.decision, Decision::kAgain);
@@ -234,7 +233,7 @@ LoopTotals run_calls(int calls, Budget& budget, VirtualClock& clock, Duration be
       if (fails(totals.attempts)) {
         in.classification = retry_failure();
       } else {
-        in.classification = {RetryVerdict::kDone, BreakerVerdict::kSuccess, Duration::zero()};
+        in.classification = {RetryVerdict::kDone, breaker::Outcome::kSuccess, Duration::zero()};
         budget.on_success();
         ++totals.successes;
       }

@@ -31,7 +31,7 @@ MockReply reply(int code, Duration delay = Duration::zero()) {
 }
 
 size_t idx(retry::Decision d) { return static_cast<size_t>(d); }
-size_t idx(CallOutcome o) { return static_cast<size_t>(o); }
+size_t idx(breaker::Outcome o) { return call_series(o); }
 size_t idx(breaker::State s) { return static_cast<size_t>(s); }
 
 class MetricsTest : public ::testing::Test {
@@ -109,9 +109,9 @@ TEST_F(MetricsTest, RetryThroughA503CountsEachAttemptAndEachDecision) {
   EXPECT_EQ(s.body_size.buckets[6], 2u);
   EXPECT_EQ(s.body_size.count(), 2u);
   EXPECT_DOUBLE_EQ(s.body_size.sum, 200);
-  EXPECT_EQ(s.calls[idx(CallOutcome::kFailure)], 1u);
-  EXPECT_EQ(s.calls[idx(CallOutcome::kSuccess)], 1u);
-  EXPECT_EQ(s.calls[idx(CallOutcome::kRejected)], 0u);
+  EXPECT_EQ(s.calls[idx(breaker::Outcome::kFailure)], 1u);
+  EXPECT_EQ(s.calls[idx(breaker::Outcome::kSuccess)], 1u);
+  EXPECT_EQ(s.calls[kRejectedSeries], 0u);
   EXPECT_EQ(s.decisions[idx(retry::Decision::kAgain)], 1u);
   EXPECT_EQ(s.decisions[idx(retry::Decision::kDone)], 1u);
   EXPECT_EQ(s.decisions[idx(retry::Decision::kStopped)], 0u);
@@ -126,7 +126,7 @@ TEST_F(MetricsTest, TheAttemptLimitIsExhausted) {
   const OriginSeries s = only_origin();
   EXPECT_EQ(s.decisions[idx(retry::Decision::kAgain)], 2u);
   EXPECT_EQ(s.decisions[idx(retry::Decision::kExhausted)], 1u);
-  EXPECT_EQ(s.calls[idx(CallOutcome::kFailure)], 3u);
+  EXPECT_EQ(s.calls[idx(breaker::Outcome::kFailure)], 3u);
 }
 
 TEST_F(MetricsTest, ARejectedCallCountsRejectedAndStoppedAndTheTransition) {
@@ -140,8 +140,8 @@ TEST_F(MetricsTest, ARejectedCallCountsRejectedAndStoppedAndTheTransition) {
   EXPECT_EQ(rejected.error.code(), Code::kRejected);
 
   const OriginSeries o = only_origin();
-  EXPECT_EQ(o.calls[idx(CallOutcome::kFailure)], 5u);
-  EXPECT_EQ(o.calls[idx(CallOutcome::kRejected)], 1u);
+  EXPECT_EQ(o.calls[idx(breaker::Outcome::kFailure)], 5u);
+  EXPECT_EQ(o.calls[kRejectedSeries], 1u);
   EXPECT_EQ(o.decisions[idx(retry::Decision::kExhausted)], 5u);
   EXPECT_EQ(o.decisions[idx(retry::Decision::kStopped)], 1u);
   EXPECT_EQ(o.transitions[idx(breaker::State::kOpen)], 1u);
@@ -180,7 +180,7 @@ TEST_F(MetricsTest, ACancelledWaitIsStopped) {
   const OriginSeries o = only_origin();
   EXPECT_EQ(o.decisions[idx(retry::Decision::kAgain)], 1u);
   EXPECT_EQ(o.decisions[idx(retry::Decision::kStopped)], 1u);
-  EXPECT_EQ(o.calls[idx(CallOutcome::kFailure)], 1u);
+  EXPECT_EQ(o.calls[idx(breaker::Outcome::kFailure)], 1u);
 }
 
 TEST_F(MetricsTest, ClientsOfOneOriginAreSummedAndCountsOutliveTheClient) {
@@ -196,12 +196,12 @@ TEST_F(MetricsTest, ClientsOfOneOriginAreSummedAndCountsOutliveTheClient) {
   EXPECT_EQ(snap.origins[0].address, "ledger");  // sorted
   EXPECT_EQ(snap.origins[0].port, 80);
   EXPECT_EQ(snap.origins[1].address, "payments");
-  EXPECT_EQ(snap.origins[1].calls[idx(CallOutcome::kSuccess)], 2u);       // b's call is kept
+  EXPECT_EQ(snap.origins[1].calls[idx(breaker::Outcome::kSuccess)], 2u);       // b's call is kept
   EXPECT_EQ(snap.origins[1].breakers[idx(breaker::State::kClosed)], 1u);  // but not its breaker
   a.reset();
   other.reset();
   snap = runtime_.telemetry().metrics().collect();
-  EXPECT_EQ(snap.origins[1].calls[idx(CallOutcome::kSuccess)], 2u);
+  EXPECT_EQ(snap.origins[1].calls[idx(breaker::Outcome::kSuccess)], 2u);
   EXPECT_EQ(snap.origins[1].breakers, (std::array<uint64_t, kStates>{0, 0, 0}));
 }
 
