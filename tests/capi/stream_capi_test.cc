@@ -489,8 +489,9 @@ class StreamServerCapiTest : public humus::test::WithTestServer {
     humus_client_free(client_);
     humus_runtime_free(rt_);
   }
+  // A long deadline: decoding 256 MiB in a debug build on a loaded machine took over 30 s.
   void make_client(const std::string& extra = "") {
-    const std::string json = R"({"base_url": "http://)" + server().address("http") + R"(", "timeout": "30s",
+    const std::string json = R"({"base_url": "http://)" + server().address("http") + R"(", "timeout": "90s",
         "attempt_timeout": "20s")" + extra + "}";
     humus_settings* s = nullptr;
     humus_error* err = nullptr;
