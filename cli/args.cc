@@ -646,7 +646,8 @@ Options as curl spells them (short flags combine: -sfi):
   -T, --upload-file FILE       send FILE as the body, streamed from disk and resent on a retry: a PUT unless
                                a command or -X says otherwise, Content-Type application/octet-stream unless -H
                                gives one; a URL ending in '/' gets FILE's name appended, as curl does.
-                               - reads stdin: sent chunked, once (one attempt)
+                               - reads stdin: sent chunked, once (one attempt). Sending it is part of an
+                               attempt: raise --attempt-timeout (default 5s) for a large file
   -O, --remote-name            write the body to a file in the current directory named after the URL's
                                last path segment (exit 23 when it has none)
   -D, --dump-header FILE       write the status line and response headers to FILE (- for stdout)

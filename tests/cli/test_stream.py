@@ -92,7 +92,9 @@ def test_a_gigabyte_upload_from_a_file_streams_in_flat_memory(cli: Path, bulk: B
     source = tmp_path / "upload.bin"
     write_file(source, GIB)
     bulk.uploads.clear()
-    code, stderr, peak_kib = run_measured(cli, "-T", str(source), bulk.url("/in/"), "-m", "120")
+    # Sending the body is part of the attempt (dial to response headers): a big file needs a longer one.
+    code, stderr, peak_kib = run_measured(cli, "-T", str(source), bulk.url("/in/"), "-m", "120",
+                                          "--attempt-timeout", "120")
     source.unlink()
     assert code == 0, stderr
     [record] = bulk.uploads
