@@ -63,6 +63,10 @@ constexpr Flag kFlags[] = {
     {"retry-delay", 0, true, Scope::kFetch},
     {"retry-max-time", 0, true, Scope::kFetch},
     {"retry-all-errors", 0, false, Scope::kFetch},
+    {"upload-file", 'T', true, Scope::kFetch},
+    {"compressed", 0, false, Scope::kFetch},
+    {"progress-bar", '#', false, Scope::kFetch},
+    {"no-progress-meter", 0, false, Scope::kFetch},
     {"duration", 0, true, Scope::kDemo},
     {"rate", 0, true, Scope::kDemo},
     {"plot", 0, true, Scope::kDemo},
@@ -282,7 +286,12 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
     int32_t retries = 0;
     if (auto e = parse_int(shown, value, 0, 9, retries)) return *e + " (retries after the first attempt)";
     f.retry = retries;
+  } else if (n == "max-time" && is_zero_duration(value)) {
+    // curl's "no deadline"; the client always has one: the longest its settings allow (fetch.cc).
+    f.max_time.reset();
+    f.max_time_longest = true;
   } else if (n == "max-time" || n == "connect-timeout" || n == "attempt-timeout") {
+    if (n == "max-time") f.max_time_longest = false;
     std::string ms;
     if (auto e = duration_of(shown, value, ms)) return e;
     (n == "max-time" ? f.max_time : n == "connect-timeout" ? f.connect_timeout : f.attempt_timeout) = ms;
@@ -358,6 +367,15 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
     f.retry_max_time_ms = std::stoll(ms);
   } else if (n == "retry-all-errors") {
     f.retry_all_errors = true;
+  } else if (n == "upload-file") {
+    if (value.empty()) return shown + ": needs a file name (or - for stdin)";
+    f.upload_file = value;
+  } else if (n == "compressed") {
+    // The client asks for every coding it decodes, and decodes, by default (docs/bodies.md §7).
+  } else if (n == "progress-bar") {
+    f.progress_bar = true;
+  } else if (n == "no-progress-meter") {
+    f.no_progress = true;
   } else if (n == "duration") {
     return parse_int(shown, value, 5, 3600, d.duration_s);
   } else if (n == "rate") {
@@ -395,18 +413,21 @@ std::optional<std::string> settle_method(FetchOptions& f, const std::string& sub
   if (!f.form.empty() && !f.data.empty()) return "-F: not with " + f.data.front().flag + " (one body)";
   if (f.get_query && (json || !f.form.empty()))
     return "-G: puts -d and --data-urlencode in the query; not " + std::string(json ? "--json" : "-F");
+  if (f.upload_file && (!f.data.empty() || !f.form.empty()))
+    return "-T: not with " + (f.form.empty() ? f.data.front().flag : std::string("-F")) + " (one body)";
   if (f.head && !subcommand.empty() && subcommand != "head")
     return "-I: the command " + subcommand + " already names the method (use head, or -X HEAD)";
-  const bool has_body = !f.form.empty() || (!f.data.empty() && !f.get_query);
+  const bool has_body = !f.form.empty() || (!f.data.empty() && !f.get_query) || f.upload_file;
   if (f.method_flag) {
     f.method = *f.method_flag;
   } else if (f.head) {
     f.method = "HEAD";
   } else if (subcommand.empty()) {
-    f.method = has_body ? "POST" : "GET";
+    // curl's: -T uploads with a PUT, a body of the data flags is a POST.
+    f.method = f.upload_file ? "PUT" : has_body ? "POST" : "GET";
   }
   if (has_body && (f.method == "GET" || f.method == "HEAD")) {
-    const std::string flag = f.form.empty() ? f.data.front().flag : "-F";
+    const std::string flag = f.upload_file ? "-T" : f.form.empty() ? f.data.front().flag : "-F";
     if (!subcommand.empty() && !f.method_flag)
       return flag + ": " + subcommand + " sends no body (use post, put, patch or delete)";
     return flag + ": a " + f.method + " sends no body (use -G to put the data in the query)";
@@ -414,9 +435,9 @@ std::optional<std::string> settle_method(FetchOptions& f, const std::string& sub
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<std::string> parse_duration(const std::string& text) {
+// The milliseconds a duration's text stands for (curl's seconds, or a number with ms, s, m, h), unrounded;
+// nullopt when it is no such text.
+std::optional<double> duration_value_ms(const std::string& text) {
   size_t i = 0;
   while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
   const std::string number = text.substr(0, i);
@@ -438,10 +459,23 @@ std::optional<std::string> parse_duration(const std::string& text) {
   errno = 0;
   const double value = std::strtod(number.c_str(), &end);
   if (errno != 0 || end != number.c_str() + number.size() || !std::isfinite(value)) return std::nullopt;
-  const double ms = std::round(value * scale);
+  return value * scale;
+}
+
+}  // namespace
+
+std::optional<std::string> parse_duration(const std::string& text) {
+  const std::optional<double> value = duration_value_ms(text);
+  if (!value) return std::nullopt;
+  const double ms = std::round(*value);
   // Above zero, and small enough to be exact; the settings' own checks bound it further (timeout <= 1h).
   if (ms < 1 || ms > 1e12) return std::nullopt;
   return std::to_string(static_cast<int64_t>(ms)) + "ms";
+}
+
+bool is_zero_duration(const std::string& text) {
+  const std::optional<double> value = duration_value_ms(text);
+  return value && *value == 0;
 }
 
 std::optional<std::string> parse_args(const std::vector<std::string>& args, Invocation& out) {
@@ -592,7 +626,9 @@ Options as curl spells them (short flags combine: -sfi):
   -d, --data DATA              request body (repeatable, joined with '&'); @FILE reads FILE without its
                                newlines, @- reads stdin; Content-Type defaults to
                                application/x-www-form-urlencoded. Not for get or head (see -G)
-      --data-binary DATA       as -d, but @FILE is sent byte for byte
+      --data-binary DATA       as -d, but @FILE is sent byte for byte; a lone --data-binary @FILE is
+                               streamed from the file, never held in memory (resent from the start on a
+                               retry), and @- streams stdin (once: one attempt)
       --data-urlencode DATA    as -d, URL-encoded: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE
                                (NAME is sent as given, the content encoded)
       --json DATA              a JSON body (repeatable, joined as given; @FILE, @-), with Content-Type and
@@ -604,7 +640,14 @@ Options as curl spells them (short flags combine: -sfi):
                                has one) and make a GET (a HEAD with -I)
   -u, --user USER:PASSWORD     Basic authentication; the password is never printed (-v, --trace, errors)
   -A, --user-agent NAME        send User-Agent: NAME (a -H User-Agent wins)
-  -o, --output FILE            write the body to FILE instead of stdout
+  -o, --output FILE            write the body to FILE instead of stdout. Bodies are streamed, to FILE or
+                               stdout, as they arrive: memory stays flat whatever their size, and what came
+                               before a failure (a cut connection, the deadline) stays written
+  -T, --upload-file FILE       send FILE as the body, streamed from disk and resent on a retry: a PUT unless
+                               a command or -X says otherwise, Content-Type application/octet-stream unless -H
+                               gives one; a URL ending in '/' gets FILE's name appended, as curl does.
+                               - reads stdin: sent chunked, once (one attempt). Sending it is part of an
+                               attempt: raise --attempt-timeout (default 5s) for a large file
   -O, --remote-name            write the body to a file in the current directory named after the URL's
                                last path segment (exit 23 when it has none)
   -D, --dump-header FILE       write the status line and response headers to FILE (- for stdout)
@@ -616,7 +659,15 @@ Options as curl spells them (short flags combine: -sfi):
                                prints them)
   -f, --fail                   exit 22, printing no body, when the status is 400 or more
       --fail-with-body         exit 22 when the status is 400 or more, after printing the body
-  -s, --silent                 print no error message (the exit status still tells)
+  -s, --silent                 print no error message, note or progress meter (the exit status still tells)
+  -#, --progress-bar           show the progress as a bar instead of the meter
+      --no-progress-meter      show no progress, keeping the error messages
+                               The meter (percent, received, total, sent, speed, time spent and left) is
+                               drawn on stderr when stderr is a terminal and the body goes to a file (or
+                               stdout is not a terminal), as curl does; never with -v or --trace
+      --compressed             accepted for curl's sake, changing nothing: the client already asks for
+                               gzip, deflate, br and zstd and writes the body decoded. A -H Accept-Encoding
+                               of your own gets the bytes as the server sent them, undecoded
   -v, --verbose                print the effective settings, the request as given to the client, the
                                response's status line and headers, and the attempts made, on stderr
       --cacert FILE            trust only this CA (PEM) for https; without it, the system's roots
@@ -634,7 +685,9 @@ Options as curl spells them (short flags combine: -sfi):
                                idempotency key): the call's retry mode is force; budget, deadline and
                                breaker still apply, and only results the client classifies retryable
   -m, --max-time T             deadline of the whole call: attempts, waits and body (setting timeout,
-                               default 10s). T is seconds as in curl (2.5) or a duration (250ms, 5s, 1m)
+                               default 10s). T is seconds as in curl (2.5) or a duration (250ms, 5s, 1m);
+                               0, curl's "no deadline", is the longest the client allows (the setting's
+                               maximum, 1h), said in a note on stderr
       --connect-timeout T      bound on dialling and the TLS handshake (connect_timeout, default 2s)
       --resolve HOST:PORT:ADDR connect to ADDR for HOST:PORT, still verifying TLS for HOST (repeatable)
       --http1.1                HTTP/1.1 only (setting http_version "1.1")
@@ -663,8 +716,10 @@ The client's own options:
                                format (request durations, breaker state, transitions and calls, retry decisions);
                                with -o the body goes to the file and only the metrics to stdout
       --repeat N               make N calls through the same client, one after another (default 1): the
-                               breaker and budget carry over, as in a service. Bodies are written in order
-      --concurrency N          with --repeat, up to N calls at once (threads on one client)
+                               breaker and budget carry over, as in a service. Bodies are streamed in order
+      --concurrency N          with --repeat, up to N calls at once (threads on one client); each body is
+                               then buffered whole (up to max_response_body) and written in call order, and
+                               a file body (-T, --data-binary @FILE) is read into memory once
 
 Demo:
   humus-http demo starts a built-in upstream on 127.0.0.1 that goes healthy -> slow -> failing (503 with

@@ -65,6 +65,10 @@ struct FetchOptions {
   std::vector<std::pair<std::string, std::string>> resolve;  // "host:port" -> "address:port"
   // --inject-fault, in order: "ACTION[@P]" for the URL's own point, or "POINT=ACTION[@P]" (docs/failure-injection.md §14).
   std::vector<std::string> faults;
+  bool max_time_longest = false;  // -m 0: the longest deadline the settings allow
+  std::optional<std::string> upload_file;  // -T FILE, "-" for stdin
+  bool progress_bar = false;  // -#
+  bool no_progress = false;   // --no-progress-meter
   int32_t repeat = 1;
   int32_t concurrency = 1;  // --concurrency
 };
@@ -90,5 +94,7 @@ std::string help_text();
 // "250ms" from curl's seconds ("0.25") or a duration with its unit ("250ms", "2s", "1m"); nullopt when the
 // text is neither or is not above zero.
 std::optional<std::string> parse_duration(const std::string& text);
+// Whether the text is a duration of zero ("0", "0.0", "0s"): -m 0, curl's "no deadline".
+bool is_zero_duration(const std::string& text);
 
 }  // namespace humus::cli

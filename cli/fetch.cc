@@ -5,17 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <map>
-#include <random>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -23,7 +18,14 @@
 #include "exit_codes.h"
 #include "faults.h"
 #include "metrics.h"
+#include "output.h"
+#include "progress.h"
+#include "request_body.h"
+#include "settings_flags.h"
+#include "stream.h"
 #include "trace.h"
+#include "upload.h"
+#include "urls.h"
 #include "write_out.h"
 
 namespace humus::cli {
@@ -32,293 +34,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kDecisions = "humus.retry.decisions";
-
-struct Outcome {
-  int code = exit_code::kOk;
-  std::string message;
-};
-
-// Reads FILE whole ("-" is stdin); false with the reason.
-bool read_file(const std::string& name, std::string& out, std::string& why) {
-  if (name == "-") {
-    out.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    if (std::cin.bad()) {
-      why = "cannot read stdin";
-      return false;
-    }
-    return true;
-  }
-  std::ifstream in(name, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    why = "cannot read " + name + ": " + std::generic_category().message(error);
-    return false;
-  }
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    const int error = errno;
-    why = "cannot read " + name + ": " + std::generic_category().message(error);
-    return false;
-  }
-  return true;
-}
-
-// The URL as it may be printed: a user and password in it become "***" (they are never echoed).
-std::string shown_url(const std::string& url) {
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return url;
-  const size_t authority_end = url.find_first_of("/?#", scheme_end + 3);
-  const size_t at = url.rfind('@', authority_end == std::string::npos ? url.size() : authority_end);
-  if (at == std::string::npos || at < scheme_end + 3) return url;
-  return url.substr(0, scheme_end + 3) + "***" + url.substr(at);
-}
-
-// scheme://host[:port] of an absolute URL: the client's origin (docs/origin.md §2). The library checks the rest.
-std::string origin_of(const std::string& url) {
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return url;
-  return url.substr(0, url.find_first_of("/?#", scheme_end + 3));
-}
-
-// Where each settings key came from, so an error names what the user typed.
-struct Sources {
-  std::vector<std::pair<std::string, std::string>> flag_of_key;  // "timeout" -> "--max-time"
-  bool base_url_from_url = false;
-  std::string url;  // as given
-  std::optional<std::string> settings_file;
-  std::vector<std::string> tls_flags;  // which of --cacert, --cert, --key were given
-
-  [[nodiscard]] const std::string* flag_for(const std::string& key) const {
-    for (const auto& [k, flag] : flag_of_key) {
-      if (k == key) return &flag;
-    }
-    return nullptr;
-  }
-};
-
-// A settings or client error, blamed on the flags (or the URL, or the --settings file) that set its keys.
-Outcome settings_error(const humus_error* e, const Sources& src) {
-  std::vector<std::string> named;
-  const auto name = [&](const std::string& n) {
-    for (const std::string& x : named) {
-      if (x == n) return;
-    }
-    named.push_back(n);
-  };
-  int code = exit_code::kConfig;
-  bool flag_named = false;
-  bool url_named = false;
-  for (size_t i = 0; i < humus_error_field_count(e); ++i) {
-    const std::string key = humus_error_field(e, i);
-    if (const std::string* flag = src.flag_for(key)) {
-      name(*flag);
-      flag_named = true;
-      if (key == "tls.ca_file") code = exit_code::kCaFile;
-      if ((key == "tls.cert_file" || key == "tls.key_file") && code != exit_code::kCaFile) {
-        code = exit_code::kClientCertFile;
-      }
-    } else if (key == "base_url" && src.base_url_from_url) {
-      name("URL");
-      url_named = true;
-    } else if (key == "tls" && !src.tls_flags.empty()) {
-      for (const std::string& f : src.tls_flags) name(f);
-      flag_named = true;
-    }
-  }
-  if (code == exit_code::kConfig) {
-    // A rule across a flag and the URL (--cacert on an http URL) is the flag's fault: the URL alone is fine.
-    if (flag_named) {
-      code = exit_code::kUsage;
-    } else if (url_named) {
-      code = exit_code::kUrl;
-    }
-  }
-  if (code == exit_code::kConfig && src.settings_file) name("--settings " + *src.settings_file);
-  std::string message = describe(e);
-  if (url_named) {
-    // The user typed a URL, not a base_url: say so in the user's terms.
-    for (size_t at = message.find("base_url: "); at != std::string::npos;
-         at = message.find("base_url: ", at)) {
-      message.erase(at, 10);
-    }
-  }
-  std::string prefix;
-  for (const std::string& n : named) {
-    prefix += (prefix.empty() ? "" : ", ") + (n == "URL" ? "URL '" + shown_url(src.url) + "'" : n);
-  }
-  // A URL's user-info is refused (docs/origin.md §2) and must not be echoed on the way out.
-  if (src.url != shown_url(src.url)) {
-    for (size_t at = message.find(src.url); at != std::string::npos; at = message.find(src.url, at))
-      message.replace(at, src.url.size(), shown_url(src.url));
-    const std::string origin = origin_of(src.url);
-    for (size_t at = message.find(origin); at != std::string::npos; at = message.find(origin, at))
-      message.replace(at, origin.size(), shown_url(origin));
-    message += " (give a user and password with -u)";
-  }
-  return {code, (prefix.empty() ? "" : prefix + ": ") + message};
-}
-
-// The settings JSON: the --settings file, then every flag over it, base_url from the URL when absent.
-std::optional<Outcome> settings_json(const FetchOptions& o, Json& j, Sources& src) {
-  j = Json::object();
-  if (o.settings_file) {
-    const std::string& file = *o.settings_file;
-    src.settings_file = file;
-    std::string text;
-    std::string why;
-    if (!read_file(file, text, why)) return Outcome{exit_code::kConfig, "--settings: " + why};
-    j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Outcome{exit_code::kConfig, "--settings " + file + ": not valid JSON"};
-    if (!j.is_object()) return Outcome{exit_code::kConfig, "--settings " + file + ": must be a JSON object"};
-  }
-  if (!j.contains("base_url")) {
-    j["base_url"] = origin_of(o.url);
-    src.base_url_from_url = true;
-    src.url = o.url;
-  }
-  const auto set = [&](const std::string& key, const Json& value, const std::string& flag) {
-    j[key] = value;
-    src.flag_of_key.emplace_back(key, flag);
-  };
-  if (o.max_time) set("timeout", *o.max_time, "--max-time");
-  if (o.attempt_timeout) set("attempt_timeout", *o.attempt_timeout, "--attempt-timeout");
-  if (o.connect_timeout) set("connect_timeout", *o.connect_timeout, "--connect-timeout");
-  if (o.retry) set("max_attempts", *o.retry + 1, "--retry");
-  if (o.retry_delay) {
-    set("backoff_base", *o.retry_delay, "--retry-delay");
-    set("backoff_max", *o.retry_delay, "--retry-delay");
-  }
-  if (o.http_version) set("http_version", *o.http_version, *o.http_version == "2" ? "--http2" : "--http1.1");
-  if (o.cacert || o.cert) {
-    Json& tls = j["tls"];
-    if (!tls.is_object()) tls = Json::object();
-    const auto set_tls = [&](const char* key, const std::string& value, const std::string& flag) {
-      tls[key] = value;
-      src.flag_of_key.emplace_back(std::string("tls.") + key, flag);
-      src.tls_flags.push_back(flag);
-    };
-    if (o.cacert) set_tls("ca_file", *o.cacert, "--cacert");
-    if (o.cert) {
-      set_tls("cert_file", *o.cert, "--cert");
-      // curl's rule: without --key, the key is in the certificate's file.
-      set_tls("key_file", o.key ? *o.key : *o.cert, o.key ? "--key" : "--cert");
-    }
-  }
-  return std::nullopt;
-}
-
-// curl's --data-urlencode: every byte but the unreserved ones as %XX.
-std::string url_encoded(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  return out;
-}
-
-// The data: every -d / --data-binary / --data-urlencode joined with '&' as curl does; --json pieces as given.
-std::optional<Outcome> body_of(const FetchOptions& o, std::string& body) {
-  for (size_t i = 0; i < o.data.size(); ++i) {
-    const DataPiece& piece = o.data[i];
-    std::string bytes = piece.text;
-    if (piece.from_file) {
-      std::string why;
-      if (!read_file(piece.text, bytes, why))
-        return Outcome{exit_code::kRead, piece.flag + " @" + piece.text + ": " + why};
-      if (piece.strip_newlines) std::erase_if(bytes, [](char c) { return c == '\r' || c == '\n'; });
-    }
-    if (piece.kind == DataPiece::Kind::kUrlencode)
-      bytes = (piece.has_name ? piece.name + "=" : "") + url_encoded(bytes);
-    if (i > 0 && piece.kind != DataPiece::Kind::kJson) body += '&';
-    body += bytes;
-  }
-  return std::nullopt;
-}
-
-// curl's guesses from a file name's extension; application/octet-stream otherwise.
-std::string content_type_of(const std::string& file) {
-  static const std::pair<const char*, const char*> kTypes[] = {
-      {".txt", "text/plain"},       {".html", "text/html"},        {".htm", "text/html"},
-      {".css", "text/css"},         {".csv", "text/csv"},          {".json", "application/json"},
-      {".xml", "application/xml"},  {".pdf", "application/pdf"},   {".zip", "application/zip"},
-      {".png", "image/png"},        {".jpg", "image/jpeg"},        {".jpeg", "image/jpeg"},
-      {".gif", "image/gif"},        {".svg", "image/svg+xml"},     {".js", "application/javascript"}};
-  for (const auto& [ext, type] : kTypes) {
-    const size_t n = std::strlen(ext);
-    if (file.size() > n && strcasecmp(file.c_str() + file.size() - n, ext) == 0) return type;
-  }
-  return "application/octet-stream";
-}
-
-// -F's parts as multipart/form-data (RFC 7578); `boundary` is chosen to appear in none of them.
-std::optional<Outcome> form_body(const FetchOptions& o, std::string& body, std::string& boundary) {
-  struct Part {
-    std::string headers;
-    std::string bytes;
-  };
-  std::vector<Part> parts;
-  for (const FormPart& f : o.form) {
-    Part part;
-    part.bytes = f.value;
-    if (f.from_file) {
-      std::string why;
-      if (!read_file(f.value, part.bytes, why))
-        return Outcome{exit_code::kRead,
-                       "-F " + f.name + "=" + (f.upload ? "@" : "<") + f.value + ": " + why};
-    }
-    part.headers = "Content-Disposition: form-data; name=\"" + f.name + "\"";
-    if (f.upload) {
-      std::string filename = f.filename.value_or(f.value == "-" ? std::string() : f.value);
-      if (!f.filename) filename = filename.substr(filename.find_last_of('/') + 1);
-      if (!filename.empty()) part.headers += "; filename=\"" + filename + "\"";
-      part.headers += "\r\nContent-Type: " + f.type.value_or(content_type_of(filename));
-    } else if (f.type) {
-      part.headers += "\r\nContent-Type: " + *f.type;
-    }
-    parts.push_back(std::move(part));
-  }
-  std::random_device seed;
-  std::mt19937_64 random(seed());
-  for (;;) {
-    char hex[33];
-    std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(random()),
-                  static_cast<unsigned long long>(random()));
-    boundary = std::string("------------------------") + hex;
-    if (std::none_of(parts.begin(), parts.end(),
-                     [&](const Part& p) { return p.bytes.find(boundary) != std::string::npos; }))
-      break;
-  }
-  for (const Part& p : parts) body += "--" + boundary + "\r\n" + p.headers + "\r\n\r\n" + p.bytes + "\r\n";
-  body += "--" + boundary + "--\r\n";
-  return std::nullopt;
-}
-
-// The URL's last path segment, for -O; empty when it has none.
-std::string remote_name_of(const std::string& url) {
-  const size_t scheme_end = url.find("://");
-  const size_t path = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-  if (path == std::string::npos) return "";
-  std::string p = url.substr(path, url.find_first_of("?#", path) - path);
-  return p.substr(p.find_last_of('/') + 1);
-}
-
-// -G: the data after the URL's query (or as its query), before any fragment.
-std::string with_query(const std::string& url, const std::string& data) {
-  const size_t hash = url.find('#');
-  std::string base = url.substr(0, hash);
-  if (!data.empty()) {
-    base += (base.find('?') == std::string::npos ? "?" : (base.back() == '?' ? "" : "&")) + data;
-  }
-  return base + (hash == std::string::npos ? "" : url.substr(hash));
-}
 
 std::string base64(const std::string& in) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -340,116 +55,72 @@ std::string base64(const std::string& in) {
   return out;
 }
 
+// The file a body is streamed from: -T FILE, or a lone --data-binary @FILE (sent as it is, unlike -d @FILE).
+std::optional<std::string> streamable_body_file(const FetchOptions& o) {
+  if (o.upload_file) return o.upload_file;
+  if (o.data.size() != 1 || o.get_query) return std::nullopt;
+  const DataPiece& p = o.data.front();
+  if (p.kind != DataPiece::Kind::kRaw || !p.from_file || p.strip_newlines) return std::nullopt;
+  return p.text;
+}
+
 bool has_header(const FetchOptions& o, const char* name) {
   return std::any_of(o.headers.begin(), o.headers.end(),
                      [&](const auto& h) { return strcasecmp(h.first.c_str(), name) == 0; });
 }
 
-// Where the output goes: stdout, or -o FILE opened at the first write (a refused --fail call creates none).
-class Output {
- public:
-  // `flag` names the file in messages: "-o", "-D".
-  explicit Output(std::optional<std::string> path, std::string flag = "-o")
-      : path_(std::move(path)), flag_(std::move(flag)) {}
-  Output(const Output&) = delete;
-  Output& operator=(const Output&) = delete;
-  ~Output() {
-    if (file_ != nullptr && file_ != stdout) std::fclose(file_);
-  }
-
-  std::optional<Outcome> write(const void* data, size_t len) {
-    if (file_ == nullptr) {
-      file_ = path_ ? std::fopen(path_->c_str(), "wb") : stdout;
-      if (file_ == nullptr) return failed();
-    }
-    if (len > 0 && std::fwrite(data, 1, len, file_) != len) return failed();
-    if (len > 0) ends_line_ = static_cast<const char*>(data)[len - 1] == '\n';
-    return std::nullopt;
-  }
-  // Whether what went to stdout (if anything) ends with a newline.
-  [[nodiscard]] bool stdout_ends_line() const { return path_.has_value() || file_ == nullptr || ends_line_; }
-  std::optional<Outcome> write(const std::string& s) { return write(s.data(), s.size()); }
-  std::optional<Outcome> finish() {
-    if (file_ == nullptr) return std::nullopt;
-    if (std::fflush(file_) != 0) return failed();
-    if (file_ != stdout) {
-      const int rc = std::fclose(file_);
-      file_ = nullptr;
-      if (rc != 0) return failed();
-    }
-    return std::nullopt;
-  }
-
- private:
-  [[nodiscard]] Outcome failed() const {
-    const int error = errno;
-    return {exit_code::kWrite, (path_ ? flag_ + " " + *path_ : std::string("stdout")) +
-                                   ": cannot write: " + std::generic_category().message(error)};
-  }
-
-  std::optional<std::string> path_;
-  std::string flag_;
-  FILE* file_ = nullptr;
-  bool ends_line_ = true;
-};
-
+// One call, from its start to its -w line. A streamed call's body is read while it is written.
 struct CallResult {
   Response response;
   Error error;
-  int64_t elapsed_ms = 0;
-  int64_t elapsed_us = 0;
+  std::chrono::steady_clock::time_point start;
+  bool own_decisions = false;  // --trace counts the retry decisions around this call alone
+  std::map<std::string, uint64_t> decisions_before;
+  int64_t headers_ms = 0;  // from the start to the response's headers (or the failure)
+  int64_t elapsed_us = 0;  // from the start to the end of the body
+  int32_t http_code = 0;   // 0 when no response came
+  int32_t attempts = 0;
+  std::string url_effective;
   std::string breaker_state;  // just after the call, for -w
-  // The body, read as soon as the call returns: reading it is what counts the result (docs/bodies.md §7).
-  const void* body = nullptr;
-  size_t body_len = 0;
-  Error body_error;
 };
 
+int64_t ms_since(std::chrono::steady_clock::time_point start) {
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+}
+
 std::string attempts_text(int32_t n) { return std::to_string(n) + (n == 1 ? " attempt" : " attempts"); }
-
-std::string status_line(const humus_response* r) {
-  return "HTTP/" + std::string(humus_response_http_version(r)) + " " +
-         std::to_string(humus_response_status(r));
-}
-
-std::string headers_block(const humus_response* r, const char* prefix, const char* eol) {
-  std::string s = prefix + status_line(r) + eol;
-  for (size_t i = 0; i < humus_response_header_count(r); ++i) {
-    const char* name = nullptr;
-    const char* value = nullptr;
-    if (humus_response_header_at(r, i, &name, &value) == HUMUS_OK)
-      s += std::string(prefix) + name + ": " + value + eol;
-  }
-  return s;
-}
-
-// JSON text of a document built from the command line. Arguments are bytes, not necessarily UTF-8, and
-// dump() throws on invalid UTF-8 (which ended the program through std::terminate): such bytes become
-// U+FFFD, and the library then refuses or ignores the value as it would any other bad one.
-std::string json_text_of(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-// The effective settings for -v, with a private key's PEM left out.
-std::string redacted_settings(const Json& effective) {
-  Json j = effective;
-  if (j.contains("tls") && j["tls"].is_object() && j["tls"].contains("key_pem"))
-    j["tls"]["key_pem"] = "(redacted)";
-  return json_text_of(j);
-}
 
 }  // namespace
 
 int run_fetch(const FetchOptions& o) {
+  // Its style is chosen once the output is known; every message first ends the meter's row.
+  Progress progress(Progress::Style::kNone);
   const auto report = [&](const Outcome& out) {
+    progress.end();
     if (!o.silent && !out.message.empty())
       std::fprintf(stderr, "humus-http: (%d) %s\n", out.code, out.message.c_str());
     return out.code;
   };
 
+  // The body: streamed from its file when one call at a time sends it (stdin only once), else in memory.
+  // The Upload outlives the request, which does not own it.
+  std::unique_ptr<Upload> upload;
   std::string body;
   std::string boundary;
-  if (auto failed = o.form.empty() ? body_of(o, body) : form_body(o, body, boundary)) return report(*failed);
+  const std::optional<std::string> body_file = streamable_body_file(o);
+  const std::string body_shown =
+      o.upload_file ? "-T " + *o.upload_file : "--data-binary @" + body_file.value_or("");
+  if (body_file && o.concurrency == 1 && !(*body_file == "-" && o.repeat > 1)) {
+    if (auto failed = Upload::open(*body_file, body_shown, upload)) return report(*failed);
+  } else if (o.upload_file) {
+    std::string why;
+    if (!read_file(*o.upload_file, body, why)) return report({exit_code::kRead, body_shown + ": " + why});
+  } else if (auto failed = request_body(o, body, boundary)) {
+    return report(*failed);
+  }
   std::string url = o.url;
-  const bool has_body = !o.form.empty() || (!o.data.empty() && !o.get_query);
+  const bool has_body = !o.form.empty() || (!o.data.empty() && !o.get_query) || o.upload_file.has_value();
   if (o.get_query) {
     url = with_query(o.url, body);
     body.clear();
@@ -523,6 +194,7 @@ int run_fetch(const FetchOptions& o) {
 
   // The request.
   humus_request* raw_request = nullptr;
+  if (o.upload_file) url = upload_url(url, *o.upload_file);
   if (humus_request_new(o.method.c_str(), url.c_str(), &raw_request, &raw_error) != HUMUS_OK) {
     Error e(raw_error);
     const bool method =
@@ -540,9 +212,11 @@ int run_fetch(const FetchOptions& o) {
     sent_headers.emplace_back("Authorization", "Basic " + base64(*o.user));
   if (json_body && !has_header(o, "Accept")) sent_headers.emplace_back("Accept", "application/json");
   if (has_body && !has_header(o, "Content-Type")) {
-    sent_headers.emplace_back("Content-Type", !o.form.empty() ? "multipart/form-data; boundary=" + boundary
-                                              : json_body     ? "application/json"
-                                                              : "application/x-www-form-urlencoded");
+    // -T: curl sends none, but libcurl would then add its form default to any body: a file is bytes.
+    sent_headers.emplace_back("Content-Type", o.upload_file     ? "application/octet-stream"
+                                              : !o.form.empty() ? "multipart/form-data; boundary=" + boundary
+                                              : json_body       ? "application/json"
+                                                                : "application/x-www-form-urlencoded");
   }
   sent_headers.insert(sent_headers.end(), o.headers.begin(), o.headers.end());
   // The fault scenario joins the baggage a -H gives, else it is the call context's baggage.
@@ -569,7 +243,11 @@ int run_fetch(const FetchOptions& o) {
     Error e(raw_error);
     return report({exit_code::kUsage, "--idempotency-key: " + describe(e.get())});
   }
-  if (has_body && humus_request_set_body(request.get(), body.data(), body.size()) != HUMUS_OK) {
+  if (upload && upload->attach(request.get(), &raw_error) != HUMUS_OK) {
+    Error e(raw_error);
+    return report({exit_code::kFailure, "the body could not be set: " + describe(e.get())});
+  }
+  if (!upload && has_body && humus_request_set_body(request.get(), body.data(), body.size()) != HUMUS_OK) {
     return report({exit_code::kFailure, "the body could not be set"});
   }
   if (o.retry_all_errors && humus_request_set_retry(request.get(), HUMUS_RETRY_MODE_FORCE) != HUMUS_OK) {
@@ -593,7 +271,11 @@ int run_fetch(const FetchOptions& o) {
       std::fprintf(stderr, "> %s: %s\n", name.c_str(), v.c_str());
     }
     if (o.idempotency_key) std::fprintf(stderr, "> Idempotency-Key: %s\n", o.idempotency_key->c_str());
-    if (has_body) std::fprintf(stderr, "> (body: %zu bytes)\n", body.size());
+    if (upload) {
+      std::fprintf(stderr, "> (body: %s)\n", upload->describe().c_str());
+    } else if (has_body) {
+      std::fprintf(stderr, "> (body: %zu bytes)\n", body.size());
+    }
   }
   if (o.trace) {
     std::fprintf(stderr, "trace: client for %s: max_attempts %d, timeout %s, attempt_timeout %s; %s; %s\n",
@@ -602,92 +284,75 @@ int run_fetch(const FetchOptions& o) {
                  tracer.breaker_summary().c_str(), tracer.budget_summary().c_str());
   }
 
-  // The calls: --repeat of them, --concurrency at a time, all through the one client.
-  std::vector<CallResult> results(static_cast<size_t>(o.repeat));
-  std::atomic<int32_t> next{0};
-  const auto worker = [&] {
-    for (;;) {
-      const int32_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= o.repeat) return;
-      // One call at a time: the decisions counted around it are its own.
-      const bool own_decisions = o.trace && o.concurrency == 1;
-      std::map<std::string, uint64_t> decisions_before;
-      if (own_decisions) decisions_before = counter_by_attribute(runtime.get(), kDecisions);
-      const auto start = std::chrono::steady_clock::now();
-      humus_response* resp = nullptr;
-      humus_error* err = nullptr;
-      (void)humus_client_do(client.get(), request.get(), &resp, &err);
-      CallResult& r = results[static_cast<size_t>(i)];
-      r.response.reset(resp);
-      r.error.reset(err);
-      humus_error* body_err = nullptr;
-      if (resp != nullptr && humus_response_body(resp, &r.body, &r.body_len, &body_err) != HUMUS_OK) {
-        r.body_error.reset(body_err);
-      }
-      const auto elapsed = std::chrono::steady_clock::now() - start;
-      r.elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-      r.elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
-      int32_t state = -1;
-      if (o.write_out && humus_client_breaker_state(client.get(), &state) == HUMUS_OK)
-        r.breaker_state = circuit_name(state);
-      if (o.trace) {
-        std::string what = resp != nullptr ? std::to_string(humus_response_status(resp)) + " after " +
-                                                 attempts_text(humus_response_attempts(resp))
-                                           : std::string(humus_status_name(humus_error_status(err))) +
-                                                 " after " + attempts_text(humus_error_attempts(err));
-        if (own_decisions) {
-          what += " in " + std::to_string(r.elapsed_ms) + " ms | retry decisions: " +
-                  decisions_text(counter_by_attribute(runtime.get(), kDecisions), decisions_before);
-        } else {
-          what += " in " + std::to_string(r.elapsed_ms) + " ms";
-        }
-        std::fprintf(stderr, "trace: call %d of %d: %s | after it: %s, %s\n", i + 1, o.repeat, what.c_str(),
-                     tracer.breaker_summary().c_str(), tracer.budget_summary().c_str());
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (int32_t t = 1; t < o.concurrency; ++t) helpers.emplace_back(worker);
-  worker();
-  for (std::thread& t : helpers) t.join();
-  if (o.trace && o.concurrency > 1) {
-    std::fprintf(stderr, "trace: retry decisions of all %d calls: %s\n", o.repeat,
-                 decisions_text(counter_by_attribute(runtime.get(), kDecisions)).c_str());
-  }
 
-  // Output, in call order.
+  // The calls: --repeat of them through the one client. One at a time, each streams its body to the output
+  // as it arrives, then the next starts; with --concurrency, they run on threads with buffered bodies,
+  // written in call order once all are done.
   Output out(output_path, o.remote_name ? "-O" : "-o");
   Output headers_out(o.dump_header == "-" ? std::nullopt : o.dump_header, "-D");
   Output write_out(std::nullopt);
+  if (o.concurrency == 1) {
+    progress.set_style(Progress::choose(o.silent || o.no_progress, o.progress_bar, o.verbose || o.trace,
+                                        output_path.has_value()));
+  }
+  if (upload) upload->count_on(&progress);
+  const auto begin_call = [&](CallResult& r) {
+    // One call at a time: the decisions counted around it are its own.
+    r.own_decisions = o.trace && o.concurrency == 1;
+    if (r.own_decisions) r.decisions_before = counter_by_attribute(runtime.get(), kDecisions);
+    r.start = std::chrono::steady_clock::now();
+    std::optional<uint64_t> send_total;
+    if (upload && upload->length() >= 0) send_total = static_cast<uint64_t>(upload->length());
+    progress.begin(send_total);
+  };
+  // What the call answered, once its headers are in (or it failed).
+  const auto headers_in = [&](CallResult& r, humus_response* resp, humus_error* err) {
+    r.response.reset(resp);
+    r.error.reset(err);
+    r.headers_ms = ms_since(r.start);
+    if (resp != nullptr) {
+      r.http_code = humus_response_status(resp);
+      r.attempts = humus_response_attempts(resp);
+      r.url_effective = shown_url(humus_response_url(resp));
+      progress.set_total(content_length(resp));
+    } else {
+      r.attempts = humus_error_attempts(err);
+      r.url_effective = shown_url(url);
+    }
+  };
+  // The call is over (its body read, or closed): its time, the breaker after it, and its trace line.
+  const auto end_call = [&](int32_t i, CallResult& r) {
+    const auto elapsed = std::chrono::steady_clock::now() - r.start;
+    r.elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+    int32_t state = -1;
+    if (o.write_out && humus_client_breaker_state(client.get(), &state) == HUMUS_OK)
+      r.breaker_state = circuit_name(state);
+    if (!o.trace) return;
+    std::string what = r.http_code != 0 ? std::to_string(r.http_code)
+                                        : std::string(humus_status_name(humus_error_status(r.error.get())));
+    what += " after " + attempts_text(r.attempts) + " in " + std::to_string(r.elapsed_us / 1000) + " ms";
+    if (r.own_decisions) {
+      what += " | retry decisions: " +
+              decisions_text(counter_by_attribute(runtime.get(), kDecisions), r.decisions_before);
+    }
+    std::fprintf(stderr, "trace: call %d of %d: %s | after it: %s, %s\n", i + 1, o.repeat, what.c_str(),
+                 tracer.breaker_summary().c_str(), tracer.budget_summary().c_str());
+  };
+
+  // Writes one call's output: its head, its body (read as it comes, for a streamed call), its -w line. A
+  // value is the command's end: an output could not be written.
   int status = exit_code::kOk;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const CallResult& r = results[i];
+  const auto emit = [&](int32_t i, CallResult& r, bool streamed) -> std::optional<int> {
     const std::string which =
         o.repeat > 1 ? "call " + std::to_string(i + 1) + " of " + std::to_string(o.repeat) + ": " : "";
-    // This call's exit status; a write that fails ends the command.
     int call_status = exit_code::kOk;
-    humus_response* resp = r.response.get();
-    if (resp == nullptr) {
-      const humus_error* e = r.error.get();
-      if (!o.faults.empty() && humus_error_field_count(e) == 1 &&
-          std::strcmp(humus_error_field(e, 0), "baggage") == 0) {
-        // The scenario cannot be read.
-        call_status = report({exit_code::kUsage, "--inject-fault: " + describe(e)});
-      } else {
-        std::string message = which + humus_status_name(humus_error_status(e)) + ": " + describe(e) +
-                              " (after " + attempts_text(humus_error_attempts(e)) + ")";
-        if (humus_error_status(e) == HUMUS_E_REJECTED) {
-          message += "; the breaker stays open " + std::to_string(humus_error_retry_after_ms(e)) + " ms more";
-        }
-        call_status = report({exit_code::for_call_error(e), message});
-      }
-    } else {
-      const int32_t code = humus_response_status(resp);
+    uint64_t body_bytes = 0;
+    if (humus_response* resp = r.response.get()) {
+      const int32_t code = r.http_code;
       if (o.verbose) {
         std::fputs(headers_block(resp, "< ", "\n").c_str(), stderr);
         std::fprintf(stderr, "* %s%d after %s in %lld ms\n", which.c_str(), code,
-                     attempts_text(humus_response_attempts(resp)).c_str(),
-                     static_cast<long long>(r.elapsed_ms));
+                     attempts_text(r.attempts).c_str(), static_cast<long long>(r.headers_ms));
       }
       if (o.dump_header) {
         if (auto failed = headers_out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
@@ -699,35 +364,96 @@ int run_fetch(const FetchOptions& o) {
         if (o.include || o.method == "HEAD") {
           if (auto failed = out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
         }
-        if (r.body_error) {
-          const humus_error* e = r.body_error.get();
-          call_status = report({exit_code::for_call_error(e), which + "reading the body: " + describe(e)});
-        } else {
-          if (auto failed = out.write(r.body, r.body_len)) return report(*failed);
-          if (o.fail_with_body && code >= 400) {
-            const std::string answered = "the server answered " + std::to_string(code);
-            call_status = report({exit_code::kHttpError, which + answered + " (--fail-with-body)"});
-          }
+        const CopiedBody copied = copy_body(resp, out, progress);
+        progress.end();
+        body_bytes = copied.bytes;
+        if (copied.write_error) return report(*copied.write_error);
+        if (const humus_error* e = copied.read_error.get()) {
+          // What came stays written, as with curl.
+          const std::string broke_off = " (the body broke off after " + std::to_string(body_bytes) + " bytes)";
+          call_status = report({exit_code::for_call_error(e), which + humus_status_name(humus_error_status(e)) +
+                                                                 ": " + describe(e) + broke_off});
+        } else if (o.fail_with_body && code >= 400) {
+          const std::string answered = "the server answered " + std::to_string(code);
+          call_status = report({exit_code::kHttpError, which + answered + " (--fail-with-body)"});
         }
       }
+    } else {
+      const humus_error* e = r.error.get();
+      const std::optional<Outcome> unreadable =
+          upload && humus_error_status(e) == HUMUS_E_CALLBACK ? upload->read_failure() : std::nullopt;
+      if (unreadable) {
+        call_status = report({unreadable->code, which + unreadable->message});
+      } else if (!o.faults.empty() && humus_error_field_count(e) == 1 &&
+                 std::strcmp(humus_error_field(e, 0), "baggage") == 0) {
+        // The scenario cannot be read.
+        call_status = report({exit_code::kUsage, "--inject-fault: " + describe(e)});
+      } else {
+        std::string message = which + humus_status_name(humus_error_status(e)) + ": " + describe(e) +
+                              " (after " + attempts_text(r.attempts) + ")";
+        if (humus_error_status(e) == HUMUS_E_REJECTED) {
+          message += "; the breaker stays open " + std::to_string(humus_error_retry_after_ms(e)) + " ms more";
+        }
+        call_status = report({exit_code::for_call_error(e), message});
+      }
+    }
+    if (streamed) {
+      r.response.reset();  // closes a body not read (--fail): the breaker counts the call now
+      end_call(i, r);
     }
     if (o.write_out) {
       WriteOutValues v;
       v.time_total_us = r.elapsed_us;
       v.exitcode = call_status;
       v.breaker_state = r.breaker_state;
-      if (resp != nullptr) {
-        v.http_code = humus_response_status(resp);
-        v.size_download = r.body_error ? 0 : r.body_len;
-        v.attempts = humus_response_attempts(resp);
-        v.url_effective = shown_url(humus_response_url(resp));
-      } else {
-        v.attempts = humus_error_attempts(r.error.get());
-        v.url_effective = shown_url(url);
-      }
+      v.http_code = r.http_code;
+      v.size_download = body_bytes;
+      v.attempts = r.attempts;
+      v.url_effective = r.url_effective;
       if (auto failed = write_out.write(render_write_out(*o.write_out, v))) return report(*failed);
     }
     if (call_status != exit_code::kOk) status = call_status;
+    return std::nullopt;
+  };
+
+  if (o.concurrency == 1) {
+    for (int32_t i = 0; i < o.repeat; ++i) {
+      CallResult r;
+      begin_call(r);
+      humus_response* resp = nullptr;
+      humus_error* err = nullptr;
+      (void)humus_client_open(client.get(), request.get(), &resp, &err);
+      headers_in(r, resp, err);
+      if (std::optional<int> end = emit(i, r, /*streamed=*/true)) return *end;
+    }
+  } else {
+    std::vector<CallResult> results(static_cast<size_t>(o.repeat));
+    std::atomic<int32_t> next{0};
+    const auto worker = [&] {
+      for (;;) {
+        // Relaxed: the counter only hands out indexes; join() orders the results for the output below.
+        const int32_t i = next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= o.repeat) return;
+        CallResult& r = results[static_cast<size_t>(i)];
+        begin_call(r);
+        humus_response* resp = nullptr;
+        humus_error* err = nullptr;
+        (void)humus_client_do(client.get(), request.get(), &resp, &err);
+        headers_in(r, resp, err);
+        end_call(i, r);
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int32_t t = 1; t < o.concurrency; ++t) helpers.emplace_back(worker);
+    worker();
+    for (std::thread& t : helpers) t.join();
+    if (o.trace) {
+      std::fprintf(stderr, "trace: retry decisions of all %d calls: %s\n", o.repeat,
+                   decisions_text(counter_by_attribute(runtime.get(), kDecisions)).c_str());
+    }
+    for (int32_t i = 0; i < o.repeat; ++i) {
+      if (std::optional<int> end = emit(i, results[static_cast<size_t>(i)], /*streamed=*/false)) return *end;
+    }
   }
   if (o.dump_header && o.dump_header != "-") {
     if (auto failed = headers_out.finish()) return report(*failed);

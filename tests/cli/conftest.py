@@ -21,6 +21,10 @@ def cli_path() -> Path:
     return path if path.is_absolute() else ROOT / path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "large: moves a gigabyte on loopback (a few seconds); -m 'not large' skips it")
+
+
 @pytest.fixture(scope="session")
 def cli() -> Path:
     path = cli_path()

@@ -49,7 +49,7 @@ FLAGS = ["-H, --header", "-d, --data", "--data-binary", "-o, --output", "-i, --i
          "-X, --request", "-I, --head", "-L, --location", "-w, --write-out", "--json", "-u, --user",
          "-A, --user-agent", "-F, --form", "-G, --get", "--data-urlencode", "-O, --remote-name",
          "-D, --dump-header", "--http1.1", "--http2", "--fail-with-body", "--retry-delay", "--retry-max-time",
-         "--retry-all-errors"]
+         "--retry-all-errors", "-T, --upload-file", "--compressed", "-#, --progress-bar", "--no-progress-meter"]
 EXIT_CODES = [0, 1, 2, 3, 6, 7, 8, 16, 22, 23, 26, 28, 35, 56, 58, 60, 77, 78, 120, 121]
 
 
@@ -119,7 +119,7 @@ def test_version_names_every_linked_library_one_per_line(run) -> None:
     (["head", "http://x/", "--data-binary", "a"], "--data-binary: head sends no body"),
     (["get", "http://x/", "--retry", "10"], "--retry: expected a whole number 0..9, got '10'"),
     (["get", "http://x/", "--retry=x"], "--retry: expected a whole number 0..9, got 'x'"),
-    (["get", "http://x/", "--max-time", "0"], "--max-time: expected seconds"),
+    (["get", "http://x/", "--max-time", "-1"], "--max-time: expected seconds"),
     (["get", "http://x/", "-m", "soon"], "-m: expected seconds"),
     (["get", "http://x/", "--connect-timeout", "-1"], "--connect-timeout: expected seconds"),
     (["get", "http://x/", "--attempt-timeout", "5parsecs"], "--attempt-timeout: expected seconds"),
@@ -151,6 +151,9 @@ def test_version_names_every_linked_library_one_per_line(run) -> None:
     (["http://x/", "-X", "GET", "-d", "a"], "-d: a GET sends no body (use -G"),
     (["http://x/", "-f", "--fail-with-body"], "--fail-with-body: choose it or -f"),
     (["http://x/", "-O", "-o", "f"], "-O: choose it or -o"),
+    (["http://x/", "-T", "f", "-d", "a"], "-T: not with -d (one body)"),
+    (["get", "http://x/", "-T", "f"], "-T: get sends no body"),
+    (["http://x/", "-T", ""], "-T: needs a file name"),
     (["http://x/", "--retry-delay", "0"], "--retry-delay: expected seconds"),
     (["http://x/", "--retry-max-time", "x"], "--retry-max-time: expected seconds"),
     (["http://x/", "-D", ""], "-D: needs a file name"),
