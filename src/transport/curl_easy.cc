@@ -404,6 +404,9 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     lines.emplace_back("Expect:");
     // Sent as a plain header rather than CURLOPT_USERAGENT, which libcurl re-formats on every request.
     if (!r.headers.contains("User-Agent")) lines.emplace_back("User-Agent: humus_http/" HUMUS_VERSION_STRING);
+    // libcurl labels every POST-framed body application/x-www-form-urlencoded; the client sends only the type
+    // its caller gave, as net/http does (a PUT of a file is not a form).
+    if (!r.headers.contains("Content-Type")) lines.emplace_back("Content-Type:");
     for (const auto& [name, value] : r.headers.fields()) {
       // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
       lines.push_back(value.empty() ? name + ";" : name + ": " + value);

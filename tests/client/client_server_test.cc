@@ -96,6 +96,35 @@ TEST_F(ClientServerTest, PlainHttp11GetReachesTheServer) {
   EXPECT_TRUE(saw_trace);
 }
 
+// A body goes out labelled only as its caller labelled it: libcurl's default form type is not added.
+TEST_F(ClientServerTest, ABodyCarriesNoContentTypeTheCallerDidNotGive) {
+  auto c = make("http");
+  for (const char* method : {"POST", "PUT", "PATCH"}) {
+    Request r = req("http", "/typed");
+    r.method = method;
+    r.body = std::make_shared<const std::string>("raw bytes");
+    CallResult out = c->execute(r);
+    ASSERT_TRUE(out.ok()) << out.error.message();
+  }
+  Request labelled = req("http", "/typed");
+  labelled.method = "POST";
+  labelled.body = std::make_shared<const std::string>("{}");
+  labelled.headers.add("Content-Type", "application/json");
+  ASSERT_TRUE(c->execute(labelled).ok());
+  const auto records = server().requests("/typed");
+  ASSERT_EQ(records.size(), 4u);
+  for (size_t i = 0; i < records.size(); ++i) {
+    std::vector<std::string> types;
+    for (const auto& h : records[i]["headers"])
+      if (h[0] == "content-type") types.push_back(h[1]);
+    if (i < 3) {
+      EXPECT_TRUE(types.empty()) << records[i]["method"] << " carried " << types.front();
+    } else {
+      EXPECT_EQ(types, std::vector<std::string>{"application/json"});
+    }
+  }
+}
+
 // Header values that change between calls but keep their length are rewritten in the connection's header
 // list rather than rebuilt (curl_easy.cc); every request must still carry its own values, in order.
 TEST_F(ClientServerTest, HeaderValuesOfOneLengthChangingPerCallAreEachSent) {
