@@ -33,6 +33,9 @@ type Call struct {
 // (waiting on a timer, not a goroutine), breaker, retries, deadline — and concurrent calls share the
 // client's connections (HTTP/2 multiplexes them). A request that cannot be built fails here.
 //
+// req.Body is read whole first, and the Response's Body is buffered: the attempts run on the event loop,
+// which must not wait on a Go reader, and the C ABI has no asynchronous body read yet.
+//
 // done, when not nil, receives the outcome exactly once on the runtime's event-loop thread, before Wait
 // returns it: it must not block, and a blocking Do from it is refused (ErrMisuse). Cancelling req's context
 // cancels the call, as does Call.Cancel. Safe for concurrent use.
@@ -51,7 +54,7 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 		c.core.release()
 		return nil, err
 	}
-	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, nil)
+	native, sentURL, err := nativeRequest(req, requestBody{data: body}, &o, bound.ms, bound.set, nil)
 	if err != nil {
 		c.core.release()
 		return nil, err

@@ -103,6 +103,42 @@ func humusgoMockRespond(h C.uintptr_t, r *C.humus_mock_request, reply *C.humus_m
 	return C.HUMUS_OK
 }
 
+// The body reader's trampolines run on the thread driving the attempt, inside the caller's Do: a failure
+// (or panic) of req.Body becomes the call's ErrCallback, with the body's error as its cause.
+
+//export humusgoBodyRead
+func humusgoBodyRead(h C.uintptr_t, buf unsafe.Pointer, capacity C.size_t, n *C.size_t) C.humus_status {
+	body := cgo.Handle(h).Value().(*bodyReader)
+	var got int
+	err := guard("request body", func() (err error) {
+		got, err = body.read(unsafe.Slice((*byte)(buf), int(capacity)))
+		return err
+	})
+	if err != nil {
+		keepCallbackError(err)
+		return C.HUMUS_E_CALLBACK
+	}
+	*n = C.size_t(got)
+	return C.HUMUS_OK
+}
+
+//export humusgoBodyRewind
+func humusgoBodyRewind(h C.uintptr_t) C.humus_status {
+	body := cgo.Handle(h).Value().(*bodyReader)
+	if err := guard("request body GetBody", body.rewind); err != nil {
+		keepCallbackError(err)
+		return C.HUMUS_E_CALLBACK
+	}
+	return C.HUMUS_OK
+}
+
+//export humusgoBodyDestroy
+func humusgoBodyDestroy(h C.uintptr_t) {
+	body := cgo.Handle(h).Value().(*bodyReader)
+	deleteHandle(cgo.Handle(h))
+	_ = guard("request body Close", func() error { body.close(); return nil })
+}
+
 //export humusgoCallDone
 func humusgoCallDone(h C.uintptr_t, status C.humus_status, resp *C.humus_response, err *C.humus_error) {
 	call := cgo.Handle(h).Value().(*Call)

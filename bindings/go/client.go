@@ -31,6 +31,9 @@ type clientCore struct {
 	// owner is the registry that owns native (Upstreams.Client): the last release detaches from it instead
 	// of freeing native. nil for a client of Open.
 	owner *upstreamsCore
+	// compressionOff: the setting decompress is false, so bodies come as sent (see decodes). A registry's
+	// client is taken to have the default.
+	compressionOff bool
 
 	ref shared
 }
@@ -46,6 +49,10 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.disableCompression {
+		off := false
+		settings.Decompress = &off
+	}
 	rt, err := o.runtimeCore()
 	if err != nil {
 		return nil, err
@@ -59,7 +66,7 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	live.clients.Add(1)
-	core := &clientCore{native: native, rt: rt}
+	core := &clientCore{native: native, rt: rt, compressionOff: settings.Decompress != nil && !*settings.Decompress}
 	core.ref.own(core.free)
 	c := &Client{core: core}
 	c.cleanup = runtime.AddCleanup(c, (*clientCore).closeOwner, core)
@@ -125,9 +132,10 @@ func buildClient(rt *C.humus_runtime, settings Settings, o *clientOptions) (*C.h
 	return native, nil
 }
 
-// Close frees the native client once the calls in flight have returned; calls started afterwards fail with
-// an *Error whose Status is StatusMisuse and whose cause is ErrClosed. Response bodies already returned stay
-// readable (the core buffered them). Close is idempotent, never blocks, and is safe for concurrent use.
+// Close frees the native client once the calls in flight have returned and the streamed bodies they
+// returned are closed (or read to their end); calls started afterwards fail with an *Error whose Status is
+// StatusMisuse and whose cause is ErrClosed. Bodies already returned stay readable. Close is idempotent,
+// never blocks, and is safe for concurrent use.
 func (c *Client) Close() error {
 	c.cleanup.Stop()
 	c.core.closeOwner()

@@ -14,40 +14,50 @@ import (
 )
 
 // Do makes one call on the calling goroutine — every attempt, wait and redirect within the origin (docs/retries.md §6)
-// — and returns the response whatever its status (a 404, a 500 or the last 503 are responses, docs/retries.md §6.6). It
-// fails only when no response came: an *Error (errors.Is with ErrTimeout, ErrRejected, ErrConnect, ...).
+// — and returns the response whatever its status (a 404, a 500 or the last 503 are responses, docs/retries.md §6.6) once
+// its headers are in; its Body then streams (see Response: close it). It fails only when no response came:
+// an *Error (errors.Is with ErrTimeout, ErrRejected, ErrConnect, ...).
 //
-// req.Body is read whole and closed (the core keeps a copy, so every attempt can replay it). The request's
-// context bounds the call: its deadline becomes the call's deadline, and its cancellation cancels the native
-// call; the error then also matches context.DeadlineExceeded or context.Canceled. opts (and those attached
-// with WithCallOptions / WithCallContext) set the per-call rules. Safe for concurrent use; the goroutine
-// blocks in C for the call (cgo releases its P, so other goroutines run).
+// req.Body is sent as a stream, as net/http sends it: req.ContentLength is its length (0 or -1 with a Body:
+// unknown, sent chunked), and req.GetBody is how another attempt gets it again. Without GetBody the body
+// cannot be replayed, so the call makes one attempt whatever its method (http.NewRequest sets GetBody for
+// *bytes.Buffer, *bytes.Reader and *strings.Reader bodies); a failing req.Body ends the call with
+// ErrCallback, its error the cause. req.Body is closed once the library is done with it.
+//
+// The request's context bounds the call and the reading of its body: its deadline becomes the call's
+// deadline, and its cancellation cancels the native call (or the read in progress); the error then also
+// matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
+// WithCallContext) set the per-call rules. Safe for concurrent use; the goroutine blocks in C for the call
+// (cgo releases its P, so other goroutines run).
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
-	body, err := readBody(req)
+	body, err := streamBody(req)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.core.acquire(); err != nil {
+		body.discard()
 		return nil, err
 	}
-	defer c.core.release()
 	ctx := req.Context()
 	o := collectCallOptions(ctx, opts)
 	bound, err := callBound(ctx, &o, c.core.rt.virtual)
 	if err != nil {
+		body.discard()
+		c.core.release()
 		return nil, err
 	}
 
-	var state *callState
+	// A token always: the body's reads honour it, and Body.Close uses it to interrupt one.
+	state := newCallState(ctx, bound.coreEndsDeadline)
 	var stateHandle cgo.Handle
 	if ctx.Done() != nil {
-		state = newCallState(ctx, bound.coreEndsDeadline)
-		defer state.free()
 		stateHandle = newHandle(state)
 		defer deleteHandle(stateHandle)
 	}
-	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, state.nativeToken())
+	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, state.token)
 	if err != nil {
+		state.free()
+		c.core.release()
 		return nil, err
 	}
 	defer C.humus_request_free(native)
@@ -56,10 +66,12 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	var resp *C.humus_response
 	var cerr *C.humus_error
 	var callbackErr C.uintptr_t
-	status := C.humusgo_client_do(c.core.native, native, C.uintptr_t(stateHandle), &resp, &cerr, &callbackErr)
-	state.unwatch()
+	status := C.humusgo_client_open(c.core.native, native, C.uintptr_t(stateHandle), &resp, &cerr, &callbackErr)
 	cause := takeCallbackError(callbackErr)
 	if status != C.HUMUS_OK {
+		state.unwatch()
+		state.free()
+		c.core.release()
 		e := takeError(status, cerr)
 		if e.Status == StatusCallback && cause != nil {
 			e.cause = cause
@@ -68,7 +80,16 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		}
 		return nil, e
 	}
-	return newResponse(resp, req, sentURL), nil
+	// The response now holds the client's reference, the token and the watcher, until its body ends.
+	call := &streamCall{resp: resp, state: state, core: c.core, ctx: ctx}
+	return newStreamedResponse(call, req, sentURL, c.core.decodes(req)), nil
+}
+
+// decodes says whether the core asks for a compressed body for req and hands over the decoded bytes: the
+// setting decompress is on and the caller set neither Accept-Encoding nor Range (net/http's Transport rule).
+func (c *clientCore) decodes(req *http.Request) bool {
+	return !c.compressionOff && req.Method != http.MethodHead && req.Header.Get("Accept-Encoding") == "" &&
+		req.Header.Get("Range") == ""
 }
 
 // bound is the per-call deadline handed to the core (humus_request_set_timeout_ms).
@@ -134,8 +155,8 @@ func contextCause(ctx context.Context, status Status) error {
 	return nil
 }
 
-// callState is a blocking call whose context can end: the native cancel token, and the watcher that
-// triggers it. A nil *callState (context.Background) does nothing.
+// callState is a blocking call's native cancel token, and the watcher that triggers it when the call's
+// context ends (none for a context that cannot end). A nil *callState does nothing.
 type callState struct {
 	ctx              context.Context
 	token            *C.humus_cancel
@@ -150,16 +171,9 @@ func newCallState(ctx context.Context, coreEndsDeadline bool) *callState {
 	return s
 }
 
-func (s *callState) nativeToken() *C.humus_cancel {
-	if s == nil {
-		return nil
-	}
-	return s.token
-}
-
 // watch triggers the token when the context ends (context.AfterFunc: no goroutine until then).
 func (s *callState) watch() {
-	if s == nil {
+	if s == nil || s.ctx.Done() == nil {
 		return
 	}
 	s.stopped = make(chan struct{})

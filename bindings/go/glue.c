@@ -20,8 +20,9 @@ uintptr_t humusgo_keep_callback_error(uintptr_t handle) {
 
 uintptr_t humusgo_current_call(void) { return in_blocking_call ? blocking_call_state : 0; }
 
-humus_status humusgo_client_do(humus_client *c, const humus_request *r, uintptr_t call_state,
-                               humus_response **out, humus_error **err, uintptr_t *callback_error) {
+/* Runs humus_client_do or, with `open`, humus_client_open, as inside a blocking call (see glue.h). */
+static humus_status blocking_call(int open, humus_client *c, const humus_request *r, uintptr_t call_state,
+                                  humus_response **out, humus_error **err, uintptr_t *callback_error) {
   /* Saved and restored: a callback may itself make a blocking call on another client. */
   const int outer_in = in_blocking_call;
   const uintptr_t outer_error = blocking_call_error;
@@ -30,12 +31,22 @@ humus_status humusgo_client_do(humus_client *c, const humus_request *r, uintptr_
   in_blocking_call = 1;
   blocking_call_error = 0;
   blocking_call_state = call_state;
-  status = humus_client_do(c, r, out, err);
+  status = open ? humus_client_open(c, r, out, err) : humus_client_do(c, r, out, err);
   *callback_error = blocking_call_error;
   in_blocking_call = outer_in;
   blocking_call_error = outer_error;
   blocking_call_state = outer_state;
   return status;
+}
+
+humus_status humusgo_client_do(humus_client *c, const humus_request *r, uintptr_t call_state,
+                               humus_response **out, humus_error **err, uintptr_t *callback_error) {
+  return blocking_call(0, c, r, call_state, out, err, callback_error);
+}
+
+humus_status humusgo_client_open(humus_client *c, const humus_request *r, uintptr_t call_state,
+                                 humus_response **out, humus_error **err, uintptr_t *callback_error) {
+  return blocking_call(1, c, r, call_state, out, err, callback_error);
 }
 
 static void call_done(void *user_data, humus_status status, humus_response *resp, humus_error *err) {
@@ -80,13 +91,13 @@ humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_
 #undef AT
 }
 
-void humusgo_response_read(humus_response *resp, humusgo_response_info *info) {
+void humusgo_response_read(humus_response *resp, humusgo_response_info *info, int with_body) {
   info->status = humus_response_status(resp);
   info->attempts = humus_response_attempts(resp);
   info->header_count = humus_response_header_count(resp);
   info->body = NULL;
   info->body_len = 0;
-  if (humus_response_body(resp, &info->body, &info->body_len, NULL) != HUMUS_OK) {
+  if (with_body && humus_response_body(resp, &info->body, &info->body_len, NULL) != HUMUS_OK) {
     info->body = NULL;
     info->body_len = 0;
   }
@@ -117,6 +128,25 @@ void humusgo_attempt_read(const humus_attempt *a, humusgo_attempt_info *info) {
 /* --- Callback tables ------------------------------------------------------------------------------- */
 
 static void destroy_handle(void *user_data) { humusgoDeleteHandle((uintptr_t)user_data); }
+
+static humus_status body_read(void *user_data, void *buf, size_t cap, size_t *n) {
+  return humusgoBodyRead((uintptr_t)user_data, buf, cap, n);
+}
+
+static humus_status body_rewind(void *user_data) { return humusgoBodyRewind((uintptr_t)user_data); }
+
+static void body_destroy(void *user_data) { humusgoBodyDestroy((uintptr_t)user_data); }
+
+humus_status humusgo_set_body_reader(humus_request *r, uintptr_t handle, int64_t length, int replayable,
+                                     humus_error **err) {
+  humus_body_reader table = HUMUS_BODY_READER_INIT;
+  table.user_data = (void *)handle;
+  table.length = length;
+  table.read = body_read;
+  table.rewind = replayable ? body_rewind : NULL;
+  table.destroy = body_destroy;
+  return humus_request_set_body_reader(r, &table, err);
+}
 
 static humus_status classify(void *user_data, const humus_attempt *attempt, humus_classification *out) {
   return humusgoClassify((uintptr_t)user_data, (humus_attempt *)attempt, out);

@@ -41,6 +41,15 @@ humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_
  * handle or 0) to cancel it at once when its context ended inside the callback. */
 humus_status humusgo_client_do(humus_client *c, const humus_request *r, uintptr_t call_state,
                                humus_response **out, humus_error **err, uintptr_t *callback_error);
+/* As humusgo_client_do, with humus_client_open: the response comes back at its headers, its body unread. */
+humus_status humusgo_client_open(humus_client *c, const humus_request *r, uintptr_t call_state,
+                                 humus_response **out, humus_error **err, uintptr_t *callback_error);
+
+/* Makes the request's body a stream read by the Go trampolines of `handle` (humus_request_set_body_reader):
+ * `length` bytes or -1 when unknown; `replayable` installs the rewind. Its destroy closes the Go body and
+ * deletes the handle; on failure both are the caller's. */
+humus_status humusgo_set_body_reader(humus_request *r, uintptr_t handle, int64_t length, int replayable,
+                                     humus_error **err);
 
 /* humus_client_submit with the Go completion trampoline; `handle` identifies the Go call. */
 humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uintptr_t handle, humus_call **call,
@@ -61,7 +70,8 @@ humus_status humusgo_set_mock_transport(humus_runtime *rt, uintptr_t handle, hum
 humus_status humusgo_set_span_sink(humus_runtime *rt, uintptr_t handle, humus_error **err);
 humus_status humusgo_set_log_sink(humus_runtime *rt, uintptr_t handle, humus_error **err);
 
-/* A response's scalars, read in one crossing. Strings live as long as the response. */
+/* A response's scalars, read in one crossing. Strings live as long as the response. The body is read only
+ * with `with_body` (a buffered response); a streamed one's stays on its connection (body NULL, 0). */
 typedef struct humusgo_response_info {
   int32_t status;
   int32_t attempts;
@@ -71,7 +81,7 @@ typedef struct humusgo_response_info {
   const char *http_version;
   const char *url;
 } humusgo_response_info;
-void humusgo_response_read(humus_response *resp, humusgo_response_info *info);
+void humusgo_response_read(humus_response *resp, humusgo_response_info *info, int with_body);
 /* One response header: borrowed strings with their lengths, so Go copies them without a strlen call each. */
 typedef struct humusgo_header {
   const char *name;

@@ -32,13 +32,16 @@ func TestCloseRefusesLaterCalls(t *testing.T) {
 	before := humushttp.Live()
 	c.Close()
 	c.Close() // idempotent
-	if after := humushttp.Live(); after.Clients != before.Clients-1 {
-		t.Errorf("live clients %d → %d: Close with no call in flight frees at once", before.Clients, after.Clients)
+	if after := humushttp.Live(); after.Clients != before.Clients {
+		t.Errorf("live clients %d → %d: Close freed the client under an open body", before.Clients, after.Clients)
 	}
-	body, _ := io.ReadAll(resp.Body) // the body outlives the client: the core buffered it
+	body, _ := io.ReadAll(resp.Body) // an open body stays readable after Close, and its end frees the client
 	resp.Body.Close()
 	if string(body) != "body of the response" {
 		t.Errorf("body after Close: %q", body)
+	}
+	if after := humushttp.Live(); after.Clients != before.Clients-1 {
+		t.Errorf("live clients %d → %d: the client outlived its last body", before.Clients, after.Clients)
 	}
 	_, err = get(t, c, "http://payments:8080/")
 	if !errors.Is(err, humushttp.ErrClosed) || !errors.Is(err, humushttp.ErrMisuse) {

@@ -11,10 +11,11 @@ import (
 type Option func(*clientOptions)
 
 type clientOptions struct {
-	runtime       *Runtime
-	classifier    Classifier
-	classifierSet bool // WithClassifier was used, possibly with nil (refused)
-	policy        *BreakerPolicy
+	runtime            *Runtime
+	classifier         Classifier
+	classifierSet      bool // WithClassifier was used, possibly with nil (refused)
+	policy             *BreakerPolicy
+	disableCompression bool
 }
 
 // WithRuntime builds the client from rt (its clock, resolve overrides, mock transport) instead of the
@@ -26,6 +27,13 @@ func WithRuntime(rt *Runtime) Option { return func(o *clientOptions) { o.runtime
 func WithClassifier(f Classifier) Option {
 	return func(o *clientOptions) { o.classifier, o.classifierSet = f, true }
 }
+
+// WithDisableCompression is net/http's Transport.DisableCompression: the client does not ask for compressed
+// bodies and hands over the bytes as sent (the setting decompress = false). Without it, a request that sets
+// no Accept-Encoding (nor Range) asks for gzip, deflate, br and zstd, and its Response has the body decoded,
+// Content-Encoding and Content-Length removed and Uncompressed set (docs/bodies.md §7); a request that sets
+// its own Accept-Encoding gets the raw bytes.
+func WithDisableCompression() Option { return func(o *clientOptions) { o.disableCompression = true } }
 
 // WithBreakerPolicy installs Go trip and probe policies (docs/breaker.md §9.3) in place of the built-in ones.
 func WithBreakerPolicy(p BreakerPolicy) Option { return func(o *clientOptions) { o.policy = &p } }

@@ -16,10 +16,16 @@ import (
 )
 
 // nativeRequest builds the library's request for one call: the method, the URL, every header value, the body
-// (the library copies it, so every attempt can replay it), the per-call options and the cancel token. One
-// cgo crossing does it all. It also returns the URL as sent (to tell a redirected response).
-func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int64, hasTimeout bool,
-	cancel *C.humus_cancel) (*C.humus_request, string, error) {
+// (bytes the library copies, or a stream it reads), the per-call options and the cancel token. One cgo
+// crossing does it all, and one more installs a streamed body. It also returns the URL as sent (to tell a
+// redirected response). It takes charge of body: on failure it is closed here, on success the request's.
+func nativeRequest(req *http.Request, body requestBody, o *callOptions, timeoutMs int64, hasTimeout bool,
+	cancel *C.humus_cancel) (native *C.humus_request, target string, err error) {
+	defer func() {
+		if err != nil {
+			body.discard()
+		}
+	}()
 	if req.URL == nil {
 		return nil, "", &Error{Status: StatusInvalidArgument, Message: "url: the request has no URL", Fields: []string{"url"}}
 	}
@@ -27,7 +33,7 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 	if method == "" {
 		method = http.MethodGet
 	}
-	target := req.URL.String()
+	target = req.URL.String()
 	// The strings cross as C strings: a NUL would silently cut one short (a header "a\x00b" sent as "a", a
 	// name "X\x00Y" as "X"), so each is refused here, as the core refuses CR and LF.
 	if err := refuseNUL("method", method); err != nil {
@@ -97,11 +103,10 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 		p.add(req.Host)
 		headers++
 	}
-	var native *C.humus_request
-	err := withThread(func() error {
+	err = withThread(func() error {
 		var cerr *C.humus_error
 		st := C.humusgo_request_new((*C.char)(unsafe.Pointer(&p.buf[0])), (*C.uint32_t)(unsafe.Pointer(&p.offsets[0])),
-			C.size_t(headers), cbool(hasContext), cbytes(body), C.size_t(len(body)), C.int32_t(o.retry),
+			C.size_t(headers), cbool(hasContext), cbytes(body.data), C.size_t(len(body.data)), C.int32_t(o.retry),
 			cbool(hasTimeout), C.int64_t(timeoutMs), cancel, &native, &cerr)
 		if st != C.HUMUS_OK {
 			return takeError(st, cerr)
@@ -110,6 +115,16 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	if body.reader != nil {
+		h := newHandle(body.reader)
+		var cerr *C.humus_error
+		replayable := cbool(body.reader.getBody != nil)
+		if st := C.humusgo_set_body_reader(native, C.uintptr_t(h), C.int64_t(body.length), replayable, &cerr); st != C.HUMUS_OK {
+			deleteHandle(h) // refused: the library did not take it
+			C.humus_request_free(native)
+			return nil, "", takeError(st, cerr)
+		}
 	}
 	return native, target, nil
 }
@@ -124,7 +139,85 @@ func refuseNUL(field, s string) error {
 		Message: field + ": the value contains a NUL byte (header injection)"}
 }
 
-// readBody reads and closes the request body: the core needs it whole to replay it on a retry.
+// requestBody is what a call sends: nothing, bytes the library copies (every attempt replays them), or
+// req.Body streamed through a body reader.
+type requestBody struct {
+	data   []byte
+	reader *bodyReader
+	length int64 // the reader's bytes, -1 when unknown
+}
+
+// copiedBodyMax is the largest replayable body (one with GetBody) copied whole rather than streamed: one
+// crossing instead of a callback per piece, and the library's copy is what the retries replay anyway.
+const copiedBodyMax = 64 << 10
+
+// streamBody is the body of a blocking call, as net/http sends one: req.Body read as the request goes out,
+// req.ContentLength its length (0 with a Body: unknown, sent chunked), req.GetBody the way to send it again.
+// Without GetBody the body cannot be replayed, so the call makes one attempt whatever its method
+// (docs/bodies.md §7). A small body with GetBody is copied instead (copiedBodyMax).
+func streamBody(req *http.Request) (requestBody, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return requestBody{}, nil
+	}
+	if req.GetBody != nil && req.ContentLength > 0 && req.ContentLength <= copiedBodyMax {
+		data, err := readBody(req)
+		return requestBody{data: data}, err
+	}
+	length := req.ContentLength
+	if length <= 0 {
+		length = -1
+	}
+	return requestBody{reader: &bodyReader{body: req.Body, getBody: req.GetBody}, length: length}, nil
+}
+
+// discard closes a body that will not be sent (as http.RoundTripper must close req.Body on every error).
+func (b requestBody) discard() {
+	if b.reader != nil {
+		b.reader.close()
+	}
+}
+
+// bodyReader is req.Body as the library's body reader reads it: read fills the library's buffer straight
+// from the Go reader, rewind takes a fresh body from GetBody (net/http's replay contract), and the library's
+// destroy closes it. The library calls one of them at a time, on the thread driving the attempt.
+type bodyReader struct {
+	body    io.ReadCloser
+	getBody func() (io.ReadCloser, error) // nil: not replayable
+	end     error                         // io.EOF or a failure the reader returned with its last bytes
+}
+
+// read returns at least one byte, or 0 at the end.
+func (b *bodyReader) read(buf []byte) (int, error) {
+	for b.end == nil {
+		n, err := b.body.Read(buf)
+		if err != nil {
+			b.end = err
+		}
+		if n > 0 {
+			return n, nil // the error, if any, comes with the next read
+		}
+	}
+	if b.end == io.EOF {
+		return 0, nil
+	}
+	return 0, b.end
+}
+
+func (b *bodyReader) rewind() error {
+	body, err := b.getBody()
+	if err != nil {
+		return err
+	}
+	b.body.Close()
+	b.body, b.end = body, nil
+	return nil
+}
+
+func (b *bodyReader) close() { b.body.Close() }
+
+// readBody reads and closes the request body: the core keeps a copy to replay on a retry. An asynchronous
+// call (Client.Start) always sends its body this way: its attempts run on the event loop, which must not
+// wait on a Go reader.
 func readBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil

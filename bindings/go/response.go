@@ -23,20 +23,50 @@ import (
 // Response is a call's response: a standard *http.Response (status, every header, the body, Request.URL
 // the URL of the last request after the redirects the core followed) plus what net/http has no field for.
 //
-// The body was read whole by the core before the call returned (the C ABI buffers it, which is also what
-// lets the core retry after reading a failed response, docs/bodies.md §7); Body reads that buffer without copying it
-// again and frees it when read to the end or closed. Close the Body as with any *http.Response. A Response
-// is not safe for concurrent use, except that Body.Close may race Body.Read.
+// The Body of a blocking call (Client.Do, and so *http.Client) streams from its connection: each Read is
+// one humus_response_read into the caller's buffer, so memory stays at that buffer whatever the body's
+// size. The call is not over until the body is read to io.EOF or closed: that is when the breaker counts its
+// result (a body closed early counts as it was classified; a read failing mid-body is a breaker failure,
+// docs/bodies.md §7), and until then the call holds its bulkhead slot, its connection and a reference to
+// its Client (Client.Close waits for it). So, as with net/http, the caller must close the Body. A Body
+// dropped unclosed is closed by a cleanup once the garbage collector finds it, and a half-open breaker's
+// probe slot is given back after breaker.probe_timeout at the latest, but the slot and connection are held
+// until then.
+//
+// The Body of an asynchronous call (Client.Start) was read whole by the core before the call completed
+// (the C ABI has no asynchronous read yet); Body reads that buffer in place.
+//
+// A Response is not safe for concurrent use, except that Body.Close may race Body.Read: a Close while a
+// Read waits for bytes cancels that read (its result is then not counted, as for a cancelled call) and
+// returns once the Read has returned.
 type Response struct {
 	*http.Response
 	Attempts int // attempts the call made, every redirect's included
 }
 
-// newResponse takes ownership of resp; sentURL is the URL the request was made with.
+// newResponse takes ownership of resp, a buffered response (humus_client_do, humus_client_submit); sentURL
+// is the URL the request was made with.
 func newResponse(resp *C.humus_response, req *http.Request, sentURL string) *Response {
 	live.responses.Add(1)
+	out, info := responseHead(resp, req, sentURL, true)
+	if info.body_len == 0 {
+		out.Body = http.NoBody
+		out.ContentLength = contentLength(req, out.Header, 0)
+		freeResponse(resp)
+	} else {
+		b := &body{native: resp, data: unsafe.Slice((*byte)(info.body), int(info.body_len))}
+		b.cleanup = runtime.AddCleanup(b, freeResponse, resp)
+		out.Body = b
+		out.ContentLength = int64(info.body_len)
+	}
+	return &Response{Response: out, Attempts: int(info.attempts)}
+}
+
+// responseHead is everything of a response but its body: status, protocol, headers, the final URL.
+func responseHead(resp *C.humus_response, req *http.Request, sentURL string, withBody bool) (*http.Response,
+	C.humusgo_response_info) {
 	var info C.humusgo_response_info
-	C.humusgo_response_read(resp, &info)
+	C.humusgo_response_read(resp, &info, cbool(withBody))
 
 	header := readHeaders(resp, int(info.header_count))
 
@@ -59,18 +89,7 @@ func newResponse(resp *C.humus_response, req *http.Request, sentURL string) *Res
 			out.Request = moved
 		}
 	}
-
-	if info.body_len == 0 {
-		out.Body = http.NoBody
-		out.ContentLength = contentLength(req, header, 0)
-		freeResponse(resp)
-	} else {
-		b := &body{native: resp, data: unsafe.Slice((*byte)(info.body), int(info.body_len))}
-		b.cleanup = runtime.AddCleanup(b, freeResponse, resp)
-		out.Body = b
-		out.ContentLength = int64(info.body_len)
-	}
-	return &Response{Response: out, Attempts: int(info.attempts)}
+	return out, info
 }
 
 // readHeaders copies every header into an http.Header (names canonicalised, repeated names in order) with
@@ -161,7 +180,10 @@ type body struct {
 	cleanup runtime.Cleanup // frees native if the body is dropped unclosed
 }
 
-var errBodyClosed = errors.New("humushttp: read on closed response body")
+var (
+	errBodyClosed     = errors.New("humushttp: read on closed response body")
+	errConcurrentRead = errors.New("humushttp: concurrent Read on one response body")
+)
 
 func (b *body) Read(p []byte) (int, error) {
 	b.mu.Lock()

@@ -793,6 +793,8 @@ func (r *runner) build(call map[string]any, id int, path string, ctx context.Con
 	if has(call, "body") {
 		body := text(call, "body", "")
 		req.Body, req.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+		// A vector's body is bytes, which every attempt may replay: as http.NewRequest would make it.
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 	}
 	var opts []humushttp.CallOption
 	if has(call, "idempotency_key") {

@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind};
 use crate::ffi;
 use crate::panic;
 use crate::request::Request;
-use crate::response::Response;
+use crate::response::{Response, StreamingResponse};
 use crate::runtime::Runtime;
 use crate::settings::Settings;
 
@@ -68,6 +68,40 @@ impl Client {
     /// kind, [`ErrorKind::CrossOrigin`], [`ErrorKind::InvalidArgument`] (the request failed to build),
     /// [`ErrorKind::Callback`] (a classifier closure panicked), [`ErrorKind::Program`].
     pub fn execute(&self, request: &Request) -> Result<Response, Error> {
+        let resp = self.call(request, sys::humus_client_do)?;
+        // SAFETY: the response is ours.
+        unsafe { Response::from_raw(resp) }
+    }
+
+    /// As [`execute`](Client::execute) — every attempt, wait and redirect on this thread — but returns once
+    /// the final response's headers are in, its body still on the connection: read it with
+    /// [`std::io::Read`] (`std::io::copy(&mut response, &mut file)`), in memory bounded by your buffer
+    /// whatever its size, or whole with [`StreamingResponse::bytes`]. The breaker counts the call's result
+    /// when the body is read to its end or the response dropped (docs/bodies.md §7); the response borrows
+    /// the client, which it must not outlive. The call's `timeout` and the request's
+    /// [`CancelToken`](crate::CancelToken) bound the reads too. Errors as [`execute`](Client::execute).
+    ///
+    /// Blocking only: an asynchronous stream of chunks needs an asynchronous read in the C ABI, which it
+    /// does not have yet ([`submit`](Client::submit) buffers the body).
+    pub fn stream(&self, request: &Request) -> Result<StreamingResponse<'_>, Error> {
+        let resp = self.call(request, sys::humus_client_open)?;
+        // SAFETY: the response is ours, of a call on `self`, which the result borrows; it keeps the
+        // request's cancel token, which its reads use.
+        unsafe { StreamingResponse::from_raw(resp, request.cancel().cloned()) }
+    }
+
+    /// Runs `humus_client_do` or `humus_client_open`: the response, or the error with the message of a
+    /// callback that panicked.
+    fn call(
+        &self,
+        request: &Request,
+        run: unsafe extern "C" fn(
+            *mut sys::humus_client,
+            *const sys::humus_request,
+            *mut *mut sys::humus_response,
+            *mut *mut sys::humus_error,
+        ) -> sys::humus_status,
+    ) -> Result<*mut sys::humus_response, Error> {
         let raw_request = request.raw()?;
         // A panic left by a callback of an earlier call that did not fail must not be blamed on this one.
         let _ = panic::take();
@@ -75,14 +109,13 @@ impl Client {
         let mut err: *mut sys::humus_error = ptr::null_mut();
         // SAFETY: client and request are live; the request is only read, the token it names outlives the
         // call (the request holds it); out-parameters are ours.
-        let status = unsafe { sys::humus_client_do(self.raw(), raw_request, &mut resp, &mut err) };
+        let status = unsafe { run(self.raw(), raw_request, &mut resp, &mut err) };
         let panicked = panic::take();
         if status != sys::HUMUS_OK {
             // SAFETY: the error is ours.
             return Err(unsafe { Error::from_raw(status, err) }.with_panic(panicked));
         }
-        // SAFETY: the response is ours.
-        unsafe { Response::from_raw(resp) }
+        Ok(resp)
     }
 
     /// `GET url`: [`execute`](Client::execute) of [`Request::get`].

@@ -25,6 +25,12 @@
 //! that got none fails, with an [`Error`] whose [`ErrorKind`] is the C status (timeout, rejected by the open
 //! breaker, connect, TLS, ...).
 //!
+//! Bodies stream when asked (docs/bodies.md §7): [`Client::stream`] returns a [`StreamingResponse`] at the
+//! response's headers, read with [`std::io::Read`] in memory bounded by your buffer, its result counted by
+//! the breaker when read to the end or dropped; [`Request::body_stream`] sends a [`Body`] from a reader
+//! (replayed only when seekable). Streaming is blocking only: an asynchronous stream of chunks needs an
+//! asynchronous read the C ABI does not have yet.
+//!
 //! Many dependencies can be configured at once as an [`Upstreams`] registry (docs/upstreams.md §15). Callbacks
 //! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
 //! `extern "C"` trampolines; a closure that panics is reported to the library as a failing callback
@@ -61,8 +67,8 @@ pub use error::{Error, ErrorKind};
 pub use log::LogRecord;
 pub use metrics::{MetricKind, MetricPoint};
 pub use mock::{MockReply, MockRequest};
-pub use request::{CallContext, Request, RetryMode};
-pub use response::Response;
+pub use request::{Body, CallContext, Request, RetryMode};
+pub use response::{Response, StreamingResponse};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
 pub use span::{AttributeValue, Span};

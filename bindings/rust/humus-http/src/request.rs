@@ -1,7 +1,10 @@
 //! `Request`: one call's request, built with chained methods. The C request is built as they run; the first
 //! refusal (a bad header, a zero timeout) is kept and becomes the outcome of every call made with the
 //! request, as the conformance vectors expect ("that refusal is the call's outcome").
+use std::ffi::c_void;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::ptr::{self, NonNull};
+use std::sync::{Mutex, TryLockError};
 use std::time::Duration;
 
 use humus_http_sys as sys;
@@ -9,6 +12,7 @@ use humus_http_sys as sys;
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorKind};
 use crate::ffi;
+use crate::panic::{self, Report};
 
 /// Per-call override of the retry rules (docs/retries.md §4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,6 +160,37 @@ impl Request {
         })
     }
 
+    /// Makes `body` the request's body, streamed as each attempt goes out (`humus_request_set_body_reader`)
+    /// rather than copied: a GiB upload needs one buffer of memory. A [`Body::from_seekable`] is rewound for
+    /// every attempt; a [`Body::from_reader`] cannot be, so the request makes **one** attempt whatever its
+    /// method, idempotency key or [`RetryMode`] (docs/bodies.md §7), and serves one call (a second fails with
+    /// [`ErrorKind::Misuse`]). A reader's error or panic fails the attempt with [`ErrorKind::Callback`], its
+    /// message in [`Error::panic_message`]. The reader runs on the thread that drives the attempt — the
+    /// caller's for [`Client::execute`](crate::Client::execute) and [`Client::stream`](crate::Client::stream),
+    /// the event loop for [`Client::submit`](crate::Client::submit), where it must not block — and is
+    /// dropped once, when the request and its calls are done with it. Replaces a body set before.
+    pub fn body_stream(self, body: Body) -> Request {
+        self.apply(|raw| {
+            let mut table = sys::HUMUS_BODY_READER_INIT;
+            table.length = body.length.and_then(|n| i64::try_from(n).ok()).unwrap_or(-1);
+            table.read = Some(read_body);
+            if matches!(body.source, Source::Seekable(_)) {
+                table.rewind = Some(rewind_body);
+            }
+            table.destroy = Some(panic::destroy_box::<BodyReader>);
+            let reader = Box::into_raw(Box::new(BodyReader { source: Mutex::new(body.source) }));
+            table.user_data = reader.cast();
+            let mut err: *mut sys::humus_error = ptr::null_mut();
+            // SAFETY: we own the request; the table is copied; user_data is ours until destroy runs.
+            let status = unsafe { sys::humus_request_set_body_reader(raw, &table, &mut err) };
+            if status != sys::HUMUS_OK {
+                // SAFETY: refused, so the library will never call destroy: the box is still ours alone.
+                drop(unsafe { Box::from_raw(reader) });
+            }
+            ffi::check(status, err)
+        })
+    }
+
     /// Sets the `Idempotency-Key` header: the request becomes safe to send twice (docs/retries.md §4). The key must
     /// be non-empty, without CR, LF or NUL.
     pub fn idempotency_key(self, key: &str) -> Request {
@@ -257,6 +292,120 @@ impl Request {
 
     pub(crate) fn cancel(&self) -> Option<&CancelToken> {
         self.cancel.as_ref()
+    }
+}
+
+/// A request body streamed from a reader ([`Request::body_stream`]).
+pub struct Body {
+    source: Source,
+    length: Option<u64>,
+}
+
+enum Source {
+    Once(Box<dyn Read + Send>),
+    Seekable(Box<dyn ReadSeek + Send>),
+}
+
+trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek + ?Sized> ReadSeek for T {}
+
+impl Body {
+    /// A body read once from `reader`: `length` bytes (sent with a Content-Length), or of unknown length
+    /// (`None`: sent chunked on HTTP/1.1). It cannot be replayed: the request makes one attempt.
+    pub fn from_reader(reader: impl Read + Send + 'static, length: Option<u64>) -> Body {
+        Body { source: Source::Once(Box::new(reader)), length }
+    }
+
+    /// A body that can be replayed: each attempt seeks `reader` back to its start (offset 0) and reads it
+    /// to its end. Its length is found by seeking to the end (unknown if that fails).
+    pub fn from_seekable(mut reader: impl Read + Seek + Send + 'static) -> Body {
+        let length = reader.seek(SeekFrom::End(0)).and_then(|end| reader.seek(SeekFrom::Start(0)).map(|_| end)).ok();
+        Body { source: Source::Seekable(Box::new(reader)), length }
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let replayable = matches!(self.source, Source::Seekable(_));
+        f.debug_struct("Body").field("length", &self.length).field("replayable", &replayable).finish()
+    }
+}
+
+/// What the library's body reader holds as user_data. The library calls it one call at a time; the mutex
+/// makes a breach of that (one request sent by two threads at once) a failing callback rather than a race.
+struct BodyReader {
+    source: Mutex<Source>,
+}
+
+impl BodyReader {
+    fn with<R>(&self, f: impl FnOnce(&mut Source) -> io::Result<R>) -> io::Result<R> {
+        match self.source.try_lock() {
+            Ok(mut source) => f(&mut source),
+            Err(TryLockError::WouldBlock) => Err(io::Error::other("the body is being read by another call")),
+            Err(TryLockError::Poisoned(_)) => Err(io::Error::other("the body's reader panicked before")),
+        }
+    }
+}
+
+/// `read` of the body reader: fills up to `cap` bytes, 0 at the end.
+unsafe extern "C" fn read_body(
+    user_data: *mut c_void,
+    buf: *mut c_void,
+    cap: usize,
+    n: *mut usize,
+) -> sys::humus_status {
+    // SAFETY: user_data is the BodyReader installed by body_stream, live until destroy.
+    let reader = unsafe { &*user_data.cast::<BodyReader>() };
+    // SAFETY: the library lends `cap` writable bytes at `buf` for this call. They may be uninitialised,
+    // and a `&mut [u8]` must not see that: zeroed first.
+    let buf = unsafe {
+        ptr::write_bytes(buf.cast::<u8>(), 0, cap);
+        std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap)
+    };
+    let read = panic::catch("the request body's reader", Report::ToCall, || {
+        reader.with(|source| loop {
+            let got = match source {
+                Source::Once(r) => r.read(buf),
+                Source::Seekable(r) => r.read(buf),
+            };
+            match got {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        })
+    });
+    body_status(read, "read", |k| {
+        // SAFETY: the library's out-parameter for this call.
+        unsafe { *n = k }
+    })
+}
+
+/// `rewind` of a seekable body: back to offset 0.
+unsafe extern "C" fn rewind_body(user_data: *mut c_void) -> sys::humus_status {
+    // SAFETY: as in read_body.
+    let reader = unsafe { &*user_data.cast::<BodyReader>() };
+    let rewound = panic::catch("the request body's seek", Report::ToCall, || {
+        reader.with(|source| match source {
+            Source::Seekable(r) => r.seek(SeekFrom::Start(0)).map(drop),
+            Source::Once(_) => Err(io::Error::other("a body from a reader cannot be rewound")),
+        })
+    });
+    body_status(rewound, "seek", drop)
+}
+
+/// The status of a body callback: OK (after `ok` took the value), or a failing callback whose reason is
+/// kept for the call's error (a panic's was kept by `catch`).
+fn body_status<T>(outcome: Option<io::Result<T>>, what: &str, ok: impl FnOnce(T)) -> sys::humus_status {
+    match outcome {
+        Some(Ok(value)) => {
+            ok(value);
+            sys::HUMUS_OK
+        }
+        Some(Err(e)) => {
+            panic::remember(format!("the request body's {what} failed: {e}"));
+            sys::HUMUS_E_CALLBACK
+        }
+        None => sys::HUMUS_E_CALLBACK,
     }
 }
 

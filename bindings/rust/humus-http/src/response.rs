@@ -1,46 +1,34 @@
 //! `Response`: what the dependency answered, copied out of the C response, which is freed at once — that
 //! closes it, so its result is counted by the breaker and its probe slot freed without waiting for the
-//! caller (docs/bodies.md §7; the core has already buffered the whole body).
-use std::ptr;
+//! caller (docs/bodies.md §7; the core has already buffered the whole body). `StreamingResponse`: the same
+//! head, its body read from the connection as the caller asks (`std::io::Read`), the C response freed on
+//! drop.
+use std::io;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
 
 use humus_http_sys as sys;
 
+use crate::cancel::CancelToken;
+use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::ffi;
 
-/// The response a call returned: whatever its status (404, 500, the last 503 — the caller decides what it
-/// means, docs/retries.md §6.6). Plain data: `Send`, `Sync`, no tie to the library.
+/// Everything of a response but its body, copied out of a live C response.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Response {
+struct Head {
     status: u16,
     attempts: u32,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
     http_version: String,
     url: String,
 }
 
-impl Response {
-    /// Copies a library response and frees it.
-    ///
-    /// # Safety
-    /// `resp` is NULL or a response the library handed over, not used after this call.
-    pub(crate) unsafe fn from_raw(resp: *mut sys::humus_response) -> Result<Response, Error> {
-        if resp.is_null() {
-            return Err(Error::new(ErrorKind::Internal, "the library reported success with no response", Vec::new()));
-        }
-        // SAFETY: `resp` is live until the free below; every accessor reads it, strings are copied.
-        let copied = unsafe { Response::copy(resp) };
-        // SAFETY: ours, freed once.
-        unsafe { sys::humus_response_free(resp) };
-        copied
-    }
-
+impl Head {
     /// # Safety
     /// `resp` is a live response.
-    unsafe fn copy(resp: *mut sys::humus_response) -> Result<Response, Error> {
-        // SAFETY: accessors of a live response; borrowed strings and bytes are copied before
-        // the response is freed.
+    unsafe fn copy(resp: *mut sys::humus_response) -> Head {
+        // SAFETY: accessors of a live response; borrowed strings are copied.
         unsafe {
             let count = sys::humus_response_header_count(resp);
             let mut headers = Vec::with_capacity(count);
@@ -51,51 +39,102 @@ impl Response {
                     headers.push((ffi::copy_str(name).unwrap_or_default(), ffi::copy_str(value).unwrap_or_default()));
                 }
             }
-            let mut data: *const std::ffi::c_void = ptr::null();
-            let mut len: usize = 0;
-            let mut err: *mut sys::humus_error = ptr::null_mut();
-            ffi::check(sys::humus_response_body(resp, &mut data, &mut len, &mut err), err)?;
-            let body = if data.is_null() || len == 0 {
-                Vec::new()
-            } else {
-                std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec()
-            };
-            Ok(Response {
+            Head {
                 status: u16::try_from(sys::humus_response_status(resp)).unwrap_or(0),
                 attempts: u32::try_from(sys::humus_response_attempts(resp)).unwrap_or(0),
                 headers,
-                body,
                 http_version: ffi::copy_str(sys::humus_response_http_version(resp)).unwrap_or_default(),
                 url: ffi::copy_str(sys::humus_response_url(resp)).unwrap_or_default(),
-            })
+            }
         }
     }
+}
 
-    /// The HTTP status, e.g. 200.
-    pub fn status(&self) -> u16 {
-        self.status
+/// The rest of a live response's body, copied (`humus_response_body`: a streamed one is read to its end
+/// first, bounded by `max_response_body`).
+///
+/// # Safety
+/// `resp` is a live response no other thread uses.
+unsafe fn copy_body(resp: *mut sys::humus_response) -> Result<Vec<u8>, Error> {
+    let mut data: *const std::ffi::c_void = ptr::null();
+    let mut len: usize = 0;
+    let mut err: *mut sys::humus_error = ptr::null_mut();
+    // SAFETY: the caller's contract; on success `data` is valid for `len` bytes until the response is freed.
+    unsafe {
+        ffi::check(sys::humus_response_body(resp, &mut data, &mut len, &mut err), err)?;
+        if data.is_null() || len == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec())
+    }
+}
+
+/// The accessors of a response's head, the same on [`Response`] and [`StreamingResponse`].
+macro_rules! head_accessors {
+    () => {
+        /// The HTTP status, e.g. 200.
+        pub fn status(&self) -> u16 {
+            self.head.status
+        }
+
+        /// Whether the status is 2xx.
+        pub fn is_success(&self) -> bool {
+            (200..300).contains(&self.head.status)
+        }
+
+        /// Attempts the call made, redirects' requests included (`humus_response_attempts`).
+        pub fn attempts(&self) -> u32 {
+            self.head.attempts
+        }
+
+        /// The first value of a header, by case-insensitive name; `None` if absent.
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.head.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        }
+
+        /// Every header in the order received, repeated names included. Bytes that are not UTF-8 are
+        /// replaced with U+FFFD.
+        pub fn headers(&self) -> &[(String, String)] {
+            &self.head.headers
+        }
+
+        /// `"1.1"` or `"2"`.
+        pub fn http_version(&self) -> &str {
+            &self.head.http_version
+        }
+
+        /// The URL of the last request, after redirects within the origin.
+        pub fn url(&self) -> &str {
+            &self.head.url
+        }
+    };
+}
+
+/// The response a call returned: whatever its status (404, 500, the last 503 — the caller decides what it
+/// means, docs/retries.md §6.6). Plain data: `Send`, `Sync`, no tie to the library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    head: Head,
+    body: Vec<u8>,
+}
+
+impl Response {
+    /// Copies a library response and frees it.
+    ///
+    /// # Safety
+    /// `resp` is NULL or a response the library handed over, not used after this call.
+    pub(crate) unsafe fn from_raw(resp: *mut sys::humus_response) -> Result<Response, Error> {
+        if resp.is_null() {
+            return Err(no_response());
+        }
+        // SAFETY: `resp` is live until the free below; what is read is copied.
+        let copied = unsafe { copy_body(resp).map(|body| Response { head: Head::copy(resp), body }) };
+        // SAFETY: ours, freed once.
+        unsafe { sys::humus_response_free(resp) };
+        copied
     }
 
-    /// Whether the status is 2xx.
-    pub fn is_success(&self) -> bool {
-        (200..300).contains(&self.status)
-    }
-
-    /// Attempts the call made, redirects' requests included (`humus_response_attempts`).
-    pub fn attempts(&self) -> u32 {
-        self.attempts
-    }
-
-    /// The first value of a header, by case-insensitive name; `None` if absent.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    /// Every header in the order received, repeated names included. Bytes that are not UTF-8 are
-    /// replaced with U+FFFD.
-    pub fn headers(&self) -> &[(String, String)] {
-        &self.headers
-    }
+    head_accessors!();
 
     /// The whole body.
     pub fn body(&self) -> &[u8] {
@@ -111,14 +150,113 @@ impl Response {
     pub fn into_body(self) -> Vec<u8> {
         self.body
     }
+}
 
-    /// `"1.1"` or `"2"`.
-    pub fn http_version(&self) -> &str {
-        &self.http_version
+fn no_response() -> Error {
+    Error::new(ErrorKind::Internal, "the library reported success with no response", Vec::new())
+}
+
+/// A response whose body is still on its connection ([`Client::stream`]): its head is here, its body is
+/// read with [`std::io::Read`] (each `read` is one `humus_response_read` into the caller's buffer, so memory
+/// stays at that buffer whatever the body's size), or whole with [`bytes`](StreamingResponse::bytes) /
+/// [`text`](StreamingResponse::text) / [`into_response`](StreamingResponse::into_response).
+///
+/// The call is not over until the body is read to its end (`read` returns 0) or the response dropped: that
+/// is when the breaker counts its result — as it was classified, for a body dropped early; a read failing
+/// mid-body is a breaker failure (docs/bodies.md §7) — and until then the call holds its bulkhead slot and
+/// its connection. It borrows its [`Client`], which it must not outlive. `Send`, not `Sync`: reads on one
+/// response never overlap.
+pub struct StreamingResponse<'c> {
+    raw: NonNull<sys::humus_response>,
+    head: Head,
+    _client: PhantomData<&'c Client>,
+    /// The request's token: the reads use it, so it lives until the response is freed (drop order).
+    _cancel: Option<CancelToken>,
+}
+
+// SAFETY: a C response is not bound to a thread; every use takes `&mut self` or `self` (reads) or only
+// reads the copied head, so calls on one response never overlap ("not concurrently on one response").
+unsafe impl Send for StreamingResponse<'_> {}
+
+impl Drop for StreamingResponse<'_> {
+    fn drop(&mut self) {
+        // SAFETY: ours, freed once; the borrow of the client keeps it alive until now.
+        unsafe { sys::humus_response_free(self.raw.as_ptr()) }
+    }
+}
+
+impl<'c> StreamingResponse<'c> {
+    /// Takes a response of `humus_client_open`.
+    ///
+    /// # Safety
+    /// `resp` is NULL or a response the library handed over, of a call on a client that lives for `'c`,
+    /// made with a request whose cancel token was `cancel`.
+    pub(crate) unsafe fn from_raw(
+        resp: *mut sys::humus_response,
+        cancel: Option<CancelToken>,
+    ) -> Result<StreamingResponse<'c>, Error> {
+        let raw = NonNull::new(resp).ok_or_else(no_response)?;
+        // SAFETY: live, ours.
+        let head = unsafe { Head::copy(raw.as_ptr()) };
+        Ok(StreamingResponse { raw, head, _client: PhantomData, _cancel: cancel })
     }
 
-    /// The URL of the last request, after redirects within the origin.
-    pub fn url(&self) -> &str {
-        &self.url
+    head_accessors!();
+
+    /// The rest of the body (all of it if nothing was read yet), read to its end: bounded by
+    /// `max_response_body` (past it [`ErrorKind::TooLarge`], no breaker verdict), or the failure of a read.
+    pub fn bytes(self) -> Result<Vec<u8>, Error> {
+        // SAFETY: ours; `self` is consumed, so nothing reads it at the same time.
+        unsafe { copy_body(self.raw.as_ptr()) }
+    }
+
+    /// [`bytes`](StreamingResponse::bytes) as UTF-8 text (bytes that are not UTF-8 are an
+    /// [`ErrorKind::Protocol`] error).
+    pub fn text(self) -> Result<String, Error> {
+        String::from_utf8(self.bytes()?)
+            .map_err(|e| Error::new(ErrorKind::Protocol, format!("the body is not UTF-8: {e}"), Vec::new()))
+    }
+
+    /// The buffered [`Response`]: the head and the rest of the body, as [`bytes`](StreamingResponse::bytes).
+    pub fn into_response(self) -> Result<Response, Error> {
+        let head = self.head.clone();
+        Ok(Response { head, body: self.bytes()? })
+    }
+}
+
+/// A read failing mid-body is an [`io::Error`] whose inner error is the [`Error`] (`get_ref()` and
+/// `downcast_ref::<humus_http::Error>()`), of kind `ConnectionReset` for [`ErrorKind::ConnectionLost`],
+/// `TimedOut` for [`ErrorKind::Timeout`], `Interrupted` never (a cancelled read is `Other`: it will not
+/// succeed again). Every later read fails the same way.
+impl io::Read for StreamingResponse<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut n: usize = 0;
+        let mut err: *mut sys::humus_error = ptr::null_mut();
+        // SAFETY: ours, used by this `&mut self` alone; `buf` is valid for `buf.len()` bytes during the call.
+        let status = unsafe {
+            sys::humus_response_read(self.raw.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut n, &mut err)
+        };
+        ffi::check(status, err).map_err(|e| {
+            let kind = match e.kind() {
+                ErrorKind::ConnectionLost => io::ErrorKind::ConnectionReset,
+                ErrorKind::Timeout => io::ErrorKind::TimedOut,
+                _ => io::ErrorKind::Other,
+            };
+            io::Error::new(kind, e)
+        })?;
+        Ok(n)
+    }
+}
+
+impl std::fmt::Debug for StreamingResponse<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamingResponse")
+            .field("status", &self.head.status)
+            .field("attempts", &self.head.attempts)
+            .field("url", &self.head.url)
+            .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,161 @@
+package humushttp
+
+/*
+#include <humus_http.h>
+*/
+import "C"
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"unsafe"
+)
+
+// streamCall is what a blocking call holds until its body ends (humus_client_open): the native response,
+// the cancel token its reads honour and the context watcher that triggers it, and a reference to its client
+// (the C ABI frees a response before its client).
+type streamCall struct {
+	resp  *C.humus_response
+	state *callState
+	core  *clientCore
+	ctx   context.Context
+}
+
+// end frees the response — which counts the result if the body was not read to its end — then the token,
+// then the reference to the client.
+func (c *streamCall) end() {
+	freeResponse(c.resp)
+	c.state.unwatch()
+	c.state.free()
+	c.core.release()
+}
+
+// newStreamedResponse takes charge of call. decodes says the core asked for a compressed body and decodes
+// it (see Client.decodes).
+func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, decodes bool) *Response {
+	live.responses.Add(1)
+	out, info := responseHead(call.resp, req, sentURL, false)
+	out.ContentLength = -1
+	if v, err := strconv.ParseInt(out.Header.Get("Content-Length"), 10, 64); err == nil && v >= 0 {
+		out.ContentLength = v
+	}
+	// The core removes Content-Encoding and Content-Length when it decodes, and says no more: a body it asked
+	// a coding for that comes without either was decoded, as far as the C ABI lets one tell (an unencoded
+	// body of unknown length reads as Uncompressed too; its ContentLength is -1 either way).
+	out.Uncompressed = decodes && out.ContentLength < 0 && out.Header.Get("Content-Encoding") == ""
+	if req.Method == http.MethodHead || out.ContentLength == 0 || out.StatusCode == http.StatusNoContent ||
+		out.StatusCode == http.StatusNotModified {
+		// No body: reach its end now, which counts the result and keeps the connection.
+		var b [1]byte
+		var n C.size_t
+		C.humus_response_read(call.resp, unsafe.Pointer(&b[0]), 1, &n, nil)
+		call.end()
+		out.Body = http.NoBody
+	} else {
+		s := &stream{call: call}
+		s.returned.L = &s.mu
+		s.cleanup = runtime.AddCleanup(s, (*streamCall).end, call)
+		out.Body = s
+	}
+	return &Response{Response: out, Attempts: int(info.attempts)}
+}
+
+// stream is the Body of a blocking call: each Read is one humus_response_read into the caller's buffer.
+type stream struct {
+	mu       sync.Mutex
+	returned sync.Cond   // on mu: a Read came back from C
+	call     *streamCall // guarded by mu; nil once ended
+	reading  bool        // guarded by mu: a Read is in C (mu is not held there, so Close can interrupt it)
+	closed   bool        // guarded by mu
+	err      error       // guarded by mu: io.EOF or the failure mid-body, what every later Read returns
+	cleanup  runtime.Cleanup
+}
+
+// Read reads the next bytes into p, blocking until at least one has come; io.EOF at the end, which counts
+// the call's result. A failure mid-body is an *Error (errors.Is with ErrConnectionLost, ErrTimeout,
+// ErrCancelled when the request's context ended: it then also matches the context's error), and frees the
+// response. Not for concurrent use, except with Close.
+func (s *stream) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return 0, errBodyClosed
+	case s.err != nil:
+		s.mu.Unlock()
+		return 0, s.err
+	case s.reading:
+		s.mu.Unlock()
+		return 0, errConcurrentRead
+	case len(p) == 0:
+		s.mu.Unlock()
+		return 0, nil
+	}
+	s.reading = true
+	call := s.call
+	s.mu.Unlock()
+
+	var n C.size_t
+	var cerr *C.humus_error
+	// p holds no Go pointers and is used only during the call: the library reads straight into it.
+	st := C.humus_response_read(call.resp, unsafe.Pointer(&p[0]), C.size_t(len(p)), &n, &cerr)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reading = false
+	s.returned.Broadcast()
+	if s.closed { // Close cancelled this read and waits to free the response
+		if cerr != nil {
+			C.humus_error_free(cerr)
+		}
+		return 0, errBodyClosed
+	}
+	if st != C.HUMUS_OK {
+		e := takeError(st, cerr)
+		e.cause = contextCause(call.ctx, e.Status)
+		s.err = e
+		s.end()
+		return 0, e
+	}
+	if n == 0 {
+		s.err = io.EOF
+		s.end()
+		return 0, io.EOF
+	}
+	return int(n), nil
+}
+
+// Close ends the call: a body not read to its end is closed and its result counted as it was classified
+// (docs/bodies.md §7); its connection, bulkhead slot and client reference are given back. A Close while a
+// Read waits for bytes cancels that read (the breaker then counts nothing, as for a cancelled call) and
+// returns once the Read has. Idempotent; safe to call concurrently with Read.
+func (s *stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.reading {
+		C.humus_cancel_trigger(s.call.state.token)
+		for s.reading {
+			s.returned.Wait()
+		}
+	}
+	s.end()
+	return nil
+}
+
+// end ends the call once; s.mu is held.
+func (s *stream) end() {
+	if s.call == nil {
+		return
+	}
+	s.cleanup.Stop()
+	s.call.end()
+	s.call = nil
+}
