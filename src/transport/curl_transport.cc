@@ -58,8 +58,10 @@ CURLM* new_multi() {
 
 class Lane {
  public:
-  Lane(const TransportConfig& config, const Slist& connect_to)
-      : easy_(config, connect_to, sockets_), multi_(new_multi()) {}
+  Lane(const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
+      : easy_(config, connect_to, sockets_, origin), multi_(new_multi()) {
+    sockets_.set_transfers(1);
+  }
   ~Lane() { curl_multi_cleanup(multi_); }
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -121,8 +123,8 @@ class Transfer final : public AsyncAttempt {
 
 class AsyncMulti final : public EventLoop::SocketHandler {
  public:
-  AsyncMulti(EventLoop& loop, const TransportConfig& config, const Slist& connect_to)
-      : loop_(loop), config_(config), connect_to_(connect_to), multi_(new_multi()) {
+  AsyncMulti(EventLoop& loop, const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
+      : loop_(loop), config_(config), connect_to_(connect_to), origin_(origin), multi_(new_multi()) {
     curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &AsyncMulti::on_curl_socket);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &AsyncMulti::on_curl_timer);
@@ -145,7 +147,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       easy = std::move(pool_.back());
       pool_.pop_back();
     } else {
-      easy = std::make_unique<CurlEasy>(config_, connect_to_, sockets_);
+      easy = std::make_unique<CurlEasy>(config_, connect_to_, sockets_, origin_);
     }
     easy->prepare(request, limits, std::chrono::steady_clock::now());
     auto transfer = std::make_unique<Transfer>(*this, std::move(easy), std::move(done));
@@ -168,6 +170,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       }
     });
     live_.insert(t);
+    sockets_.set_transfers(live_.size());
     curl_multi_add_handle(multi_, t->easy().handle());
     return transfer;
   }
@@ -184,6 +187,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
   void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
     live_.erase(&t);
+    sockets_.set_transfers(live_.size());
     curl_multi_remove_handle(multi_, easy->handle());
     if (pool_.size() < std::max<size_t>(config_.max_idle_connections, 1)) pool_.push_back(std::move(easy));
   }
@@ -245,6 +249,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   EventLoop& loop_;
   const TransportConfig& config_;
   const Slist& connect_to_;
+  OriginMemory& origin_;
   SocketRegistry sockets_;  // before multi_: it outlives the connections curl_multi_cleanup closes
   CURLM* multi_;
   EventLoop::TimerId timer_ = 0;
@@ -333,7 +338,7 @@ class CurlTransport final : public Transport {
                                       AttemptDone done) override {
     if (!async_) {
       try {
-        async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_);
+        async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_, origin_);
       } catch (const LocalShortage& s) {
         loop.post([done = std::move(done), result = shortage_result(s)]() mutable { done(std::move(result)); });
         return std::make_unique<UnstartedAttempt>();
@@ -356,7 +361,7 @@ class CurlTransport final : public Transport {
         stale.push_back(std::move(lane));
       }
     }
-    return std::make_unique<Lane>(config_, connect_to_);
+    return std::make_unique<Lane>(config_, connect_to_, origin_);
   }
 
   void release(std::unique_ptr<Lane> lane) {
@@ -367,6 +372,7 @@ class CurlTransport final : public Transport {
 
   const TransportConfig config_;
   const Slist connect_to_;
+  OriginMemory origin_;  // shared by every lane and the async multi
   std::mutex mu_;
   std::vector<std::unique_ptr<Lane>> idle_;  // guarded by mu_; most recently used last
   std::unique_ptr<AsyncMulti> async_;        // loop thread only
