@@ -393,7 +393,9 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
     curl_easy_setopt(e, CURLOPT_SSLCERT, c.cert_file.c_str());
   }
   if (!c.key_pem.empty()) {
-    curl_blob blob{const_cast<char*>(c.key_pem.data()), c.key_pem.size(), CURL_BLOB_COPY};
+    // Not copied: libcurl frees its copies unwiped, and the transport's own copy, which outlives every handle,
+    // is wiped when the transport goes (docs/transport.md §10.3).
+    curl_blob blob{const_cast<char*>(c.key_pem.data()), c.key_pem.size(), CURL_BLOB_NOCOPY};
     curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &blob);
   } else if (!c.key_file.empty()) {
     curl_easy_setopt(e, CURLOPT_SSLKEY, c.key_file.c_str());

@@ -1,12 +1,15 @@
 #include "transport/curl_transport.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -273,10 +276,34 @@ Transfer::~Transfer() {
   if (!ended_) end(CURLE_OK, Interrupt::kCancelled);
 }
 
+// Overwrites a secret's bytes before its memory goes back to the heap.
+void wipe(std::string& secret) {
+  OPENSSL_cleanse(secret.data(), secret.size());
+  secret.clear();
+}
+
+// Reads a whole file into a string sized once: no growing copy, and no stream buffer, is left behind
+// holding a part of it (the file may be a private key).
 std::string read_file(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
-  return ok ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+  ok = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string();
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) == 0 && st.st_size >= 0) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    ok = got == out.size();
+  }
+  ::close(fd);
+  if (!ok) wipe(out);
+  return out;
 }
 
 class CurlTransport final : public Transport {
@@ -284,7 +311,8 @@ class CurlTransport final : public Transport {
   explicit CurlTransport(TransportConfig config)
       : config_(std::move(config)), connect_to_(make_slist(config_.connect_to)) {}
 
-  // The async multi lives on the loop thread: it is destroyed there too.
+  // The async multi lives on the loop thread: it is destroyed there too. The private key is wiped once no
+  // handle can read it any more: the client's own copies of secrets do not outlive it in the heap.
   ~CurlTransport() override {
     if (async_ && async_loop_ != nullptr) {
       if (async_loop_->on_loop_thread()) {
@@ -303,6 +331,8 @@ class CurlTransport final : public Transport {
         cv.wait(lock, [&] { return gone; });
       }
     }
+    idle_.clear();
+    wipe(config_.key_pem);
   }
 
   WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
@@ -370,7 +400,7 @@ class CurlTransport final : public Transport {
     if (idle_.size() < config_.max_idle_connections) idle_.push_back(std::move(lane));
   }
 
-  const TransportConfig config_;
+  TransportConfig config_;  // changed only by the destructor's wipe
   const Slist connect_to_;
   OriginMemory origin_;  // shared by every lane and the async multi
   std::mutex mu_;
@@ -396,6 +426,10 @@ Status check_curl_features() {
 Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& config) {
   if (Status s = check_curl_features(); !s.ok()) return s;
   TransportConfig c = config;
+  struct WipeOnReturn {
+    TransportConfig& c;
+    ~WipeOnReturn() { wipe(c.key_pem); }  // a no-op once the transport has taken the key
+  } wipe_on_return{c};
   // Files are read now, so a missing file is an error when the client is built, not at its first call, and
   // the key material sits in memory as a blob (nothing re-read per connection).
   const std::pair<std::string*, std::string*> files[] = {
