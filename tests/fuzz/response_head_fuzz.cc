@@ -85,6 +85,7 @@ void drain() {
 
 }  // namespace
 
+// S25: the libFuzzer target `response_head`; its corpus replays as the ctest fuzz.response_head.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Beyond the loopback socket's buffer the write would block: no response head is anywhere near this.
   if (size > 64 * 1024) return 0;
