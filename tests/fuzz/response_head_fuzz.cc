@@ -97,7 +97,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.host = "127.0.0.1";
   const transport::Slist no_connect_to;
   transport::SocketRegistry sockets;  // outlives the handle, whose connection it closes
-  transport::CurlEasy easy(config, no_connect_to, sockets);
+  transport::OriginMemory learned;
+  transport::CurlEasy easy(config, no_connect_to, sockets, learned);
   CURL* e = easy.handle();
   curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
   curl_easy_setopt(e, CURLOPT_DEBUGDATA, &server);
