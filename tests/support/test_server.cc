@@ -180,11 +180,15 @@ TestServer& TestServer::shared() {
   return instance;
 }
 
+// $HUMUS_TEST_CERTS_DIR, else the build tree's directory shared by every test process.
+static std::string default_certs_dir() {
+  const std::string certs = env_or("HUMUS_TEST_CERTS_DIR", HUMUS_TEST_CERTS_DIR);
+  return certs.empty() ? "/tmp/humus-test-certs" : certs;
+}
+
 void TestServer::start(const Options& options) {
   const std::string python = options.python.empty() ? env_or("HUMUS_TEST_PYTHON", "python3") : options.python;
-  std::string certs =
-      options.certs_dir.empty() ? env_or("HUMUS_TEST_CERTS_DIR", HUMUS_TEST_CERTS_DIR) : options.certs_dir;
-  if (certs.empty()) certs = "/tmp/humus-test-certs";
+  const std::string certs = options.certs_dir.empty() ? default_certs_dir() : options.certs_dir;
   const std::string script = std::string(HUMUS_SOURCE_DIR) + "/tests/server/humus_test_server.py";
   spawn_python(python, script, {"--certs", certs}, pid_, stdin_fd_, stdout_fd_);
   const std::string line = read_line(stdout_fd_, kReadyTimeout);
@@ -197,12 +201,11 @@ void TestServer::stop() {
   close_fd(stdout_fd_);
 }
 
-H2FaultPeer::H2FaultPeer(std::string_view mode) {
+H2FaultPeer::H2FaultPeer(std::string_view mode) : certs_dir_(default_certs_dir()) {
   const std::string python = env_or("HUMUS_TEST_PYTHON", "python3");
   const std::string script = std::string(HUMUS_SOURCE_DIR) + "/tests/support/h2_fault_peer.py";
   try {
-    spawn_python(python, script, {"--certs", TestServer::shared().certs_dir(), "--mode", std::string(mode)}, pid_,
-                 stdin_fd_, stdout_fd_);
+    spawn_python(python, script, {"--certs", certs_dir_, "--mode", std::string(mode)}, pid_, stdin_fd_, stdout_fd_);
     const nlohmann::json ready = nlohmann::json::parse(read_line(stdout_fd_, kReadyTimeout), nullptr, false);
     if (!ready.is_object() || !ready.contains("port")) fail("h2_fault_peer.py: unexpected ready line");
     port_ = ready["port"].get<int>();

@@ -16,7 +16,6 @@ namespace humus::client {
 namespace {
 
 using humus::test::H2FaultPeer;
-using humus::test::TestServer;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
@@ -32,7 +31,7 @@ class H2FaultPeerTest : public ::testing::Test {
     s.backoff_base = milliseconds(1);
     s.backoff_max = milliseconds(2);
     s.tls.emplace();
-    s.tls->ca_file = TestServer::shared().ca_file();
+    s.tls->ca_file = peer.ca_file();
     Result<std::unique_ptr<Client>> c = Client::create(*runtime_, s);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return c.ok() ? std::move(c).value() : nullptr;
