@@ -2,8 +2,9 @@
 # fault-coverage.sh [--allow-todo] — checks tests/fault-coverage.md against the tests themselves.
 #
 # Every id F01..F112 and S1..S27 has exactly one row; a `tested` row lists at least one test, an `n/a` row
-# says why; every listed test (`file::Name`) is defined in that file (C++ TEST/TEST_F/TEST_P, Python `def`,
-# Go `func`, Rust `fn`) and carries the row's id in its name or in the comment lines right above it.
+# says why; every listed test (`file::Name`) is defined in that file (C++ TEST/TEST_F/TEST_P, a libFuzzer
+# target's `extern "C" int LLVMFuzzerTestOneInput`, Python `def`, Go `func`, Rust `fn`) and carries the row's
+# id in its name or in the comment lines right above it.
 # Prints the totals. Exits 1 when a row is missing, malformed or names a test that is missing or does not
 # carry its id; `todo` rows count as missing too, unless --allow-todo (they are still listed).
 set -euo pipefail
@@ -32,7 +33,7 @@ declare -a todo_ids=()
 # carries FILE NAME ID: NAME is defined in FILE and the id is in its name or the comments right above it.
 carries() {
   local file=$1 name=$2 id=$3 line
-  line=$(grep -nE "(TEST(_F|_P)?\([A-Za-z0-9_]+, *${name}\)|def ${name}\(|func ${name}\(|fn ${name}\()" \
+  line=$(grep -nE "(TEST(_F|_P)?\([A-Za-z0-9_]+, *${name}\)|extern \"C\" int ${name}\(|def ${name}\(|func ${name}\(|fn ${name}\()" \
     "$root/$file" | head -n1 | cut -d: -f1) || true
   if [[ -z $line ]]; then
     fail "$id: $file has no test $name"

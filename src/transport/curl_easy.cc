@@ -12,6 +12,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <new>
 #include <string_view>
@@ -30,10 +31,38 @@ bool is_ip_literal(std::string_view host) {
          std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
-// Hostname verification by OpenSSL itself, never against the subject CN: libcurl 7.88 falls back to the CN
-// of a certificate with no subjectAltName, which Go and browsers refuse (docs/libcurl-traps.md §19).
+// The TLS connections that read a close_notify alert lately on this thread — the thread that drives their
+// transfers and then calls finish() — so that a connection's end can be told the peer's own from a cut.
+// libcurl 7.88 takes a bare EOF as a clean end too (curl exits 0). A few slots: one multi handle may end
+// several transfers in one go.
+thread_local std::array<const void*, 8> close_notified{};
+thread_local size_t close_notified_next = 0;
+
+// The record itself is watched: OpenSSL 3.0's info callback reports a close_notify read also for a bare EOF.
+void on_tls_message(int write_p, int /*version*/, int content_type, const void* buf, size_t len, SSL* ssl,
+                    void* /*arg*/) {
+  if (write_p != 0 || content_type != SSL3_RT_ALERT || len != 2) return;
+  if (static_cast<const unsigned char*>(buf)[1] != SSL_AD_CLOSE_NOTIFY) return;
+  close_notified[close_notified_next++ % close_notified.size()] = ssl;
+}
+
+bool take_close_notify(const void* ssl) {
+  for (const void*& seen : close_notified) {
+    if (seen == ssl) {
+      seen = nullptr;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Called by libcurl for each new TLS connection's SSL_CTX:
+// - hostname verification by OpenSSL itself, never against the subject CN: libcurl 7.88 falls back to the CN
+//   of a certificate with no subjectAltName, which Go and browsers refuse (docs/libcurl-traps.md §19);
+// - the close_notify watch above.
 CURLcode pin_hostname_check(CURL* /*easy*/, void* ssl_ctx, void* user) {
   const std::string& host = *static_cast<const std::string*>(user);
+  SSL_CTX_set_msg_callback(static_cast<SSL_CTX*>(ssl_ctx), on_tls_message);
   X509_VERIFY_PARAM* param = SSL_CTX_get0_param(static_cast<SSL_CTX*>(ssl_ctx));
   X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   const int ok = is_ip_literal(host) ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
@@ -87,7 +116,14 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     return n;
   }
   if (line.empty()) {
-    if (st.response.status >= 200) st.headers_done = true;
+    if (st.response.status >= 200 && !st.headers_done) {
+      st.headers_done = true;
+      curl_tlssessioninfo* tls = nullptr;
+      if (curl_easy_getinfo(st.easy, CURLINFO_TLS_SSL_PTR, &tls) == CURLE_OK && tls != nullptr &&
+          tls->backend == CURLSSLBACKEND_OPENSSL) {
+        st.tls_session = tls->internals;
+      }
+    }
     return n;
   }
   if (++st.header_fields > st.max_header_fields) {
@@ -169,11 +205,15 @@ int socket_on_port(const std::vector<int>& opened, int port) {
 // Called by libcurl each time the request is about to go on the wire, on a connection it just made or took
 // from its cache. Two guards live here (docs/transport.md §10.7, §10.8; docs/libcurl-traps.md §19):
 // - A pooled HTTP/1.1 connection with unread bytes (a peer's late bytes after a complete response, an EOF)
-//   would hand them to this request as its response: the send is stopped before anything goes out, the
-//   connection is made dead for libcurl, and the driver sends the same attempt on a fresh connection.
-// - libcurl resends a request by itself when a reused connection turned out dead (Curl_retry_request) or an
-//   HTTP/2 stream was refused — uncounted, unclassified, behind the policy's back. No second send is ever
-//   let through: the attempt ends, and the policy decides whether another attempt goes out.
+//   would hand them to this request as its response; an idle pooled HTTP/2 connection with unread input has
+//   mostly been told to go away (GOAWAY, close_notify, EOF), which libcurl 7.88 notices only after sending
+//   on it. Either way the send is stopped before anything goes out, the connection is made dead for libcurl,
+//   and the driver sends the same attempt on a fresh connection. An HTTP/2 connection another transfer may
+//   be using is left alone: libcurl reads its frames as they come.
+// - libcurl resends a request by itself when a reused connection turned out dead (Curl_retry_request), an
+//   HTTP/2 stream was refused, or the server asked for HTTP/1.1 — uncounted, unclassified, behind the
+//   policy's back. No second send is ever let through: the attempt ends, and the policy decides whether
+//   another attempt goes out.
 int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primary_port*/, int local_port) {
   auto& st = *static_cast<AttemptState*>(user);
   if (st.wire_sends == 0) {
@@ -184,13 +224,20 @@ int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primar
     if (!st.first_send_reused) {
       if (const int fd = socket_on_port(st.opened, local_port); fd >= 0) st.sockets->bind(local_port, fd);
     } else if (const int fd = st.sockets->fd_for(local_port);
-               fd >= 0 && st.first_send_http1 && has_unread_input(fd)) {
+               fd >= 0 && has_unread_input(fd) &&
+               (st.first_send_http1 || (st.sockets->known_http2(local_port) && st.sockets->transfers() <= 1))) {
       poison(fd);
       st.stale_connection = true;
       return CURL_PREREQFUNC_ABORT;
     }
     ++st.wire_sends;
     return CURL_PREREQFUNC_OK;
+  }
+  if (st.error_text != nullptr && std::string_view(st.error_text).find("HTTP_1_1_REQUIRED") != std::string_view::npos) {
+    // libcurl's downgrade: the stream was reset unprocessed, so any method may go again, over HTTP/1.1.
+    st.origin->http1_required.store(true, std::memory_order_relaxed);
+    st.abort(Code::kStreamRefused, "the server requires HTTP/1.1 (HTTP_1_1_REQUIRED): later attempts use HTTP/1.1");
+    return CURL_PREREQFUNC_ABORT;
   }
   // libcurl resends after an HTTP/1.1 send only on a reused connection, and a reused HTTP/1.1 connection has
   // carried a whole answer before (so its protocol is known): any other resend is a refused HTTP/2 stream.
@@ -257,6 +304,7 @@ void AttemptState::reset() {
   first_send_reused = false;
   first_send_http1 = false;
   stale_connection = false;
+  tls_session = nullptr;
   opened.clear();
   local_errno = 0;
   header_bytes = 0;
@@ -272,12 +320,15 @@ void AttemptState::abort(Code code, std::string message) {
   abort_message = std::move(message);
 }
 
-CurlEasy::CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets)
+CurlEasy::CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets,
+                   OriginMemory& origin)
     : easy_(curl_easy_init()), config_(config), max_body_(config.max_response_body),
       decompress_(config.decompress) {
   if (easy_ == nullptr) throw std::bad_alloc();
   state_.easy = easy_;
   state_.sockets = &sockets;
+  state_.origin = &origin;
+  state_.error_text = error_;
   state_.max_header_bytes = config.max_response_headers;
   state_.max_header_fields = config.max_response_fields;
   configure(config, connect_to);
@@ -342,7 +393,9 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
     curl_easy_setopt(e, CURLOPT_SSLCERT, c.cert_file.c_str());
   }
   if (!c.key_pem.empty()) {
-    curl_blob blob{const_cast<char*>(c.key_pem.data()), c.key_pem.size(), CURL_BLOB_COPY};
+    // Not copied: libcurl frees its copies unwiped, and the transport's own copy, which outlives every handle,
+    // is wiped when the transport goes (docs/transport.md §10.3).
+    curl_blob blob{const_cast<char*>(c.key_pem.data()), c.key_pem.size(), CURL_BLOB_NOCOPY};
     curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &blob);
   } else if (!c.key_file.empty()) {
     curl_easy_setopt(e, CURLOPT_SSLKEY, c.key_file.c_str());
@@ -427,6 +480,11 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     last_connect_ms_ = connect_ms;
   }
+  if (const bool http1 = config_.https && state_.origin->http1_required.load(std::memory_order_relaxed);
+      http1 != http1_forced_) {
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, http1 ? static_cast<long>(CURL_HTTP_VERSION_1_1) : curl_http_version(config_));
+    http1_forced_ = http1;
+  }
   // Decoded bodies by default (gzip, deflate, br, zstd: every coding this libcurl decodes, "" asks for all);
   // raw bytes when the caller asked for an encoding itself, for a HEAD or a Range (as Go's Transport).
   const bool decode = decompress_ && r.method != "HEAD" && !r.headers.contains("Accept-Encoding") &&
@@ -496,7 +554,32 @@ bool CurlEasy::patch_header_values(const Headers& next) {
   return true;
 }
 
+bool CurlEasy::close_delimited_body_cut(bool http2) {
+  // A body framed by the connection's end is whole only if that end was the peer's own: over TLS, a
+  // close_notify (RFC 8446 §6.1). A bare EOF may be anyone on the path cutting it (docs/transport.md §10.7).
+  const bool close_delimited = !http2 && state_.content_length.empty() && !state_.saw_transfer_encoding &&
+                               last_method_ != "HEAD" && state_.response.status != 204 &&
+                               state_.response.status != 304;
+  return close_delimited && state_.tls_session != nullptr && !take_close_notify(state_.tls_session);
+}
+
+bool CurlEasy::body_cut_at_close() {
+  long version = 0;
+  curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
+  return close_delimited_body_cut(version == CURL_HTTP_VERSION_2_0);
+}
+
 WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
+  if (interrupt == Interrupt::kAttemptTimeout || interrupt == Interrupt::kCallTimeout) {
+    // A peer that let the attempt time out may have stopped answering altogether (a dead HTTP/2 connection
+    // answers no PING either, docs/transport.md §10.7): its connection takes no further attempt. libcurl
+    // closes an HTTP/1.1 connection cut mid-transfer itself, but keeps a multiplexed one.
+    long local_port = 0;
+    if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0 &&
+        state_.sockets->transfers() <= 1) {
+      if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
+    }
+  }
   WireResult out;
   out.wire_sends = state_.wire_sends;
   out.headers_received = state_.headers_done;
@@ -558,6 +641,11 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     // its body is read as chunked, and its connection carries nothing more.
     if (!http2 && state_.saw_transfer_encoding && !state_.content_length.empty()) {
       if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
+    }
+    if (close_delimited_body_cut(http2)) {
+      out.error = Code::kConnectionLost;
+      out.message = kCutWithoutCloseNotify;
+      return out;
     }
     out.response = std::move(state_.response);
   }

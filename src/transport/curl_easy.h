@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,11 +19,21 @@ namespace humus::transport {
 
 void ensure_curl_global();
 
+inline constexpr const char* kCutWithoutCloseNotify =
+    "the TLS connection ended without close_notify: the close-delimited body may have been cut";
+
 struct SlistDeleter {
   void operator()(curl_slist* list) const { curl_slist_free_all(list); }
 };
 using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 Slist make_slist(const std::vector<std::string>& lines);
+
+// What one client's transport learned about its origin, shared by every handle it drives (any thread).
+struct OriginMemory {
+  // The server reset a stream with HTTP_1_1_REQUIRED: every later attempt asks for HTTP/1.1 only
+  // (docs/transport.md §10.2). Relaxed is enough: a handle that reads a stale false only costs one more reset.
+  std::atomic<bool> http1_required{false};
+};
 
 // Per-attempt state the callbacks fill. Reset before every attempt.
 struct AttemptState {
@@ -33,7 +44,10 @@ struct AttemptState {
   bool first_send_http1 = false;   // ... and that connection had carried an HTTP/1.x answer before
   bool stale_connection = false;   // the pooled connection held unread bytes: go again on a fresh one
   CURL* easy = nullptr;
+  const void* tls_session = nullptr;  // the SSL* the response came over (TLS only)
   SocketRegistry* sockets = nullptr;  // of the connection cache the handle is driven in
+  OriginMemory* origin = nullptr;
+  const char* error_text = nullptr;  // libcurl's error buffer: why it is about to resend
   std::vector<int> opened;         // sockets libcurl opened during this transfer
   int local_errno = 0;             // why opening a socket failed (a local shortage, docs/transport.md §10.7)
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
@@ -57,9 +71,9 @@ enum class Interrupt { kNone, kCancelled, kAttemptTimeout, kCallTimeout };
 
 class CurlEasy {
  public:
-  // `config`, `connect_to` and `sockets` (the registry of the connection cache the handle is driven in) must
-  // outlive the handle.
-  CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets);
+  // `config`, `connect_to`, `sockets` (the registry of the connection cache the handle is driven in) and
+  // `origin` must outlive the handle.
+  CurlEasy(const TransportConfig& config, const Slist& connect_to, SocketRegistry& sockets, OriginMemory& origin);
   ~CurlEasy();
   CurlEasy(const CurlEasy&) = delete;
   CurlEasy& operator=(const CurlEasy&) = delete;
@@ -80,12 +94,16 @@ class CurlEasy {
   BodySink& sink() { return state_.sink; }
   // The response as far as its headers, once headers_done(): status, headers, version; no body.
   WireResult head();
+  // After a transfer libcurl ended well: whether its body, delimited by the connection's end, ended with a
+  // bare TLS EOF instead of a close_notify (a cut, docs/transport.md §10.7). Asks once per transfer.
+  bool body_cut_at_close();
 
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
   // When `next` differs from the headers last set only in values of unchanged lengths, writes those values
   // into the list in place and returns true; false when the list must be rebuilt.
   bool patch_header_values(const Headers& next);
+  bool close_delimited_body_cut(bool http2);
 
   CURL* easy_;
   AttemptState state_;
@@ -99,6 +117,7 @@ class CurlEasy {
   std::string last_method_;
   bool last_had_body_ = false;
   long last_connect_ms_ = -1;
+  bool http1_forced_ = false;  // CURLOPT_HTTP_VERSION lowered to 1.1 after the origin asked for it
   bool fresh_connect_ = false;
   const TransportConfig& config_;
   uint64_t max_body_ = 0;      // TransportConfig::max_response_body: the buffered body's limit

@@ -25,6 +25,14 @@ bool is_unprocessed_stream(std::string_view detail) {
          mentions(detail, "GOAWAY") || mentions(detail, "refused stream");
 }
 
+// nghttp2 refusing what the peer sent (a CONTINUATION flood, a broken header block, a flow-control or flooding
+// violation): the peer broke HTTP/2, and would again. Its own failures (out of memory, a callback of the
+// client's that stopped the transfer) are not the peer's.
+bool is_http2_violation(std::string_view detail) {
+  return mentions(detail, "nghttp2_session_mem_recv() returned") && !mentions(detail, "Out of memory") &&
+         !mentions(detail, "callback function failed");
+}
+
 }  // namespace
 
 Code map_curl_error(CURLcode code, std::string_view detail, bool headers_received) {
@@ -51,6 +59,7 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
       return Code::kTls;
     case CURLE_RECV_ERROR:
       if (is_client_certificate_refusal(detail)) return Code::kTlsClientCert;
+      if (is_http2_violation(detail)) return Code::kProtocol;
       // libcurl reports a malformed chunk ("Illegal or missing hexadecimal sequence in chunked-encoding",
       // "Too long hexadecimal number") as a failed read: the peer broke HTTP, and would again.
       if (mentions(detail, "chunked-encoding")) return Code::kProtocol;
@@ -60,6 +69,7 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
     case CURLE_PARTIAL_FILE:
       return Code::kConnectionLost;
     case CURLE_HTTP2:
+      if (is_http2_violation(detail)) return Code::kProtocol;
       // libcurl 7.88 reports a GOAWAY that left the stream unprocessed as a bare "Error in the HTTP2 framing
       // layer" (docs/libcurl-traps.md §19): before any header arrived, the request never reached the application.
       return !headers_received || is_unprocessed_stream(detail) ? Code::kStreamRefused : Code::kConnectionLost;

@@ -7,6 +7,10 @@ namespace humus::transport {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
+namespace {
+constexpr milliseconds kConnectingPoll{20};
+}  // namespace
+
 CurlStream::CurlStream(CurlEasy& easy, CURLM* multi, const AttemptLimits& limits, CancelToken* cancel,
                        std::function<void(bool ended)> release)
     : easy_(easy), multi_(multi), limits_(limits), cancel_(cancel), release_(std::move(release)) {}
@@ -64,6 +68,14 @@ void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, Cance
         easy.headers_done() ? limits.call_deadline : std::min(limits.attempt_deadline, limits.call_deadline);
     long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
     if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
+    // libcurl 7.88 gives up on an address of a name that did not answer within its share of the connect
+    // timeout, but starts the next address only when driven again, and sets no timer for that: left to wait
+    // for its next timer, the next address would get no time at all (F04). Until the connection is up, libcurl
+    // is driven at least every kConnectingPoll.
+    curl_off_t ready_us = 0;
+    if (curl_easy_getinfo(easy.handle(), CURLINFO_PRETRANSFER_TIME_T, &ready_us) == CURLE_OK && ready_us == 0) {
+      wait_ms = std::min<long>(wait_ms, kConnectingPoll.count());
+    }
     curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
   }
 }
@@ -110,7 +122,16 @@ BodyRead CurlStream::read(char* buf, size_t cap) {
     }
     if (out.n > 0) return out;
   }
-  if (ended_ && code_ == CURLE_OK && interrupt_ == Interrupt::kNone) return out;  // the end
+  if (ended_ && code_ == CURLE_OK && interrupt_ == Interrupt::kNone) {
+    if (end_seen_ || !easy_.body_cut_at_close()) {
+      end_seen_ = true;
+      return out;  // the end
+    }
+    failed_ = true;
+    failure_.error = Code::kConnectionLost;
+    failure_.message = kCutWithoutCloseNotify;
+    return failure_;
+  }
   WireResult why = easy_.finish(code_, interrupt_);
   failed_ = true;
   failure_.error = why.error != Code::kOk ? why.error : Code::kConnectionLost;

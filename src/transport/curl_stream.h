@@ -60,6 +60,7 @@ class CurlStream final : public BodyStream {
   CURLcode code_ = CURLE_OK;
   Interrupt interrupt_ = Interrupt::kNone;
   BodyRead failure_;    // once the body failed: what every later read returns
+  bool end_seen_ = false;  // the body's end was read, and it was whole
   bool failed_ = false;
 };
 

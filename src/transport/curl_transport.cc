@@ -1,12 +1,15 @@
 #include "transport/curl_transport.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -58,8 +61,10 @@ CURLM* new_multi() {
 
 class Lane {
  public:
-  Lane(const TransportConfig& config, const Slist& connect_to)
-      : easy_(config, connect_to, sockets_), multi_(new_multi()) {}
+  Lane(const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
+      : easy_(config, connect_to, sockets_, origin), multi_(new_multi()) {
+    sockets_.set_transfers(1);
+  }
   ~Lane() { curl_multi_cleanup(multi_); }
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -121,8 +126,8 @@ class Transfer final : public AsyncAttempt {
 
 class AsyncMulti final : public EventLoop::SocketHandler {
  public:
-  AsyncMulti(EventLoop& loop, const TransportConfig& config, const Slist& connect_to)
-      : loop_(loop), config_(config), connect_to_(connect_to), multi_(new_multi()) {
+  AsyncMulti(EventLoop& loop, const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
+      : loop_(loop), config_(config), connect_to_(connect_to), origin_(origin), multi_(new_multi()) {
     curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &AsyncMulti::on_curl_socket);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &AsyncMulti::on_curl_timer);
@@ -145,7 +150,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       easy = std::move(pool_.back());
       pool_.pop_back();
     } else {
-      easy = std::make_unique<CurlEasy>(config_, connect_to_, sockets_);
+      easy = std::make_unique<CurlEasy>(config_, connect_to_, sockets_, origin_);
     }
     easy->prepare(request, limits, std::chrono::steady_clock::now());
     auto transfer = std::make_unique<Transfer>(*this, std::move(easy), std::move(done));
@@ -168,6 +173,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       }
     });
     live_.insert(t);
+    sockets_.set_transfers(live_.size());
     curl_multi_add_handle(multi_, t->easy().handle());
     return transfer;
   }
@@ -184,6 +190,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
   void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
     live_.erase(&t);
+    sockets_.set_transfers(live_.size());
     curl_multi_remove_handle(multi_, easy->handle());
     if (pool_.size() < std::max<size_t>(config_.max_idle_connections, 1)) pool_.push_back(std::move(easy));
   }
@@ -245,6 +252,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   EventLoop& loop_;
   const TransportConfig& config_;
   const Slist& connect_to_;
+  OriginMemory& origin_;
   SocketRegistry sockets_;  // before multi_: it outlives the connections curl_multi_cleanup closes
   CURLM* multi_;
   EventLoop::TimerId timer_ = 0;
@@ -268,10 +276,34 @@ Transfer::~Transfer() {
   if (!ended_) end(CURLE_OK, Interrupt::kCancelled);
 }
 
+// Overwrites a secret's bytes before its memory goes back to the heap.
+void wipe(std::string& secret) {
+  OPENSSL_cleanse(secret.data(), secret.size());
+  secret.clear();
+}
+
+// Reads a whole file into a string sized once: no growing copy, and no stream buffer, is left behind
+// holding a part of it (the file may be a private key).
 std::string read_file(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
-  return ok ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+  ok = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string();
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) == 0 && st.st_size >= 0) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    ok = got == out.size();
+  }
+  ::close(fd);
+  if (!ok) wipe(out);
+  return out;
 }
 
 class CurlTransport final : public Transport {
@@ -279,7 +311,8 @@ class CurlTransport final : public Transport {
   explicit CurlTransport(TransportConfig config)
       : config_(std::move(config)), connect_to_(make_slist(config_.connect_to)) {}
 
-  // The async multi lives on the loop thread: it is destroyed there too.
+  // The async multi lives on the loop thread: it is destroyed there too. The private key is wiped once no
+  // handle can read it any more: the client's own copies of secrets do not outlive it in the heap.
   ~CurlTransport() override {
     if (async_ && async_loop_ != nullptr) {
       if (async_loop_->on_loop_thread()) {
@@ -298,6 +331,8 @@ class CurlTransport final : public Transport {
         cv.wait(lock, [&] { return gone; });
       }
     }
+    idle_.clear();
+    wipe(config_.key_pem);
   }
 
   WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
@@ -333,7 +368,7 @@ class CurlTransport final : public Transport {
                                       AttemptDone done) override {
     if (!async_) {
       try {
-        async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_);
+        async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_, origin_);
       } catch (const LocalShortage& s) {
         loop.post([done = std::move(done), result = shortage_result(s)]() mutable { done(std::move(result)); });
         return std::make_unique<UnstartedAttempt>();
@@ -356,7 +391,7 @@ class CurlTransport final : public Transport {
         stale.push_back(std::move(lane));
       }
     }
-    return std::make_unique<Lane>(config_, connect_to_);
+    return std::make_unique<Lane>(config_, connect_to_, origin_);
   }
 
   void release(std::unique_ptr<Lane> lane) {
@@ -365,8 +400,9 @@ class CurlTransport final : public Transport {
     if (idle_.size() < config_.max_idle_connections) idle_.push_back(std::move(lane));
   }
 
-  const TransportConfig config_;
+  TransportConfig config_;  // changed only by the destructor's wipe
   const Slist connect_to_;
+  OriginMemory origin_;  // shared by every lane and the async multi
   std::mutex mu_;
   std::vector<std::unique_ptr<Lane>> idle_;  // guarded by mu_; most recently used last
   std::unique_ptr<AsyncMulti> async_;        // loop thread only
@@ -390,6 +426,10 @@ Status check_curl_features() {
 Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& config) {
   if (Status s = check_curl_features(); !s.ok()) return s;
   TransportConfig c = config;
+  struct WipeOnReturn {
+    TransportConfig& c;
+    ~WipeOnReturn() { wipe(c.key_pem); }  // a no-op once the transport has taken the key
+  } wipe_on_return{c};
   // Files are read now, so a missing file is an error when the client is built, not at its first call, and
   // the key material sits in memory as a blob (nothing re-read per connection).
   const std::pair<std::string*, std::string*> files[] = {

@@ -17,6 +17,11 @@ bool SocketRegistry::known_http1(int port) const {
   return it != http2_.end() && !it->second;
 }
 
+bool SocketRegistry::known_http2(int port) const {
+  const auto it = http2_.find(port);
+  return it != http2_.end() && it->second;
+}
+
 void SocketRegistry::closed(int fd) {
   for (auto it = by_port_.begin(); it != by_port_.end(); ++it) {
     if (it->second == fd) {

@@ -4,6 +4,7 @@
 // before a request goes out on it.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <unordered_map>
 
@@ -20,12 +21,18 @@ class SocketRegistry {
   // The protocol an answer came in over the connection on local port `port`: known once one has.
   void mark_protocol(int port, bool http2) { http2_[port] = http2; }
   bool known_http1(int port) const;
+  bool known_http2(int port) const;
+  // How many transfers the cache is driving now (a lane: always one): a connection may be replaced under a
+  // transfer only when no other transfer could be using it.
+  void set_transfers(size_t n) { transfers_ = n; }
+  size_t transfers() const { return transfers_; }
   // libcurl closed `fd`.
   void closed(int fd);
 
  private:
   std::unordered_map<int, int> by_port_;  // local port → socket
   std::unordered_map<int, bool> http2_;   // local port → answered over HTTP/2 (false: HTTP/1.x)
+  size_t transfers_ = 0;
 };
 
 // Whether bytes (or an end of stream, or an error) wait unread on an idle connection's socket. An idle

@@ -21,6 +21,7 @@ void check_duration(const std::optional<std::string>& d) {
 
 }  // namespace
 
+// S25: the libFuzzer target `cli_args`; its corpus replays as the ctest fuzz.cli_args.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   std::vector<std::string> args;

@@ -8,6 +8,7 @@
 #include "common/duration.h"
 #include "fuzz_check.h"
 
+// S25: the libFuzzer target `duration`; its corpus replays as the ctest fuzz.duration.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   humus::Result<humus::Duration> d = humus::parse_duration(text);

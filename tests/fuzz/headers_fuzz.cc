@@ -57,6 +57,7 @@ size_t count_named(const humus::Headers& h, std::string_view name) {
 
 }  // namespace
 
+// S25: the libFuzzer target `headers`; its corpus replays as the ctest fuzz.headers.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   humus_request* request = nullptr;

@@ -85,6 +85,7 @@ void drain() {
 
 }  // namespace
 
+// S25: the libFuzzer target `response_head`; its corpus replays as the ctest fuzz.response_head.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Beyond the loopback socket's buffer the write would block: no response head is anywhere near this.
   if (size > 64 * 1024) return 0;
@@ -96,7 +97,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.host = "127.0.0.1";
   const transport::Slist no_connect_to;
   transport::SocketRegistry sockets;  // outlives the handle, whose connection it closes
-  transport::CurlEasy easy(config, no_connect_to, sockets);
+  transport::OriginMemory learned;
+  transport::CurlEasy easy(config, no_connect_to, sockets, learned);
   CURL* e = easy.handle();
   curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
   curl_easy_setopt(e, CURLOPT_DEBUGDATA, &server);

@@ -10,6 +10,7 @@
 #include "retry/retry_after.h"
 #include "transport/http_date.h"
 
+// S25: the libFuzzer target `retry_after`; its corpus replays as the ctest fuzz.retry_after.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The first 8 bytes (when there are more) pick `now` in 1970..2116, the wall clocks a process can meet.
   int64_t now_ns = 1'700'000'000'000'000'000;  // 2023-11-14

@@ -8,6 +8,7 @@
 #include "client/runtime.h"
 #include "fuzz_check.h"
 
+// S25: the libFuzzer target `runtime_options`; its corpus replays as the ctest fuzz.runtime_options.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* json = reinterpret_cast<const char*>(data);
   humus::Result<humus::client::RuntimeOptions> options =

@@ -12,6 +12,7 @@
 
 namespace faults = humus::faults;
 
+// S25: the libFuzzer target `scenario`; its corpus replays as the ctest fuzz.scenario.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view baggage(reinterpret_cast<const char*>(data), size);
   humus::Result<std::optional<faults::Scenario>> scenario = faults::scenario_from_baggage(baggage);

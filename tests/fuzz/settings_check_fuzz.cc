@@ -8,6 +8,7 @@
 
 #include "fuzz_check.h"
 
+// S25: the libFuzzer target `settings_check`; its corpus replays as the ctest fuzz.settings_check.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [key_part, value] = humus::fuzz::split_once(
       std::string_view(reinterpret_cast<const char*>(data), size), '\n');

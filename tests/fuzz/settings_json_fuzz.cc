@@ -10,6 +10,7 @@
 #include "fuzz_check.h"
 #include "settings/settings.h"
 
+// S25: the libFuzzer target `settings_json`; its corpus replays as the ctest fuzz.settings_json.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* json = reinterpret_cast<const char*>(data);
   humus_settings* s = nullptr;

@@ -15,6 +15,7 @@
 
 namespace tc = humus::telemetry;
 
+// S25: the libFuzzer target `trace_context`; its corpus replays as the ctest fuzz.trace_context.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [traceparent, tracestate] =
       humus::fuzz::split_once(std::string_view(reinterpret_cast<const char*>(data), size), '\n');

@@ -31,6 +31,7 @@ humus::client::Runtime& runtime() {
 
 }  // namespace
 
+// S25: the libFuzzer target `upstreams`; its corpus replays as the ctest fuzz.upstreams.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   std::map<std::string, std::string> env;

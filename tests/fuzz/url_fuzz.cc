@@ -55,6 +55,7 @@ bool lowercase(const std::string& s) {
 
 }  // namespace
 
+// S25: the libFuzzer target `url`; its corpus replays as the ctest fuzz.url.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const humus::client::Client& client = *clients()[data[0] % std::size(kOrigins)];

@@ -188,6 +188,7 @@ class Step:
     reset: str | None = None
     close: bool = False
     refuse_stream: bool = False
+    http1_required: bool = False
     goaway_unprocessed: bool = False
     kill_after_request: bool = False
     duplicate_content_length: bool = False
@@ -217,8 +218,8 @@ class Step:
         for name in ("body_size", "gzip_bomb"):
             if getattr(self, name) is not None:
                 _check_count(name, getattr(self, name))
-        for name in ("hang", "close", "refuse_stream", "goaway_unprocessed", "kill_after_request",
-                     "duplicate_content_length"):
+        for name in ("hang", "close", "refuse_stream", "http1_required", "goaway_unprocessed",
+                     "kill_after_request", "duplicate_content_length"):
             if not isinstance(getattr(self, name), bool):
                 raise StepError(f"{name} must be a boolean")
         if self.body is not None and not isinstance(self.body, str):
@@ -834,6 +835,9 @@ class Http2Connection:
             return
         if step.refuse_stream:
             self._reset(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+            return
+        if step.http1_required:
+            self._reset(stream_id, h2.errors.ErrorCodes.HTTP_1_1_REQUIRED)
             return
         if step.goaway_unprocessed:
             # The stream is declared unprocessed: the peer may safely resend it, whatever its method.

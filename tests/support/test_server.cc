@@ -101,6 +101,64 @@ std::string escape(CURL* curl, std::string_view text) {
   return result;
 }
 
+// Spawns `python script args...` with its stdin and stdout on close-on-exec pipes; fills `pid`, `stdin_fd`
+// (closing it is the child's signal to exit) and `stdout_fd`.
+void spawn_python(const std::string& python, const std::string& script, const std::vector<std::string>& extra,
+                  pid_t& pid, int& stdin_fd, int& stdout_fd) {
+  // Close-on-exec pipes: only the dup2'd copies reach the child, so no other spawned process holds them.
+  int to_child[2];
+  int from_child[2];
+  if (::pipe2(to_child, O_CLOEXEC) != 0) fail("pipe2: " + error_text(errno));
+  if (::pipe2(from_child, O_CLOEXEC) != 0) {
+    ::close(to_child[0]);
+    ::close(to_child[1]);
+    fail("pipe2: " + error_text(errno));
+  }
+  stdin_fd = to_child[1];
+  stdout_fd = from_child[0];
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // Sockets the test process opened without CLOEXEC must not stay open in the server.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+#endif
+  std::vector<std::string> args = {python, script};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const int spawned = ::posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  if (spawned != 0) {
+    pid = -1;
+    fail("cannot run " + python + ": " + error_text(spawned));
+  }
+}
+
+// Closes the child's stdin and waits for it to exit; kills it if it has not after kStopGrace.
+void stop_child(pid_t& pid, int& stdin_fd) {
+  close_fd(stdin_fd);
+  if (pid > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (done == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
+    pid = -1;
+  }
+}
+
 }  // namespace
 
 TestServer::TestServer() : TestServer(Options{}) {}
@@ -122,68 +180,53 @@ TestServer& TestServer::shared() {
   return instance;
 }
 
+// $HUMUS_TEST_CERTS_DIR, else the build tree's directory shared by every test process.
+static std::string default_certs_dir() {
+  const std::string certs = env_or("HUMUS_TEST_CERTS_DIR", HUMUS_TEST_CERTS_DIR);
+  return certs.empty() ? "/tmp/humus-test-certs" : certs;
+}
+
 void TestServer::start(const Options& options) {
   const std::string python = options.python.empty() ? env_or("HUMUS_TEST_PYTHON", "python3") : options.python;
-  std::string certs =
-      options.certs_dir.empty() ? env_or("HUMUS_TEST_CERTS_DIR", HUMUS_TEST_CERTS_DIR) : options.certs_dir;
-  if (certs.empty()) certs = "/tmp/humus-test-certs";
+  const std::string certs = options.certs_dir.empty() ? default_certs_dir() : options.certs_dir;
   const std::string script = std::string(HUMUS_SOURCE_DIR) + "/tests/server/humus_test_server.py";
-
-  // Close-on-exec pipes: only the dup2'd copies reach the child, so no other spawned process holds them.
-  int to_child[2];
-  int from_child[2];
-  if (::pipe2(to_child, O_CLOEXEC) != 0) fail("pipe2: " + error_text(errno));
-  if (::pipe2(from_child, O_CLOEXEC) != 0) {
-    ::close(to_child[0]);
-    ::close(to_child[1]);
-    fail("pipe2: " + error_text(errno));
-  }
-  stdin_fd_ = to_child[1];
-  stdout_fd_ = from_child[0];
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-  // Sockets the test process opened without CLOEXEC must not stay open in the server.
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-#endif
-  std::vector<std::string> args = {python, script, "--certs", certs};
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  const int spawned = ::posix_spawnp(&pid_, python.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to_child[0]);
-  ::close(from_child[1]);
-  if (spawned != 0) {
-    pid_ = -1;
-    fail("cannot run " + python + ": " + error_text(spawned));
-  }
-
+  spawn_python(python, script, {"--certs", certs}, pid_, stdin_fd_, stdout_fd_);
   const std::string line = read_line(stdout_fd_, kReadyTimeout);
   ready_ = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!ready_.is_object() || !ready_.contains("http")) fail("unexpected ready line: " + line);
 }
 
 void TestServer::stop() {
-  close_fd(stdin_fd_);  // EOF on its stdin is the server's signal to exit
-  if (pid_ > 0) {
-    const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
-    int status = 0;
-    pid_t done = 0;
-    while ((done = ::waitpid(pid_, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (done == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
-    pid_ = -1;
-  }
+  stop_child(pid_, stdin_fd_);  // EOF on its stdin is the server's signal to exit
   close_fd(stdout_fd_);
+}
+
+H2FaultPeer::H2FaultPeer(std::string_view mode) : certs_dir_(default_certs_dir()) {
+  const std::string python = env_or("HUMUS_TEST_PYTHON", "python3");
+  const std::string script = std::string(HUMUS_SOURCE_DIR) + "/tests/support/h2_fault_peer.py";
+  try {
+    spawn_python(python, script, {"--certs", certs_dir_, "--mode", std::string(mode)}, pid_, stdin_fd_, stdout_fd_);
+    const nlohmann::json ready = nlohmann::json::parse(read_line(stdout_fd_, kReadyTimeout), nullptr, false);
+    if (!ready.is_object() || !ready.contains("port")) fail("h2_fault_peer.py: unexpected ready line");
+    port_ = ready["port"].get<int>();
+  } catch (...) {
+    stop_child(pid_, stdin_fd_);
+    close_fd(stdout_fd_);
+    throw;
+  }
+}
+
+H2FaultPeer::~H2FaultPeer() {
+  stop_child(pid_, stdin_fd_);
+  close_fd(stdout_fd_);
+}
+
+nlohmann::json H2FaultPeer::finish() {
+  close_fd(stdin_fd_);
+  const nlohmann::json counters = nlohmann::json::parse(read_line(stdout_fd_, kReadyTimeout), nullptr, false);
+  stop_child(pid_, stdin_fd_);
+  if (!counters.is_object()) fail("h2_fault_peer.py: no counters at exit");
+  return counters;
 }
 
 int TestServer::port(std::string_view listener) const {

@@ -84,6 +84,31 @@ class TestServer {
   nlohmann::json ready_;
 };
 
+// tests/support/h2_fault_peer.py: an HTTP/2 peer over TLS (ALPN h2 only) that breaks connection-level rules —
+// `window0`, `streams1`, `silent`, `continuation` (the script's docstring says what each does). It presents the
+// test server's certificate (CN=payments, SAN IP:127.0.0.1, made in the same directory), so trust ca_file().
+class H2FaultPeer {
+ public:
+  // Starts the peer and waits (at most 10 s) for its port; throws std::runtime_error on failure.
+  explicit H2FaultPeer(std::string_view mode);
+  ~H2FaultPeer();
+  H2FaultPeer(const H2FaultPeer&) = delete;
+  H2FaultPeer& operator=(const H2FaultPeer&) = delete;
+
+  int port() const { return port_; }
+  std::string ca_file() const { return certs_dir_ + "/ca.pem"; }
+  // Stops the peer and returns its counters: connections, requests, ended, body_bytes, body_bytes_after_ack,
+  // pings, excess, excess_after_ack, continuations, max_open.
+  nlohmann::json finish();
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  int stdout_fd_ = -1;
+  int port_ = 0;
+  std::string certs_dir_;
+};
+
 // A fixture whose tests share the process's server, with scripts and records reset before each test.
 class WithTestServer : public ::testing::Test {
  protected:

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""h2_fault_peer.py — an HTTP/2 peer over TLS that breaks the connection-level rules the scriptable test
+server (tests/server/) keeps: a zero flow-control window, one concurrent stream, silence, a CONTINUATION flood.
+
+    python3 tests/support/h2_fault_peer.py --certs DIR --mode MODE
+
+Listens on 127.0.0.1 (an ephemeral port), ALPN `h2` only, presenting the test server's `server.pem`
+(CN=payments, SAN IP:127.0.0.1; made in DIR as tests/server/humus_test_server.py makes them). It prints one
+JSON line `{"port": N}` when ready; at EOF on stdin it prints one more, its counters, and exits.
+
+Modes (every connection behaves the same way):
+  window0     SETTINGS_INITIAL_WINDOW_SIZE=0 and never a WINDOW_UPDATE: a request body cannot be sent past
+              what the client wrote before it read the SETTINGS; requests are recorded, never answered.
+  streams1    SETTINGS_MAX_CONCURRENT_STREAMS=1; each request is answered 200 "ok" after 100 ms. A stream
+              opened while another is open is refused (RST_STREAM REFUSED_STREAM), as a correct peer does,
+              and counted in `excess`, and in `excess_after_ack` once the client had acknowledged the limit.
+  silent      the first request of a connection is answered 200 "ok"; then the peer reads nothing more on it
+              and answers nothing, PING included, leaving the connection open: a peer that stopped responding.
+  continuation  a request is answered with HEADERS without END_HEADERS and then empty CONTINUATION frames
+              without end (up to 1,000,000, counted in `continuations`) until the client goes away.
+
+Counters: connections, requests, ended (requests whose last byte came), body_bytes, body_bytes_after_ack,
+pings, excess, excess_after_ack, continuations, max_open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+from pathlib import Path
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+from h2.settings import SettingCodes
+from hyperframe.frame import ContinuationFrame, HeadersFrame
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+from humus_test_server import ensure_certs  # noqa: E402  (the same certificates as the test server)
+
+MODES = ("window0", "streams1", "silent", "continuation")
+ANSWER_DELAY_S = 0.1
+MAX_CONTINUATIONS = 1_000_000
+
+
+class Counters:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values = {name: 0 for name in ("connections", "requests", "ended", "body_bytes",
+                                            "body_bytes_after_ack", "pings", "excess", "excess_after_ack",
+                                            "continuations", "max_open")}
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self.lock:
+            self.values[name] += n
+
+    def at_least(self, name: str, n: int) -> None:
+        with self.lock:
+            self.values[name] = max(self.values[name], n)
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:
+            return dict(self.values)
+
+
+def new_connection(mode: str) -> h2.connection.H2Connection:
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
+    enforced = {SettingCodes.MAX_CONCURRENT_STREAMS: 100, SettingCodes.MAX_HEADER_LIST_SIZE: 65536}
+    advertised = dict(enforced)
+    if mode == "window0":
+        advertised[SettingCodes.INITIAL_WINDOW_SIZE] = 0
+    if mode == "streams1":
+        advertised[SettingCodes.MAX_CONCURRENT_STREAMS] = 1
+    conn.local_settings = h2.settings.Settings(client=False, initial_values=advertised)
+    conn.initiate_connection()
+    # The limits are advertised, but h2 must not enforce them itself from the start: a client may rightly
+    # exceed them until it has read the SETTINGS (RFC 9113 §6.5.3), and h2 would end the whole connection.
+    # The peer counts what comes after the client's ACK, and refuses an excess stream on its own (§5.1.2).
+    conn.local_settings = h2.settings.Settings(client=False, initial_values=enforced)
+    return conn
+
+
+def answer(conn: h2.connection.H2Connection, stream_id: int) -> None:
+    conn.send_headers(stream_id, [(b":status", b"200"), (b"content-length", b"2")])
+    conn.send_data(stream_id, b"ok", end_stream=True)
+
+
+def flood(tls: ssl.SSLSocket, stream_id: int, counters: Counters) -> None:
+    """HEADERS (`:status: 200`, static index 8) without END_HEADERS, then empty CONTINUATION frames."""
+    tls.sendall(HeadersFrame(stream_id, data=b"\x88").serialize())
+    batch = ContinuationFrame(stream_id, data=b"").serialize() * 1000
+    sent = 0
+    while sent < MAX_CONTINUATIONS:
+        tls.sendall(batch)
+        sent += 1000
+        counters.add("continuations", 1000)
+
+
+def serve(raw: socket.socket, context: ssl.SSLContext, mode: str, counters: Counters) -> None:
+    raw.settimeout(10)
+    try:
+        tls = context.wrap_socket(raw, server_side=True)
+    except (OSError, ssl.SSLError):
+        raw.close()
+        return
+    counters.add("connections")
+    conn = new_connection(mode)
+    tls.sendall(conn.data_to_send())
+    open_streams: set[int] = set()
+    due: list[tuple[float, int]] = []  # streams1: (when, stream) answers waiting for their delay
+    acked = False
+    answered = 0
+    try:
+        while True:
+            if due:
+                tls.settimeout(max(0.0, due[0][0] - time.monotonic()))
+            else:
+                tls.settimeout(None)
+            try:
+                data = tls.recv(65536)
+            except (TimeoutError, socket.timeout):
+                data = None
+            if data == b"":
+                return
+            events = conn.receive_data(data) if data else []
+            for event in events:
+                if isinstance(event, h2.events.RemoteSettingsChanged):
+                    pass
+                elif isinstance(event, h2.events.SettingsAcknowledged):
+                    acked = True
+                elif isinstance(event, h2.events.PingReceived):
+                    counters.add("pings")
+                elif isinstance(event, h2.events.RequestReceived):
+                    counters.add("requests")
+                    if mode == "streams1" and open_streams:
+                        counters.add("excess")
+                        if acked:
+                            counters.add("excess_after_ack")
+                        conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                        continue
+                    open_streams.add(event.stream_id)
+                    counters.at_least("max_open", len(open_streams))
+                    if mode == "continuation":
+                        tls.sendall(conn.data_to_send())
+                        flood(tls, event.stream_id, counters)
+                        return
+                elif isinstance(event, h2.events.DataReceived):
+                    counters.add("body_bytes", len(event.data))
+                    if acked:
+                        counters.add("body_bytes_after_ack", len(event.data))
+                    if event.flow_controlled_length and mode != "window0":
+                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    counters.add("ended")
+                    if event.stream_id not in open_streams:
+                        continue
+                    if mode == "streams1":
+                        due.append((time.monotonic() + ANSWER_DELAY_S, event.stream_id))
+                    elif mode == "silent":
+                        answer(conn, event.stream_id)
+                        answered += 1
+                elif isinstance(event, h2.events.StreamReset):
+                    open_streams.discard(event.stream_id)
+                    due = [d for d in due if d[1] != event.stream_id]
+            while due and due[0][0] <= time.monotonic():
+                _, stream_id = due.pop(0)
+                answer(conn, stream_id)
+                open_streams.discard(stream_id)
+            tls.sendall(conn.data_to_send())
+            if mode == "silent" and answered:
+                threading.Event().wait()  # never reads, never answers again; the process exit ends it
+    except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+        return
+    finally:
+        try:
+            tls.close()
+        except OSError:
+            pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--certs", required=True, type=Path)
+    parser.add_argument("--mode", required=True, choices=MODES)
+    args = parser.parse_args()
+    ensure_certs(args.certs)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(args.certs / "server.pem", args.certs / "server.key")
+    context.set_alpn_protocols(["h2"])
+    listener = socket.create_server(("127.0.0.1", 0))
+    counters = Counters()
+
+    def accept_loop() -> None:
+        while True:
+            raw, _ = listener.accept()
+            threading.Thread(target=serve, args=(raw, context, args.mode, counters), daemon=True).start()
+
+    threading.Thread(target=accept_loop, daemon=True).start()
+    print(json.dumps({"port": listener.getsockname()[1]}), flush=True)
+    sys.stdin.read()  # until EOF: the test that started the peer is done with it
+    print(json.dumps(counters.snapshot()), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+// The fault catalogue's HTTP/2 connection-level cases (tests/fault-coverage.md) against
+// tests/support/h2_fault_peer.py, a peer that breaks what the scriptable test server keeps: an upload window
+// that never opens, one concurrent stream, a peer gone silent, a CONTINUATION flood.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "support/test_server.h"
+
+namespace humus::client {
+namespace {
+
+using humus::test::H2FaultPeer;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class H2FaultPeerTest : public ::testing::Test {
+ protected:
+  // A client of https://payments:PORT, the name resolved to the peer, trusting the test CA only.
+  std::unique_ptr<Client> make(const H2FaultPeer& peer, settings::Settings s = {}) {
+    const std::string host_port = "payments:" + std::to_string(peer.port());
+    RuntimeOptions o;
+    o.resolve.emplace_back(host_port, "127.0.0.1:" + std::to_string(peer.port()));
+    runtime_ = std::make_unique<Runtime>(o);
+    s.base_url = "https://" + host_port;
+    s.backoff_base = milliseconds(1);
+    s.backoff_max = milliseconds(2);
+    s.tls.emplace();
+    s.tls->ca_file = peer.ca_file();
+    Result<std::unique_ptr<Client>> c = Client::create(*runtime_, s);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  // A call of 2.5 s whose attempts, dial included, last `attempt` each.
+  static settings::Settings deadlines(milliseconds attempt) {
+    settings::Settings s;
+    s.timeout = milliseconds(2500);
+    s.attempt_timeout = attempt;
+    s.connect_timeout = attempt;
+    return s;
+  }
+
+  static Request req(const H2FaultPeer& peer, std::string method = "GET") {
+    Request r;
+    r.method = std::move(method);
+    r.url = "https://payments:" + std::to_string(peer.port()) + "/";
+    return r;
+  }
+
+  std::unique_ptr<Runtime> runtime_;
+};
+
+// The peer's window for the upload is 0 and never opens: not a byte of the body can go out, so the attempt
+// ends at attempt_timeout (HUMUS_E_TIMEOUT, docs/timeouts.md §8), a PUT is retried, and each attempt is a
+// breaker failure.
+// F96
+TEST_F(H2FaultPeerTest, AnUploadTheFlowControlWindowNeverLetsOutEndsAtTheAttemptTimeout) {
+  H2FaultPeer peer("window0");
+  settings::Settings s = deadlines(milliseconds(300));
+  s.max_attempts = 2;
+  auto c = make(peer, s);
+  Request r = req(peer, "PUT");
+  r.body = std::make_shared<const std::string>(100 * 1024, 'u');
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(r);
+  const auto took = Clock::now() - t0;
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
+  EXPECT_EQ(out.attempts, 2);
+  EXPECT_GE(took, milliseconds(550));
+  EXPECT_LT(took, milliseconds(2000));
+  EXPECT_EQ(c->breaker().counts().failures, 2u);
+  const nlohmann::json seen = peer.finish();
+  EXPECT_EQ(seen["requests"], 2);
+  EXPECT_EQ(seen["ended"], 0) << "a request body went out whole through a window of 0";
+  EXPECT_EQ(seen["body_bytes_after_ack"], 0) << "the client sent body bytes past a window of 0 it knew";
+}
+
+// The peer allows one stream at a time (SETTINGS_MAX_CONCURRENT_STREAMS=1) and refuses any other with
+// REFUSED_STREAM: five concurrent calls all succeed, and the client never opens a second stream on a
+// connection once it knows the limit.
+// F97, S24
+TEST_F(H2FaultPeerTest, FiveConcurrentCallsToAPeerAllowingOneStreamAllSucceed) {
+  H2FaultPeer peer("streams1");
+  settings::Settings s;
+  s.policy_params.consecutive_failures = 100;  // a stream refused before the limit was known is retried
+  s.policy_params.min_results = 100;
+  s.retry_budget.tokens = 1000;
+  auto c = make(peer, s);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<CallResult> done;
+  for (int i = 0; i < 5; ++i) {
+    c->submit(req(peer), [&](CallResult r) {
+      std::lock_guard<std::mutex> lock(mu);
+      done.push_back(std::move(r));
+      cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return done.size() == 5; }));
+  for (const CallResult& r : done) {
+    ASSERT_TRUE(r.ok()) << r.error.message();
+    EXPECT_EQ(r.response->status, 200);
+    EXPECT_EQ(r.response->body, "ok");
+  }
+  lock.unlock();
+  const nlohmann::json seen = peer.finish();
+  EXPECT_EQ(seen["excess_after_ack"], 0) << "a second stream on a connection whose limit of 1 was known";
+  EXPECT_EQ(seen["max_open"], 1);
+}
+
+// The peer answers once, then stops responding on that connection — no answer, no PING ACK — and leaves it
+// open. The client sends no keep-alive PINGs (docs/transport.md §10.7): the next call's attempt on the silent
+// connection ends at attempt_timeout, the connection is dropped, and the retry on a new one succeeds.
+// F99
+TEST_F(H2FaultPeerTest, APeerThatStopsRespondingIsLeftAfterOneAttemptTimeout) {
+  H2FaultPeer peer("silent");
+  auto c = make(peer, deadlines(milliseconds(300)));
+  CallResult first = c->execute(req(peer));
+  ASSERT_TRUE(first.ok()) << first.error.message();
+  EXPECT_EQ(first.response->http_version, "2");
+  CallResult second = c->execute(req(peer));
+  ASSERT_TRUE(second.ok()) << second.error.message();
+  EXPECT_EQ(second.response->attempts, 2);
+  EXPECT_EQ(c->breaker().counts().failures, 1u);
+  const nlohmann::json seen = peer.finish();
+  EXPECT_EQ(seen["connections"], 2);
+  EXPECT_EQ(seen["requests"], 2) << "the silent peer reads no request after its first answer";
+}
+
+// HEADERS without END_HEADERS, then empty CONTINUATION frames without end (nghttp2 CVE-2024-28182): the
+// attempt ends long before the flood does, within the attempt's deadline, as the peer breaking HTTP/2
+// (HUMUS_E_PROTOCOL: not retried, a breaker failure).
+// F100, S24
+TEST_F(H2FaultPeerTest, AContinuationFloodEndsTheAttemptAsAProtocolError) {
+  H2FaultPeer peer("continuation");
+  auto c = make(peer, deadlines(milliseconds(1000)));
+  const auto t0 = Clock::now();
+  CallResult out = c->execute(req(peer));
+  const auto took = Clock::now() - t0;
+  ASSERT_FALSE(out.ok()) << out.response->status;
+  EXPECT_EQ(out.error.code(), Code::kProtocol) << out.error.message();
+  EXPECT_EQ(out.attempts, 1);
+  EXPECT_LT(took, milliseconds(1000));
+  EXPECT_EQ(c->breaker().counts().failures, 1u);
+  const nlohmann::json seen = peer.finish();
+  EXPECT_LT(seen["continuations"].get<int>(), 1000000) << "the client read the whole flood";
+}
+
+}  // namespace
+}  // namespace humus::client
