@@ -14,7 +14,7 @@ from ._cancel import CancelToken
 from ._closing import Closing
 from ._context import ContextTypes, context_parts
 from ._errors import from_native
-from ._response import HeaderTypes, Response, encode_body, request_headers
+from ._response import BodyReader, ContentTypes, HeaderTypes, Response, encode_body, request_headers
 from ._settings import (
     _STATES,
     TLS,
@@ -171,7 +171,8 @@ class _BaseClient:
         return url
 
     def _encode(self, url: str, headers: HeaderTypes | None, params: QueryParams | None,
-                content: bytes | str | None, json: Any) -> tuple[str, list[tuple[str, str]] | None, bytes | None]:
+                content: ContentTypes | None, json: Any) -> tuple[str, list[tuple[str, str]] | None,
+                                                               bytes | BodyReader | None]:
         """The target URL, the header list and the body bytes the extension takes."""
         if headers is None and params is None and content is None and json is None:
             # The common call, a bare URL: kept short, since it runs holding the GIL.
@@ -253,7 +254,7 @@ class Client(_BaseClient, Closing):
     """
 
     def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
-                params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
+                params: QueryParams | None = None, content: ContentTypes | None = None, json: Any = None,
                 idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
                 context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """Makes one call: every attempt, wait and redirect, and returns the response whatever its status (the
@@ -262,14 +263,17 @@ class Client(_BaseClient, Closing):
         twice; ``retry=False`` makes one attempt, ``retry=True`` vouches for a request the rules would not
         retry; ``timeout`` (seconds) bounds this call below the client's; ``context`` (a CallContext, or the
         incoming request's headers) carries the request being served on to the dependency (docs/telemetry.md §12);
-        ``cancel`` (a CancelToken) lets another thread or a callback end the call early. Raises an
+        ``cancel`` (a CancelToken) lets another thread or a callback end the call early. ``content`` is bytes,
+        str (UTF-8), an iterator of bytes (sent chunked on HTTP/1.1; one attempt, since it cannot be replayed)
+        or a file opened in binary mode (read as it is sent, the GIL released between reads; a seekable one has
+        its length sent and is replayed from where it stood for a retry, a pipe makes one attempt). Raises an
         UpstreamError subclass when no response came, or the exception a callback raised."""
         return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout,
                           context, cancel)
 
     @contextmanager
     def stream(self, method: str, url: str, *, headers: HeaderTypes | None = None,
-               params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
+               params: QueryParams | None = None, content: ContentTypes | None = None, json: Any = None,
                idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
                context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Iterator[Response]:
         """As request(), but the response comes once its headers are in, its body still on its connection:
@@ -295,7 +299,7 @@ class Client(_BaseClient, Closing):
             response.close()
 
     def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
-              content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
+              content: ContentTypes | None, json: Any, idempotency_key: str | None, retry: bool | None,
               timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
         # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
         target, hdrs, body = self._encode(url, headers, params, content, json)
@@ -334,7 +338,7 @@ class Client(_BaseClient, Closing):
         return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
 
     def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-             content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
+             content: ContentTypes | None = None, json: Any = None, idempotency_key: str | None = None,
              retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
              cancel: CancelToken | None = None) -> Response:
         """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
@@ -342,7 +346,7 @@ class Client(_BaseClient, Closing):
                           cancel)
 
     def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-            content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
+            content: ContentTypes | None = None, json: Any = None, idempotency_key: str | None = None,
             retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
             cancel: CancelToken | None = None) -> Response:
         """A PUT (see request())."""
@@ -350,7 +354,7 @@ class Client(_BaseClient, Closing):
                           cancel)
 
     def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-              content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
+              content: ContentTypes | None = None, json: Any = None, idempotency_key: str | None = None,
               retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
               cancel: CancelToken | None = None) -> Response:
         """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""

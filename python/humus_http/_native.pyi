@@ -4,6 +4,10 @@ from typing import Any
 
 VERSION: str
 
+#: A streamed request body (humus_request_set_body_reader): read(cap) -> at most cap bytes (b"" at the end),
+#: rewind() or None (not replayable), the length or -1. Called with the GIL taken only inside each callback.
+BodyReader = tuple[Callable[[int], bytes], Callable[[], object] | None, int]
+
 class Failure(Exception):
     """A C ABI call failed before any request was made; args[0] is the ErrorInfo."""
 
@@ -110,16 +114,16 @@ class Client:
     def budget_tokens(self) -> float: ...
     def share(self) -> Client:
         """Another owner of the same C client."""
-    def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
+    def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
                 idempotency_key: str | None, retry: int, timeout_ms: int,
                 context: tuple[str | None, ...] | None = None,
                 cancel: Cancel | None = None) -> Response | ErrorInfo: ...
-    def open(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
+    def open(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
              idempotency_key: str | None, retry: int, timeout_ms: int,
              context: tuple[str | None, ...] | None = None,
              cancel: Cancel | None = None) -> Response | ErrorInfo:
         """humus_client_open: the response once its headers are in; its body through Response.read()."""
-    def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | None,
+    def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
                idempotency_key: str | None, retry: int, timeout_ms: int, bridge: Bridge,
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
 

@@ -3,16 +3,19 @@ from __future__ import annotations
 
 import codecs
 import http
+import io
 import json as jsonlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, overload
+from typing import Any, BinaryIO, cast, overload
 
 from . import _native
 from ._closing import Closing
 from ._errors import HTTPStatusError, from_native
 
-__all__ = ["HeaderTypes", "Headers", "Response"]
+__all__ = ["ContentTypes", "HeaderTypes", "Headers", "Response"]
 
 
 class Headers(Mapping[str, str]):
@@ -347,14 +350,86 @@ def request_headers(headers: HeaderTypes | None, extra: Iterable[tuple[str, str]
     return out or None
 
 
+#: What ``content=`` accepts: bytes, str (sent UTF-8), an iterator of bytes, or a file opened in binary mode.
+ContentTypes = bytes | str | Iterable[bytes | bytearray | memoryview] | BinaryIO
+
+#: A streamed body as the extension takes it: (read(cap) -> bytes, rewind() or None, length or -1).
+BodyReader = tuple[Callable[[int], bytes], Callable[[], object] | None, int]
+
+
+class _ChunksReader:
+    """An iterator of bytes as a body reader: hands its chunks out ``cap`` bytes at a time. Not replayable."""
+
+    __slots__ = ("_chunk", "_chunks", "_offset")
+
+    def __init__(self, chunks: Iterable[bytes | bytearray | memoryview]) -> None:
+        self._chunks = iter(chunks)
+        self._chunk = b""
+        self._offset = 0
+
+    def read(self, cap: int) -> bytes:
+        while self._offset >= len(self._chunk):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return b""
+            if not isinstance(chunk, (bytes, bytearray, memoryview)):
+                raise TypeError(f"content iterator must yield bytes, not {type(chunk).__name__}")
+            self._chunk = bytes(chunk)
+            self._offset = 0
+        start = self._offset
+        self._offset = start + cap
+        if start == 0 and cap >= len(self._chunk):
+            return self._chunk
+        return self._chunk[start:start + cap]
+
+
+def _file_reader(file: BinaryIO) -> BodyReader:
+    """A binary file as a body reader: replayable when seekable (rewind seeks back to where it stood), its
+    length known from fstat (a regular file) or by seeking to its end."""
+    if isinstance(file, io.TextIOBase):
+        raise TypeError("content file must be opened in binary mode")
+    read = file.read
+
+    def read_bytes(cap: int) -> bytes:
+        data = read(cap)
+        if not isinstance(data, bytes):
+            raise TypeError(f"content file must be opened in binary mode (read() gave {type(data).__name__})")
+        return data
+
+    try:
+        seekable = file.seekable()
+    except (AttributeError, ValueError):
+        seekable = False
+    if not seekable:
+        return read_bytes, None, -1
+    start = file.tell()
+    length = -1
+    try:
+        info = os.fstat(file.fileno())
+        if stat.S_ISREG(info.st_mode):
+            length = max(0, info.st_size - start)
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        pass
+    if length < 0:
+        end = file.seek(0, os.SEEK_END)
+        file.seek(start)
+        length = max(0, end - start)
+
+    def rewind() -> None:
+        file.seek(start)
+
+    return read_bytes, rewind, length
+
+
 @overload
 def encode_body(content: None, json: None) -> tuple[None, None]: ...
 @overload
-def encode_body(content: bytes | str | None, json: Any) -> tuple[bytes | None, str | None]: ...
+def encode_body(content: ContentTypes | None, json: Any) -> tuple[bytes | BodyReader | None, str | None]: ...
 
 
-def encode_body(content: bytes | str | None, json: Any) -> tuple[bytes | None, str | None]:
-    """The body bytes and the Content-Type it implies (``application/json`` for ``json=``)."""
+def encode_body(content: ContentTypes | None, json: Any) -> tuple[bytes | BodyReader | None, str | None]:
+    """The body (bytes, or a reader for an iterator or a file) and the Content-Type it implies
+    (``application/json`` for ``json=``)."""
     if json is not None:
         if content is not None:
             raise TypeError("pass content= or json=, not both")
@@ -366,4 +441,8 @@ def encode_body(content: bytes | str | None, json: Any) -> tuple[bytes | None, s
         return content.encode(), None
     if isinstance(content, (bytes, bytearray, memoryview)):
         return bytes(content), None
-    raise TypeError(f"content must be bytes or str, not {type(content).__name__}")
+    if hasattr(content, "read"):
+        return _file_reader(cast(BinaryIO, content)), None
+    if isinstance(content, Iterable):
+        return (_ChunksReader(content).read, None, -1), None
+    raise TypeError(f"content must be bytes, str, an iterator of bytes or a binary file, not {type(content).__name__}")

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -217,6 +218,73 @@ humus_status classify_trampoline(void* user_data, const humus_attempt* attempt, 
   view->invalidate();
   return result;
 }
+
+// ---- Request bodies read from Python ----------------------------------------------------------------------
+
+// user_data of a request body streamed from Python (content= an iterator of bytes or a binary file, adapted
+// by humus_http._response): `read(cap)` returns at most cap bytes (b"" at the end), `rewind()` starts over.
+// The callbacks run on the thread driving the attempt with the GIL released by the call, and take it only
+// for the Python call; an exception they raise ends the attempt with HUMUS_E_CALLBACK and is re-raised.
+struct PyBodyReader {
+  py::object read;
+  py::object rewind;  // None: not replayable
+};
+
+// Runs `work` (a Python call) holding the GIL: HUMUS_OK, or HUMUS_E_CALLBACK with the exception kept for
+// the call it ends (`what` names the adapter when a C++ exception is the cause).
+template <typename Work>
+humus_status with_python(const char* what, Work work) {
+  if (interpreter_finalizing()) return HUMUS_E_CALLBACK;
+  Gil gil;
+  try {
+    work();
+    return HUMUS_OK;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    py::set_error(PyExc_RuntimeError, (std::string(what) + ": " + e.what()).c_str());
+  }
+  store_callback_exception();
+  return HUMUS_E_CALLBACK;
+}
+
+humus_status body_read_trampoline(void* user_data, void* buf, size_t cap, size_t* n) {
+  return with_python("request body reader", [&] {
+    const py::object chunk = static_cast<PyBodyReader*>(user_data)->read(cap);
+    char* data = nullptr;
+    Py_ssize_t len = 0;
+    if (!PyBytes_Check(chunk.ptr())) throw py::type_error("a request body reader must return bytes");
+    if (PyBytes_AsStringAndSize(chunk.ptr(), &data, &len) != 0) throw py::error_already_set();
+    if (static_cast<size_t>(len) > cap) {
+      throw py::value_error("a request body reader returned more than asked");
+    }
+    std::memcpy(buf, data, static_cast<size_t>(len));
+    *n = static_cast<size_t>(len);
+  });
+}
+
+humus_status body_rewind_trampoline(void* user_data) {
+  return with_python("request body rewind", [&] { (void)static_cast<PyBodyReader*>(user_data)->rewind(); });
+}
+
+// The reader's destroy (and its owner's deleter before the request takes it): drops the callables with the
+// GIL, or leaks them once the interpreter is finalizing.
+void destroy_body_reader(void* user_data) {
+  auto* reader = static_cast<PyBodyReader*>(user_data);
+  if (interpreter_finalizing()) {
+    (void)reader->read.release();
+    (void)reader->rewind.release();
+    delete reader;
+    return;
+  }
+  Gil gil;
+  delete reader;
+}
+
+struct BodyReaderDeleter {
+  void operator()(PyBodyReader* r) const noexcept { destroy_body_reader(r); }
+};
+using BodyReaderPtr = std::unique_ptr<PyBodyReader, BodyReaderDeleter>;
 
 // The policy adapters take the counts as eight integers.
 py::tuple counts_tuple(const humus_breaker_counts* c) {
@@ -1039,6 +1107,11 @@ class Client {
     const char* body = nullptr;
     size_t body_len = 0;
     bool has_body = false;
+    // A streamed body: (read, rewind or None, length or -1) from Python. Owned here until build() hands it to
+    // the request (mutable: build takes a const Prepared, and is its only taker).
+    mutable BodyReaderPtr reader;
+    bool reader_rewinds = false;
+    int64_t reader_length = -1;
     const char* key = nullptr;
     int32_t retry = HUMUS_RETRY_MODE_DEFAULT;
     int64_t timeout_ms = 0;
@@ -1086,7 +1159,13 @@ class Client {
         p.headers.emplace_back(name, value);
       }
     }
-    if (!body.is_none()) {
+    if (PyTuple_Check(body.ptr())) {
+      if (PyTuple_GET_SIZE(body.ptr()) != 3) throw py::type_error("a body reader is (read, rewind, length)");
+      const py::tuple t = py::reinterpret_borrow<py::tuple>(body);
+      p.reader_length = t[2].cast<int64_t>();
+      p.reader_rewinds = !t[1].is_none();
+      p.reader.reset(new PyBodyReader{t[0], t[1]});
+    } else if (!body.is_none()) {
       char* data = nullptr;
       Py_ssize_t len = 0;
       if (PyBytes_AsStringAndSize(body.ptr(), &data, &len) != 0) throw py::error_already_set();
@@ -1127,6 +1206,16 @@ class Client {
     }
     if (p.has_body && (st = humus_request_set_body(b.req.get(), p.body, p.body_len)) != HUMUS_OK)
       return failed(st);
+    if (p.reader) {
+      humus_body_reader reader = HUMUS_BODY_READER_INIT;
+      reader.user_data = p.reader.get();
+      reader.length = p.reader_length;
+      reader.read = body_read_trampoline;
+      reader.rewind = p.reader_rewinds ? body_rewind_trampoline : nullptr;
+      reader.destroy = destroy_body_reader;
+      if ((st = humus_request_set_body_reader(b.req.get(), &reader, &err)) != HUMUS_OK) return failed(st);
+      (void)p.reader.release();  // the request's now: its destroy frees it
+    }
     if (p.key != nullptr && (st = humus_request_set_idempotency_key(b.req.get(), p.key, &err)) != HUMUS_OK) {
       return failed(st);
     }

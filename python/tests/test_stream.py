@@ -3,6 +3,9 @@ test server over HTTP/1.1 and HTTP/2: bounded memory for a large body, the break
 end or the close, a body breaking off, decoding."""
 from __future__ import annotations
 
+import hashlib
+import io
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -115,3 +118,114 @@ def test_bodies_are_decoded(server: TestServer, make_client: Callable[..., humus
     resp2 = client.get(path, headers={"Accept-Encoding": "gzip"})
     assert resp2.headers["content-encoding"] == "gzip"
     assert len(resp2.content) < 100_000
+
+
+def test_text_and_lines_decode_characters_split_across_chunks(server: TestServer,
+                                                              make_client: Callable[..., humus_http.Client],
+                                                              path: str) -> None:
+    # Against the server's 16 KiB chunks, delivered apart: a "\r\n" cut between its two bytes, then "é" (2
+    # bytes) and "€" (3 bytes) cut across the next boundaries.
+    k = 16 * 1024
+    part1 = "a" * (k - 1) + "\r\n"
+    part2 = "b" * (2 * k - 1 - (k + 1)) + "é\r"
+    part3 = "c" * (3 * k - 1 - (2 * k + 2)) + "€\rline\nlast é"
+    body = part1 + part2 + part3
+    assert body.encode()[2 * k - 1:2 * k + 1] == "é".encode() and body.encode()[3 * k - 1:3 * k + 2] == "€".encode()
+    server.script(path, [{"body": body, "chunk_delay_ms": 20,
+                          "headers": {"Content-Type": "text/plain; charset=utf-8"}}])
+    client = make_client()
+    expected_lines = ["a" * (k - 1), "b" * (k - 2) + "é", "c" * (k - 3) + "€", "line", "last é"]
+    with client.stream("GET", path) as resp:
+        assert list(resp.iter_lines()) == expected_lines
+    with client.stream("GET", path) as resp:
+        pieces = list(resp.iter_text())
+        assert len(pieces) > 1 and "".join(pieces) == body
+    with client.stream("GET", path) as resp:
+        assert "".join(resp.iter_text(chunk_size=3)) == body  # every multi-byte character cut by the 3-byte pieces
+    server.script(path, [{"body": "café\r\nnaïve", "headers": {"Content-Type": "text/plain; charset=utf-8"}}])
+    with client.stream("GET", path) as resp:
+        assert list(resp.iter_lines()) == ["café", "naïve"]
+        assert resp.is_closed is False
+    assert resp.is_closed
+
+
+def test_generator_upload_makes_one_chunked_attempt(server: TestServer,
+                                                    make_client: Callable[..., humus_http.Client],
+                                                    path: str) -> None:
+    server.script(path, [{"status": 503}])
+    client = make_client(max_attempts=3)
+    pieces: list[bytes | bytearray | memoryview] = [b"a" * 100_000, b"", bytearray(b"b" * 7),
+                                                    memoryview(b"c" * 200_000)]
+    sent = hashlib.sha256(b"".join(bytes(p) for p in pieces)).hexdigest()
+    resp = client.put(path, content=iter(pieces), retry=True)
+    assert resp.status_code == 503 and resp.attempts == 1  # not replayable: one attempt even with retry=True
+    (record,) = server.requests(path)
+    assert record["body_size"] == 300_007 and record["body_sha256"] == sent
+    assert ("transfer-encoding", "chunked") in [tuple(h) for h in record["headers"]]
+
+    with pytest.raises(TypeError, match="must yield bytes"):
+        client.post(path, content=iter(["text"]))  # type: ignore[arg-type]
+
+
+def test_seekable_file_upload_is_resent_after_a_503(server: TestServer,
+                                                    make_client: Callable[..., humus_http.Client],
+                                                    path: str, tmp_path: Path) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    file = tmp_path / "upload.bin"
+    file.write_bytes(b"skipped" + data)
+    server.script(path, [{"status": 503}, {"status": 200}])
+    client = make_client(max_attempts=3)
+    with file.open("rb") as f:
+        f.seek(len(b"skipped"))  # replayed from where it stood, not from 0
+        resp = client.put(path, content=f)
+    assert resp.status_code == 200 and resp.attempts == 2
+    records = server.requests(path)
+    assert len(records) == 2
+    for record in records:
+        assert record["body_size"] == len(data)
+        assert record["body_sha256"] == hashlib.sha256(data).hexdigest()
+        assert ("content-length", str(len(data))) in [tuple(h) for h in record["headers"]]
+
+    server.script(path, [{"status": 503}, {"status": 201}])
+    resp = client.put(path, content=io.BytesIO(data))  # seekable without a file descriptor
+    assert (resp.status_code, resp.attempts) == (201, 2)
+    assert [r["body_size"] for r in server.requests(path)][-2:] == [len(data), len(data)]
+
+    with file.open("r") as text, pytest.raises(TypeError, match="binary mode"):
+        client.put(path, content=text)  # type: ignore[arg-type]
+
+
+def _hwm() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def test_one_gib_download_streams_with_bounded_peak_memory(server: TestServer,
+                                                           make_client: Callable[..., humus_http.Client],
+                                                           path: str) -> None:
+    size = 1024 * 1024 * 1024
+    server.script(path, [{"body_size": size}])
+    expected = hashlib.sha256()
+    block = b"x" * (1024 * 1024)
+    for _ in range(size // len(block)):
+        expected.update(block)
+    del block
+    client = make_client(timeout=300, attempt_timeout=300)
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the RSS now (Linux 4.0+)
+    except OSError:
+        pass  # then the delta is measured against an earlier peak
+    before = _hwm()
+    digest = hashlib.sha256()
+    total = 0
+    with client.stream("GET", path) as resp:
+        for chunk in resp.iter_bytes():
+            digest.update(chunk)
+            total += len(chunk)
+    grown = _hwm() - before
+    assert total == size
+    assert digest.hexdigest() == expected.hexdigest()
+    assert grown < 32 * 1024 * 1024, f"VmHWM grew {grown / 2**20:.1f} MiB"
+    print(f"1 GiB streamed, VmHWM +{grown / 2**20:.1f} MiB")
