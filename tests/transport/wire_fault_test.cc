@@ -18,6 +18,7 @@
 
 #include "client/client.h"
 #include "support/raw_peer.h"
+#include "support/sanitizers.h"
 
 namespace humus::client {
 namespace {
@@ -348,7 +349,9 @@ TEST_F(WireFaultTest, ATlsHandshakeThatNeverCompletesIsATimeout) {
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
   EXPECT_EQ(out.attempts, 2);
   EXPECT_EQ(peer.connections(), 2);
-  EXPECT_LT(Clock::now() - t0, milliseconds(1500));
+  // Under TSan this call measured 2.2-2.5 s on a loaded machine (0.6 s in the debug build); the other builds
+  // assert the bound.
+  if (!humus::test::kThreadSanitized) EXPECT_LT(Clock::now() - t0, milliseconds(1500));
   EXPECT_EQ(c->breaker().counts().failures, 2u);
 }
 
