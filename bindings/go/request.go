@@ -98,18 +98,12 @@ func nativeRequest(req *http.Request, body []byte, o *callOptions, timeoutMs int
 		headers++
 	}
 	var native *C.humus_request
-	err := withThread(func() error {
-		var cerr *C.humus_error
-		st := C.humusgo_request_new((*C.char)(unsafe.Pointer(&p.buf[0])), (*C.uint32_t)(unsafe.Pointer(&p.offsets[0])),
-			C.size_t(headers), cbool(hasContext), cbytes(body), C.size_t(len(body)), C.int32_t(o.retry),
-			cbool(hasTimeout), C.int64_t(timeoutMs), cancel, &native, &cerr)
-		if st != C.HUMUS_OK {
-			return takeError(st, cerr)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
+	var cerr *C.humus_error
+	st := C.humusgo_request_new((*C.char)(unsafe.Pointer(&p.buf[0])), (*C.uint32_t)(unsafe.Pointer(&p.offsets[0])),
+		C.size_t(headers), cbool(hasContext), cbytes(body), C.size_t(len(body)), C.int32_t(o.retry),
+		cbool(hasTimeout), C.int64_t(timeoutMs), cancel, &native, &cerr)
+	if st != C.HUMUS_OK {
+		return nil, "", takeError(st, cerr)
 	}
 	return native, target, nil
 }
