@@ -333,9 +333,10 @@ typedef struct humus_client humus_client;
  * mock transport with HUMUS_E_MISUSE. Any thread. */
 HUMUS_API humus_status humus_client_new(humus_runtime *rt, const humus_settings *s, humus_client **out,
                                         humus_error **err);
-/* Frees a client; NULL, a freed client and a client of an upstreams registry are ignored. Asynchronous calls still in flight are cancelled and this returns after
- * each has delivered its outcome. Called from inside a callback (on the event-loop thread), the free is
- * completed on that thread once those calls are done. No blocking call may be in flight. */
+/* Frees a client; NULL, a freed client and a client of an upstreams registry are ignored. Asynchronous calls
+ * still in flight are cancelled and this returns after each has delivered its outcome. Called from inside a
+ * callback (on the event-loop thread), the free is completed on that thread once those calls are done. No
+ * blocking call may be in flight. */
 HUMUS_API void humus_client_free(humus_client *c);
 /* The breaker's state now (HUMUS_CIRCUIT_*), after any lazy open → half-open advance. HUMUS_E_MISUSE for a
  * bad `c`, HUMUS_E_INVALID_ARGUMENT for state NULL. No err: the signature is pinned (SPEC Appendix A), and
@@ -392,8 +393,8 @@ typedef struct humus_body_reader {
 
 /* Makes `reader` the request's body (replacing a body set before; humus_request_set_body replaces it in
  * turn). The table is copied. HUMUS_E_MISUSE for a bad `r`; HUMUS_E_INVALID_ARGUMENT for reader NULL, a
- * version 0 or newer than HUMUS_BODY_READER_VERSION (naming humus_body_reader) or a length below -1; HUMUS_E_PROGRAM when `read` is NULL. On failure `destroy` is not called. Not concurrently on
- * one request. */
+ * version 0 or newer than HUMUS_BODY_READER_VERSION (naming humus_body_reader) or a length below -1;
+ * HUMUS_E_PROGRAM when `read` is NULL. On failure `destroy` is not called. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_body_reader(humus_request *r, const humus_body_reader *reader,
                                                      humus_error **err);
 /* Sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). */
@@ -498,11 +499,11 @@ HUMUS_API humus_status humus_response_body(humus_response *resp, const void **da
 HUMUS_API const char *humus_response_http_version(const humus_response *resp);
 /* The URL of the last request, after redirects within the origin. */
 HUMUS_API const char *humus_response_url(const humus_response *resp);
-/* Frees a response; NULL and a freed response are ignored. A response of humus_client_do is a plain value: the breaker counted
- * its attempt when it was classified, so it may outlive its client and runtime, and freeing it counts
- * nothing. A response of humus_client_open whose body was not read to its end is closed: its connection
- * is closed and the breaker counts the result as it was classified. One never freed holds a half-open
- * breaker's probe slot for at most breaker.probe_timeout. */
+/* Frees a response; NULL and a freed response are ignored. A response of humus_client_do is a plain value:
+ * the breaker counted its attempt when it was classified, so it may outlive its client and runtime, and
+ * freeing it counts nothing. A response of humus_client_open whose body was not read to its end is closed:
+ * its connection is closed and the breaker counts the result as it was classified. One never freed holds a
+ * half-open breaker's probe slot for at most breaker.probe_timeout. */
 HUMUS_API void humus_response_free(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
