@@ -250,11 +250,15 @@ int run_fetch(const FetchOptions& o) {
   if (!upload && has_body && humus_request_set_body(request.get(), body.data(), body.size()) != HUMUS_OK) {
     return report({exit_code::kFailure, "the body could not be set"});
   }
-  if (o.retry_all_errors && humus_request_set_retry(request.get(), HUMUS_RETRY_MODE_FORCE) != HUMUS_OK) {
-    return report({exit_code::kFailure, "--retry-all-errors: the retry mode could not be set"});
+  if (o.retry_all_errors &&
+      humus_request_set_retry(request.get(), HUMUS_RETRY_MODE_FORCE, &raw_error) != HUMUS_OK) {
+    Error e(raw_error);
+    return report({exit_code::kFailure, "--retry-all-errors: " + describe(e.get())});
   }
-  if (o.retry_max_time_ms && humus_request_set_timeout_ms(request.get(), *o.retry_max_time_ms) != HUMUS_OK) {
-    return report({exit_code::kFailure, "--retry-max-time: the call's timeout could not be set"});
+  if (o.retry_max_time_ms &&
+      humus_request_set_timeout_ms(request.get(), *o.retry_max_time_ms, &raw_error) != HUMUS_OK) {
+    Error e(raw_error);
+    return report({exit_code::kFailure, "--retry-max-time: " + describe(e.get())});
   }
 
   if (o.verbose) {

@@ -65,7 +65,7 @@ void Tracer::log(void* /*user_data*/, const humus_log_record* record) {
 std::string Tracer::breaker_summary() const {
   humus_client* c = client_.load(std::memory_order_acquire);
   if (c == nullptr) return "breaker unknown";
-  humus_breaker_counts counts{};
+  humus_breaker_counts counts = HUMUS_BREAKER_COUNTS_INIT;
   if (humus_client_breaker_counts(c, &counts) != HUMUS_OK) return "breaker unknown";
   const uint64_t in_a_row = counts.consecutive_failures;
   std::string s = std::string("breaker ") + circuit_name(counts.state) + " (" +

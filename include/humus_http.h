@@ -3,12 +3,27 @@
  *
  * This header is the whole contract. It includes only <stddef.h> and <stdint.h>; no libcurl, OpenSSL or C++
  * type appears in it. Handles are opaque. Every fallible function returns a humus_status (0 = HUMUS_OK) and
- * writes its outputs through pointers, only on success. Where a function takes `humus_error **err`, err may
- * be NULL; an error written there is the caller's to free with humus_error_free(). A failed synchronous call
- * also leaves a copy of its error in a thread-local slot (humus_last_error()).
+ * writes its outputs through pointers, only on success.
  *
- * Structs passed in carry their version first and only ever grow at the end. Every callback table carries
- * `user_data` and an optional `destroy`, called exactly once when the library no longer needs user_data.
+ * Errors: every function that can fail takes `humus_error **err` (may be NULL); an error written there is
+ * the caller's to free with humus_error_free(). The few that have no err say beside them why: their
+ * signature is pinned, or the status they return says everything. An asynchronous call's outcome carries
+ * its own error. So no caller needs humus_last_error(), kept only for callers of the first ABI.
+ *
+ * Handles: a NULL, freed or foreign pointer (not a live handle of the type the parameter names) given to any
+ * function is not undefined behaviour: a function returning a status returns HUMUS_E_MISUSE naming the
+ * parameter, one returning a value returns the neutral value documented beside it, a *_free does nothing (a
+ * double free is harmless), and any other void function does nothing. The library keeps a registry of its
+ * live handles and checks it before touching one, at the cost of one uncontended lock per call. A handle freed
+ * while another thread uses it is still the caller's race, and a freed handle whose memory was reused for a
+ * new handle of the same type is that new handle.
+ *
+ * Structs passed in carry their version first and only ever grow at the end; an older version is accepted
+ * (members added after it read as absent), 0 or a version newer than the library's is refused with
+ * HUMUS_E_INVALID_ARGUMENT naming the struct. A struct the library writes (humus_breaker_counts) is written
+ * only up to the size of the version its caller set. No growable struct is embedded in another by value.
+ * Every callback table carries `user_data` and an optional `destroy`, called exactly once when the library no
+ * longer needs user_data.
  *
  * Thread-safety is stated per function: "any thread" means concurrent calls are safe, including on the same
  * handle; "not concurrently" means calls on one handle must not overlap.
@@ -36,11 +51,17 @@ extern "C" {
 #define HUMUS_VERSION_PATCH 0
 #define HUMUS_VERSION_NUMBER (HUMUS_VERSION_MAJOR * 10000 + HUMUS_VERSION_MINOR * 100 + HUMUS_VERSION_PATCH)
 #define HUMUS_VERSION_STRING "0.1.0"
+/* The ABI major: the SONAME's number (libhumus_http.so.1). A library of another ABI major cannot be used with
+ * this header. */
+#define HUMUS_ABI_VERSION 1
 
 /* The version of the library loaded at run time: MAJOR*10000 + MINOR*100 + PATCH. Any thread. */
 HUMUS_API int32_t humus_version_number(void);
 /* The same as a string such as "0.1.0"; static storage. Any thread. */
 HUMUS_API const char *humus_version(void);
+/* The ABI major of the library loaded at run time (HUMUS_ABI_VERSION of its header); a binding checks it
+ * equals its own at load. Any thread. */
+HUMUS_API int32_t humus_abi_version(void);
 /* What this library runs with, as JSON, read from the libcurl loaded at run time (curl_version_info), for bug
  * and security reports: {"humus_http": "0.1.0", "libcurl": "7.88.1", "ssl": "OpenSSL/3.0.x", "zlib": "1.2.13",
  * "brotli": "1.0.9", "zstd": "1.5.4", "nghttp2": "1.52.0", "libidn2": "2.3.3", "features": ["http2", "ssl",
@@ -101,8 +122,8 @@ HUMUS_API const char *humus_status_name(humus_status s);
 
 typedef struct humus_error humus_error;
 
-/* Accessors of an error; they never fail, and NULL reads as "no error" (HUMUS_OK, "", 0, no field). Any
- * thread, on an error no other thread frees. */
+/* Accessors of an error; they never fail, and NULL (or a freed or foreign pointer) reads as "no error"
+ * (HUMUS_OK, "", 0, no field). Any thread, on an error no other thread frees. */
 HUMUS_API humus_status humus_error_status(const humus_error *e);
 /* What was wrong, naming the setting, header or URL. Lives as long as the error. */
 HUMUS_API const char *humus_error_message(const humus_error *e);
@@ -114,10 +135,12 @@ HUMUS_API size_t humus_error_field_count(const humus_error *e);
 HUMUS_API const char *humus_error_field(const humus_error *e, size_t i);
 /* For HUMUS_E_REJECTED: how much longer the breaker stays open, in milliseconds; otherwise 0. */
 HUMUS_API int64_t humus_error_retry_after_ms(const humus_error *e);
-/* Frees an error; NULL is accepted. */
+/* Frees an error; NULL, a freed error and humus_last_error()'s are ignored. Not concurrently with a reader. */
 HUMUS_API void humus_error_free(humus_error *e);
-/* The error of the last failed humus_* call on this thread, or NULL. Borrowed: valid until this thread's
- * next failing humus_* call. */
+/* Deprecated, kept for callers of the first ABI: the error of the last failed humus_* call on this thread,
+ * or NULL. Borrowed: valid until this thread's next failing humus_* call. Every fallible function reports
+ * through its own err (or its status says everything), so new code, and every binding, reads that instead:
+ * a thread-local slot would make Go pin its OS thread around each call. Any thread. */
 HUMUS_API const humus_error *humus_last_error(void);
 
 /* ==== Settings =================================================================================== */
@@ -135,7 +158,7 @@ HUMUS_API humus_status humus_settings_from_json(const char *json, size_t len, hu
                                                 humus_error **err);
 /* A copy, callbacks shared. Any thread, with no thread changing `s`. */
 HUMUS_API humus_status humus_settings_clone(const humus_settings *s, humus_settings **out, humus_error **err);
-/* Frees settings; NULL is accepted. Callbacks' destroy runs once their last holder is freed. */
+/* Frees settings; NULL and freed settings are ignored. Callbacks' destroy runs once their last holder is freed. */
 HUMUS_API void humus_settings_free(humus_settings *s);
 
 /* Checks one value before building settings (SPEC §3.1): `key` is a JSON key path such as "timeout" or
@@ -163,7 +186,8 @@ HUMUS_API humus_status humus_settings_schema_json(char **out, size_t *len, humus
  * thread changing `s`. */
 HUMUS_API humus_status humus_settings_to_json(const humus_settings *s, char **out, size_t *len,
                                               humus_error **err);
-/* Frees a string the library returned; NULL is accepted. */
+/* Frees a string the library returned; NULL is accepted. A string is no handle: only one this library
+ * returned, and only once. */
 HUMUS_API void humus_string_free(char *str);
 
 /* ==== Callbacks: classifier ====================================================================== */
@@ -177,9 +201,11 @@ typedef struct humus_classification {
   int64_t retry_after_ms; /* the dependency's Retry-After, 0 for none */
 } humus_classification;
 
-/* One attempt as a classifier sees it. Borrowed for the duration of the callback. */
+/* One attempt as a classifier sees it. Borrowed for the duration of the callback: kept past it, it reads as
+ * no attempt (the accessors' neutral values below, and HUMUS_E_MISUSE from humus_classify_*). */
 typedef struct humus_attempt humus_attempt;
-/* The request's method, e.g. "GET". */
+/* The attempt accessors never fail; a bad attempt reads "", 0, NULL or HUMUS_OK. Any thread, during the
+ * callback. The request's method, e.g. "GET". */
 HUMUS_API const char *humus_attempt_method(const humus_attempt *a);
 /* The response status, or 0 when the attempt got no response. */
 HUMUS_API int32_t humus_attempt_status(const humus_attempt *a);
@@ -192,10 +218,12 @@ HUMUS_API const char *humus_attempt_error_message(const humus_attempt *a);
 /* 1 for the first attempt of a request. */
 HUMUS_API int32_t humus_attempt_number(const humus_attempt *a);
 
-/* The default classifier (SPEC §5.3), for a custom one to delegate to. Any thread. */
+/* The default classifier (SPEC §5.3), for a custom one to delegate to. HUMUS_E_MISUSE when `a` is not a
+ * live attempt, HUMUS_E_INVALID_ARGUMENT for out NULL. No err: those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_classify_default(const humus_attempt *a, humus_classification *out);
 /* A named preset: "humus" (the default), "jfast", "strict" (SPEC §5.5). HUMUS_E_INVALID_ARGUMENT for an
- * unknown name. Any thread. */
+ * unknown name (or NULL preset or out), HUMUS_E_MISUSE as humus_classify_default. No err: the caller has the
+ * name it passed, and the statuses say everything else. Any thread. */
 HUMUS_API humus_status humus_classify_preset(const char *preset, const humus_attempt *a,
                                              humus_classification *out);
 
@@ -212,16 +240,19 @@ typedef struct humus_classifier {
 #define HUMUS_CLASSIFIER_INIT {HUMUS_CLASSIFIER_VERSION, NULL, NULL, NULL}
 
 /* Replaces the classifier of `s`. The table is copied. HUMUS_E_PROGRAM when `classifier` or its `classify`
- * is NULL (SPEC §3.3); HUMUS_E_INVALID_ARGUMENT for an unknown version. On failure `destroy` is not called:
- * the caller keeps user_data. Not concurrently on one settings. */
+ * is NULL (SPEC §3.3); HUMUS_E_INVALID_ARGUMENT naming humus_classifier for version 0 or newer than
+ * HUMUS_CLASSIFIER_VERSION; HUMUS_E_MISUSE for a bad `s`. On failure `destroy` is not called: the caller
+ * keeps user_data. Not concurrently on one settings. */
 HUMUS_API humus_status humus_settings_set_classifier(humus_settings *s, const humus_classifier *classifier,
                                                      humus_error **err);
 
 /* ==== Callbacks: breaker policy ================================================================== */
 
-/* Counts a breaker policy sees (SPEC §9.3): since the state began, plus the last `window` results. */
+/* Counts a breaker policy sees (SPEC §9.3): since the state began, plus the last `window` results. Handed to
+ * callbacks by pointer (version HUMUS_BREAKER_COUNTS_VERSION of the library: an older reader reads its
+ * prefix); filled in by humus_client_breaker_counts up to the version its caller set. */
 typedef struct humus_breaker_counts {
-  uint32_t version;              /* HUMUS_BREAKER_COUNTS_VERSION */
+  uint32_t version;              /* HUMUS_BREAKER_COUNTS_VERSION; set by the caller of humus_client_breaker_counts */
   int32_t state;                 /* HUMUS_CIRCUIT_* of the state these counts belong to */
   uint64_t successes;
   uint64_t failures;
@@ -232,6 +263,7 @@ typedef struct humus_breaker_counts {
   uint32_t window_failures;      /* failures among them */
 } humus_breaker_counts;
 #define HUMUS_BREAKER_COUNTS_VERSION 1
+#define HUMUS_BREAKER_COUNTS_INIT {HUMUS_BREAKER_COUNTS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0}
 
 enum { HUMUS_CIRCUIT_CLOSED = 0, HUMUS_CIRCUIT_OPEN = 1, HUMUS_CIRCUIT_HALF_OPEN = 2 };
 /* What a probe policy decides in half-open. */
@@ -253,8 +285,10 @@ typedef struct humus_breaker_policy {
 #define HUMUS_BREAKER_POLICY_INIT {HUMUS_BREAKER_POLICY_VERSION, NULL, NULL, NULL, NULL}
 
 /* Replaces the trip/probe policy of `s` (the built-in one is parameterised by the JSON "trip" and "probe"
- * objects). The table is copied. HUMUS_E_PROGRAM when `policy`, `trip` or `probe` is NULL; on failure
- * `destroy` is not called. Not concurrently on one settings. */
+ * objects). The table is copied. HUMUS_E_PROGRAM when `policy`, `trip` or `probe` is NULL;
+ * HUMUS_E_INVALID_ARGUMENT naming humus_breaker_policy for version 0 or newer than
+ * HUMUS_BREAKER_POLICY_VERSION; HUMUS_E_MISUSE for a bad `s`. On failure `destroy` is not called. Not
+ * concurrently on one settings. */
 HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings *s, const humus_breaker_policy *policy,
                                                          humus_error **err);
 
@@ -278,12 +312,14 @@ typedef struct humus_runtime humus_runtime;
  * HUMUS_E_CONFIG naming every bad key. Any thread. */
 HUMUS_API humus_status humus_runtime_new(const char *options_json, size_t len, humus_runtime **out,
                                          humus_error **err);
-/* Frees a runtime; NULL is accepted. Every client built from it must have been freed first. */
+/* Frees a runtime; NULL and a freed runtime are ignored. Every client built from it must have been freed
+ * first. Not concurrently with any other use of the runtime. */
 HUMUS_API void humus_runtime_free(humus_runtime *rt);
 /* Moves a virtual clock forward by `ms` (>= 0), waking the waits that come due. HUMUS_E_MISUSE on a real
- * clock. Any thread. */
+ * clock or a bad `rt`. Any thread. */
 HUMUS_API humus_status humus_runtime_advance_ms(humus_runtime *rt, int64_t ms, humus_error **err);
-/* Milliseconds the runtime's clock has advanced since the runtime was made (virtual or real). Any thread. */
+/* Milliseconds the runtime's clock has advanced since the runtime was made (virtual or real); -1 when `rt`
+ * is not a live runtime. Any thread. */
 HUMUS_API int64_t humus_runtime_elapsed_ms(humus_runtime *rt);
 
 /* ==== Client ===================================================================================== */
@@ -297,18 +333,25 @@ typedef struct humus_client humus_client;
  * mock transport with HUMUS_E_MISUSE. Any thread. */
 HUMUS_API humus_status humus_client_new(humus_runtime *rt, const humus_settings *s, humus_client **out,
                                         humus_error **err);
-/* Frees a client; NULL is accepted. Asynchronous calls still in flight are cancelled and this returns after
- * each has delivered its outcome. Called from inside a callback (on the event-loop thread), the free is
- * completed on that thread once those calls are done. No blocking call may be in flight. */
+/* Frees a client; NULL, a freed client and a client of an upstreams registry are ignored. Asynchronous calls
+ * still in flight are cancelled and this returns after each has delivered its outcome. Called from inside a
+ * callback (on the event-loop thread), the free is completed on that thread once those calls are done. No
+ * blocking call may be in flight. */
 HUMUS_API void humus_client_free(humus_client *c);
-/* The breaker's state now (HUMUS_CIRCUIT_*), after any lazy open → half-open advance. Any thread. */
+/* The breaker's state now (HUMUS_CIRCUIT_*), after any lazy open → half-open advance. HUMUS_E_MISUSE for a
+ * bad `c`, HUMUS_E_INVALID_ARGUMENT for state NULL. No err: the signature is pinned (SPEC Appendix A), and
+ * those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_client_breaker_state(humus_client *c, int32_t *state);
 
-/* The breaker's counts now (SPEC §9.3), after any lazy advance; `counts->version` is set by the library.
+/* The breaker's counts now (SPEC §9.3), after any lazy advance. The caller sets `counts->version` (start
+ * from HUMUS_BREAKER_COUNTS_INIT); the library writes the members of that version only, so a caller built
+ * against an older, smaller struct is safe. HUMUS_E_MISUSE for a bad `c`; HUMUS_E_INVALID_ARGUMENT for counts
+ * NULL or its version 0 or newer than HUMUS_BREAKER_COUNTS_VERSION. No err: those statuses say everything.
  * Any thread. */
 HUMUS_API humus_status humus_client_breaker_counts(humus_client *c, humus_breaker_counts *counts);
 /* The retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed in the window
- * for the ratio policy. Any thread. */
+ * for the ratio policy. HUMUS_E_MISUSE for a bad `c`, HUMUS_E_INVALID_ARGUMENT for tokens NULL. No err:
+ * those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_client_budget_tokens(humus_client *c, double *tokens);
 
 /* ==== Request ==================================================================================== */
@@ -325,7 +368,9 @@ HUMUS_API humus_status humus_request_new(const char *method, const char *url, hu
  * HUMUS_E_INVALID_ARGUMENT naming the header (SPEC §10.5). */
 HUMUS_API humus_status humus_request_set_header(humus_request *r, const char *name, const char *value,
                                                 humus_error **err);
-/* Sets the body; the bytes are copied, so every attempt can replay them. */
+/* Sets the body; the bytes are copied, so every attempt can replay them. HUMUS_E_MISUSE for a bad `r`,
+ * HUMUS_E_INVALID_ARGUMENT for data NULL with len > 0. No err: the signature is pinned (SPEC Appendix A),
+ * and those statuses say everything. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_body(humus_request *r, const void *data, size_t len);
 /* A request body the caller streams (SPEC §7) instead of one copied in. `read` fills at most `cap` bytes of
  * `buf` and sets *n (0: the end); any status but HUMUS_OK fails the attempt with HUMUS_E_CALLBACK. `rewind`
@@ -347,9 +392,9 @@ typedef struct humus_body_reader {
 #define HUMUS_BODY_READER_INIT {HUMUS_BODY_READER_VERSION, NULL, -1, NULL, NULL, NULL}
 
 /* Makes `reader` the request's body (replacing a body set before; humus_request_set_body replaces it in
- * turn). The table is copied. HUMUS_E_INVALID_ARGUMENT for r or reader NULL, an unknown version or a length
- * below -1; HUMUS_E_PROGRAM when `read` is NULL. On failure `destroy` is not called. Not concurrently on
- * one request. */
+ * turn). The table is copied. HUMUS_E_MISUSE for a bad `r`; HUMUS_E_INVALID_ARGUMENT for reader NULL, a
+ * version 0 or newer than HUMUS_BODY_READER_VERSION (naming humus_body_reader) or a length below -1;
+ * HUMUS_E_PROGRAM when `read` is NULL. On failure `destroy` is not called. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_body_reader(humus_request *r, const humus_body_reader *reader,
                                                      humus_error **err);
 /* Sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). */
@@ -357,10 +402,12 @@ HUMUS_API humus_status humus_request_set_idempotency_key(humus_request *r, const
 
 enum { HUMUS_RETRY_MODE_DEFAULT = 0, HUMUS_RETRY_MODE_FORBID = 1, HUMUS_RETRY_MODE_FORCE = 2 };
 /* Per-call retry override (SPEC §4): FORBID makes one attempt; FORCE vouches for a request the rules would
- * not retry (budget, deadline and breaker still apply). HUMUS_E_INVALID_ARGUMENT for another value. */
-HUMUS_API humus_status humus_request_set_retry(humus_request *r, int32_t mode);
-/* The caller's bound on the whole call, in ms (> 0); the call ends at the earlier of it and `timeout`. */
-HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms);
+ * not retry (budget, deadline and breaker still apply). HUMUS_E_INVALID_ARGUMENT naming "retry" for another
+ * value. Not concurrently on one request. */
+HUMUS_API humus_status humus_request_set_retry(humus_request *r, int32_t mode, humus_error **err);
+/* The caller's bound on the whole call, in ms (> 0, <= 1 h); the call ends at the earlier of it and
+ * `timeout`. HUMUS_E_INVALID_ARGUMENT naming "timeout" out of range. Not concurrently on one request. */
+HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms, humus_error **err);
 /* The call context (SPEC §12): what the request being served carries, passed on to the dependency — its
  * traceparent, tracestate and baggage, its X-Request-ID (sent only when given, never invented), and its
  * Authorization (sent only with the setting forward_authorization, and only a Bearer token). NULL or ""
@@ -369,19 +416,25 @@ HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms
 HUMUS_API humus_status humus_request_set_context(humus_request *r, const char *traceparent, const char *tracestate,
                                                  const char *baggage, const char *request_id,
                                                  const char *authorization, humus_error **err);
-/* Frees a request; NULL is accepted. */
+/* Frees a request; NULL and a freed request are ignored. Calls made with it go on (they copied it). */
 HUMUS_API void humus_request_free(humus_request *r);
 
 /* ==== Cancel tokens ============================================================================== */
 
 /* Ends calls early: the caller gave up. Thread-safe: trigger from any thread, at any time. */
 typedef struct humus_cancel humus_cancel;
-/* Calls made with `r` from now on are cancelled by `c` (NULL removes it); `c` must outlive those calls. */
+/* Calls made with `r` from now on — blocking (humus_client_do, humus_client_open and the reads of its body)
+ * and asynchronous (humus_client_submit) — are cancelled by `c` (NULL removes it). The request and every
+ * call made with it hold the token, so `c` may be freed before them. HUMUS_E_MISUSE for a bad `r` or `c`. No
+ * err: that status says everything. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_cancel(humus_request *r, humus_cancel *c);
+/* A new token. HUMUS_E_INVALID_ARGUMENT for out NULL, HUMUS_E_NO_MEMORY. No err: those statuses say
+ * everything. Any thread. */
 HUMUS_API humus_status humus_cancel_new(humus_cancel **out);
-/* Cancels every call made with this token, now and later. */
+/* Cancels every call made with this token, now and later; nothing for a bad `c`. Any thread. */
 HUMUS_API void humus_cancel_trigger(humus_cancel *c);
-/* Frees a token; NULL is accepted. No call may be using it. */
+/* Frees the caller's handle on the token; NULL and a freed token are ignored. Requests and calls holding
+ * the token keep it. Any thread. */
 HUMUS_API void humus_cancel_free(humus_cancel *c);
 
 /* ==== Calls and responses ======================================================================== */
@@ -420,17 +473,20 @@ HUMUS_API humus_status humus_client_open(humus_client *c, const humus_request *r
  * mid-body — HUMUS_E_CONNECTION_LOST, HUMUS_E_TIMEOUT once the call's timeout passed, HUMUS_E_CANCELLED
  * through the request's cancel token — counts a breaker failure (nothing when cancelled), and every later
  * read fails the same way. Works on a response of humus_client_do too (reading its buffered body).
- * HUMUS_E_INVALID_ARGUMENT for resp, buf or n NULL or cap 0. Not concurrently on one response. */
+ * HUMUS_E_MISUSE for a bad `resp`; HUMUS_E_INVALID_ARGUMENT for buf or n NULL or cap 0. Not concurrently on
+ * one response. */
 HUMUS_API humus_status humus_response_read(humus_response *resp, void *buf, size_t cap, size_t *n,
                                            humus_error **err);
 
-/* Accessors: any thread, on a response no thread frees. Strings live as long as the response. */
+/* Accessors: any thread, on a response no thread frees. Strings live as long as the response. A bad `resp`
+ * reads as status 0, attempts 0, no header (NULL, count 0) and "" for strings. */
 HUMUS_API int32_t humus_response_status(const humus_response *resp);
 HUMUS_API int32_t humus_response_attempts(const humus_response *resp);
 /* The first value of a header (case-insensitive), or NULL if absent. */
 HUMUS_API const char *humus_response_header(const humus_response *resp, const char *name);
 HUMUS_API size_t humus_response_header_count(const humus_response *resp);
-/* Header `i` in the order received; HUMUS_E_INVALID_ARGUMENT when out of range. */
+/* Header `i` in the order received; HUMUS_E_INVALID_ARGUMENT when out of range or name/value NULL,
+ * HUMUS_E_MISUSE for a bad `resp`. No err: those statuses say everything. */
 HUMUS_API humus_status humus_response_header_at(const humus_response *resp, size_t i, const char **name,
                                                 const char **value);
 /* The whole body (bytes, not NUL-terminated; *data may be NULL when len is 0); after humus_response_read,
@@ -443,11 +499,11 @@ HUMUS_API humus_status humus_response_body(humus_response *resp, const void **da
 HUMUS_API const char *humus_response_http_version(const humus_response *resp);
 /* The URL of the last request, after redirects within the origin. */
 HUMUS_API const char *humus_response_url(const humus_response *resp);
-/* Frees a response; NULL is accepted. A response of humus_client_do is a plain value: the breaker counted
- * its attempt when it was classified, so it may outlive its client and runtime, and freeing it counts
- * nothing. A response of humus_client_open whose body was not read to its end is closed: its connection
- * is closed and the breaker counts the result as it was classified. One never freed holds a half-open
- * breaker's probe slot for at most breaker.probe_timeout. */
+/* Frees a response; NULL and a freed response are ignored. A response of humus_client_do is a plain value:
+ * the breaker counted its attempt when it was classified, so it may outlive its client and runtime, and
+ * freeing it counts nothing. A response of humus_client_open whose body was not read to its end is closed:
+ * its connection is closed and the breaker counts the result as it was classified. One never freed holds a
+ * half-open breaker's probe slot for at most breaker.probe_timeout. */
 HUMUS_API void humus_response_free(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
@@ -463,15 +519,17 @@ typedef void (*humus_call_done)(void *user_data, humus_status status, humus_resp
 /* Starts the call and returns at once; the request is copied (free it whenever). Every rule of a blocking
  * call applies — bulkhead (its wait is a timer, no thread waits), breaker, retries, waits, deadline — and
  * concurrent calls share the client's connections (HTTP/2 multiplexes them on one). `call` (may be NULL)
- * receives a handle for humus_call_cancel, to free with humus_call_free. The request's cancel token is not
- * used: cancel through the handle. HUMUS_E_INVALID_ARGUMENT when c, r or on_done is NULL. Any thread. */
+ * receives a handle for humus_call_cancel, to free with humus_call_free. The request's cancel token
+ * (humus_request_set_cancel) cancels it too, with the same outcome as humus_call_cancel; a token already
+ * triggered ends it before anything is sent (HUMUS_E_CANCELLED, no attempt). HUMUS_E_MISUSE for a bad c or
+ * r; HUMUS_E_INVALID_ARGUMENT when on_done is NULL. Any thread. */
 HUMUS_API humus_status humus_client_submit(humus_client *c, const humus_request *r, humus_call_done on_done,
                                            void *user_data, humus_call **call, humus_error **err);
 /* Cancels the call: it ends as soon as the event loop gets to it (HUMUS_E_CANCELLED, or the response
  * buffered before a retry). Nothing once it has ended — also after its client and runtime were freed: a
- * handle may outlive both. Any thread, including inside callbacks. */
+ * handle may outlive both — and nothing for a bad `call`. Any thread, including inside callbacks. */
 HUMUS_API void humus_call_cancel(humus_call *call);
-/* Releases the handle; the call itself goes on. NULL is accepted. */
+/* Releases the handle; the call itself goes on. NULL and a freed handle are ignored. Any thread. */
 HUMUS_API void humus_call_free(humus_call *call);
 
 /* Asynchronous streaming (design; not in this version). asyncio, goroutines and Rust futures will read
@@ -489,7 +547,8 @@ HUMUS_API void humus_call_free(humus_call *call);
 /* One log record (SPEC §13.3). Only two kinds exist: a circuit breaker's state change
  * (event "humus.circuit.state_change": one per change, SPEC §9.5) and an upstreams notice
  * (event "humus.upstreams.base_url_override"). Errors are returned, never logged. Borrowed: every pointer
- * lives for the duration of the sink's call. */
+ * lives for the duration of the sink's call. Version 2: the counts are behind a pointer (version 1, handed
+ * only to a version 1 sink, embedded them by value, so they could never grow). */
 typedef struct humus_log_record {
   uint32_t version;             /* HUMUS_LOG_RECORD_VERSION */
   const char *event;            /* "humus.circuit.state_change" or "humus.upstreams.base_url_override" */
@@ -498,13 +557,16 @@ typedef struct humus_log_record {
   int32_t server_port;          /* the origin's port, the scheme's default filled in */
   int32_t previous_state;       /* HUMUS_CIRCUIT_* the breaker left; -1 when the record is no state change */
   int32_t new_state;            /* HUMUS_CIRCUIT_* it entered; -1 when the record is no state change */
-  humus_breaker_counts counts;  /* at the change: the state left, including the result that caused it */
+  const humus_breaker_counts *counts; /* at the change: the state left, including the result that caused it;
+                                         never NULL (all zero for a record that is no state change) */
   int64_t time_unix_ms;         /* when the change took effect, on the runtime's clock's calendar */
   const char *upstream;         /* the upstream's name for upstreams records, else "" */
 } humus_log_record;
-#define HUMUS_LOG_RECORD_VERSION 1
+#define HUMUS_LOG_RECORD_VERSION 2
 
-#define HUMUS_LOG_SINK_VERSION 1
+/* Version 2 of the sink reads humus_log_record version 2; a sink declaring version 1 keeps getting version
+ * 1's record layout. */
+#define HUMUS_LOG_SINK_VERSION 2
 /* Receives log records. `record` runs on the thread whose call caused the change (a caller's thread or the
  * event-loop thread), possibly on several threads at once for different clients: it must be thread-safe and
  * fast, and must not free a client or the runtime. Records of one breaker never overlap and arrive in order. */
@@ -518,8 +580,8 @@ typedef struct humus_log_sink {
 
 /* Installs (or with NULL removes) the runtime's log sink; the table is copied and affects every client of the
  * runtime at once. The previous sink's destroy runs once no record is being delivered to it. HUMUS_E_PROGRAM
- * when `record` is NULL; HUMUS_E_INVALID_ARGUMENT for rt NULL or an unknown version (destroy is then not
- * called). Any thread. */
+ * when `record` is NULL; HUMUS_E_INVALID_ARGUMENT naming humus_log_sink for version 0 or newer than
+ * HUMUS_LOG_SINK_VERSION; HUMUS_E_MISUSE for a bad `rt` (destroy is then not called). Any thread. */
 HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime *rt, const humus_log_sink *sink, humus_error **err);
 
 /* ==== Callbacks: span sink ======================================================================= */
@@ -578,8 +640,9 @@ typedef struct humus_span_sink {
 /* Installs (or with NULL removes) the runtime's span sink, for the calls that start afterwards; the table is
  * copied. Without a sink no span and no trace id is made, and the caller's traceparent and tracestate pass
  * through unchanged. The previous sink's destroy runs once no span is being delivered to it and no call
- * started under it is in flight. HUMUS_E_PROGRAM when `span` is NULL; HUMUS_E_INVALID_ARGUMENT for rt NULL or
- * an unknown version (destroy is then not called). Any thread. */
+ * started under it is in flight. HUMUS_E_PROGRAM when `span` is NULL; HUMUS_E_INVALID_ARGUMENT naming
+ * humus_span_sink for version 0 or newer than HUMUS_SPAN_SINK_VERSION; HUMUS_E_MISUSE for a bad `rt`
+ * (destroy is then not called). Any thread. */
 HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humus_span_sink *sink,
                                                    humus_error **err);
 
@@ -601,7 +664,7 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humu
  * humus_circuit_transitions_total, humus_circuit_calls_total{humus_circuit_outcome=...},
  * humus_retry_decisions_total{humus_retry_decision=...}, each with server_address and server_port labels.
  * `*out` is NUL-terminated and the caller's to free with humus_string_free(); `*len` (may be NULL) excludes the
- * NUL. HUMUS_E_INVALID_ARGUMENT for rt or out NULL. Any thread. */
+ * NUL. HUMUS_E_MISUSE for a bad `rt`, HUMUS_E_INVALID_ARGUMENT for out NULL. Any thread. */
 HUMUS_API humus_status humus_runtime_metrics_prometheus(humus_runtime *rt, char **out, size_t *len, humus_error **err);
 /* The same as JSON: {"metrics": [{"name", "unit", "type": "histogram"|"gauge"|"counter", "bounds" (histograms),
  * "points": [{"attributes": {"server.address", "server.port", and "humus.circuit.state" | "humus.circuit.outcome"
@@ -635,8 +698,8 @@ typedef humus_status (*humus_metric_sink)(void *user_data, const humus_metric_po
 
 /* Collects the metrics now and hands each data point to `sink` (pull, like an OpenTelemetry observable
  * callback or a Prometheus collector: there is no background thread, and the gauge is read at collection).
- * `user_data` is only passed through. HUMUS_E_INVALID_ARGUMENT for rt or sink NULL; HUMUS_E_CALLBACK when the
- * sink stopped it. Any thread. */
+ * `user_data` is only passed through. HUMUS_E_MISUSE for a bad `rt`; HUMUS_E_INVALID_ARGUMENT for sink NULL;
+ * HUMUS_E_CALLBACK when the sink stopped it. Any thread. */
 HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime *rt, humus_metric_sink sink, void *user_data,
                                                      humus_error **err);
 
@@ -667,15 +730,16 @@ typedef struct humus_upstreams humus_upstreams;
  * Any thread. */
 HUMUS_API humus_status humus_upstreams_from_json(humus_runtime *rt, const char *json, size_t len,
                                                  humus_upstreams **out, humus_error **err);
-/* Frees the registry and its clients (as humus_client_free); NULL is accepted. */
+/* Frees the registry and its clients (as humus_client_free); NULL and a freed registry are ignored. Not
+ * concurrently with any other use of the registry or its clients. */
 HUMUS_API void humus_upstreams_free(humus_upstreams *u);
 /* The client of upstream `name`, owned by the registry: valid until humus_upstreams_free, and not to be
  * freed by the caller. HUMUS_E_INVALID_ARGUMENT for an unknown name, the message listing the configured
  * ones. Any thread. */
 HUMUS_API humus_status humus_upstreams_client(humus_upstreams *u, const char *name, humus_client **out,
                                               humus_error **err);
-/* The number of upstreams, and the i-th name in sorted order (NULL past the end). Borrowed from the
- * registry. Any thread. */
+/* The number of upstreams (0 for a bad `u`), and the i-th name in sorted order (NULL past the end or for a
+ * bad `u`). Borrowed from the registry. Any thread. */
 HUMUS_API size_t humus_upstreams_count(const humus_upstreams *u);
 HUMUS_API const char *humus_upstreams_name(const humus_upstreams *u, size_t i);
 /* The readiness report of humus_runtime_readiness_json for the registry's clients, each with its "name".
@@ -685,7 +749,9 @@ HUMUS_API humus_status humus_upstreams_readiness_json(humus_upstreams *u, char *
 
 /* ==== Testing: mock transport ==================================================================== */
 
-/* A request as the mock transport's callback sees it; borrowed for the callback's duration. */
+/* A request as the mock transport's callback sees it; borrowed for the callback's duration. Its accessors
+ * never fail: a bad `r` (also one kept past the callback) reads as "", NULL, or no body. Any thread, during
+ * the callback. */
 typedef struct humus_mock_request humus_mock_request;
 HUMUS_API const char *humus_mock_request_method(const humus_mock_request *r);
 HUMUS_API const char *humus_mock_request_url(const humus_mock_request *r);
@@ -693,7 +759,9 @@ HUMUS_API const char *humus_mock_request_url(const humus_mock_request *r);
 HUMUS_API const char *humus_mock_request_header(const humus_mock_request *r, const char *name);
 HUMUS_API void humus_mock_request_body(const humus_mock_request *r, const void **data, size_t *len);
 
-/* What the mock answers; starts as 200 with no headers and an empty body. */
+/* What the mock answers; starts as 200 with no headers and an empty body. Borrowed for the callback's
+ * duration; the setters do nothing for a bad `reply` (also one kept past the callback). Only from the
+ * callback. */
 typedef struct humus_mock_reply humus_mock_reply;
 HUMUS_API void humus_mock_reply_set_status(humus_mock_reply *reply, int32_t status);
 HUMUS_API void humus_mock_reply_add_header(humus_mock_reply *reply, const char *name, const char *value);
@@ -718,7 +786,8 @@ typedef struct humus_mock_transport {
 #define HUMUS_MOCK_TRANSPORT_INIT {HUMUS_MOCK_TRANSPORT_VERSION, NULL, NULL, NULL}
 
 /* Installs (or with NULL removes) the mock transport for clients built afterwards. HUMUS_E_PROGRAM when
- * `respond` is NULL. Any thread. */
+ * `respond` is NULL; HUMUS_E_INVALID_ARGUMENT naming humus_mock_transport for version 0 or newer than
+ * HUMUS_MOCK_TRANSPORT_VERSION; HUMUS_E_MISUSE for a bad `rt`. Any thread. */
 HUMUS_API humus_status humus_runtime_set_mock_transport(humus_runtime *rt, const humus_mock_transport *mock,
                                                         humus_error **err);
 

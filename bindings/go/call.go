@@ -7,7 +7,6 @@ package humushttp
 import "C"
 
 import (
-	"context"
 	"net/http"
 	"sync"
 )
@@ -23,10 +22,13 @@ type Call struct {
 	resp    *Response // set before done is closed
 	err     error     // set before done is closed
 
+	// The request's context cancels the call through the native token on its request (nil: a context
+	// that never ends), as Do's does; the core honours it for submitted calls too.
+	state *callState
+
 	mu     sync.Mutex
 	native *C.humus_call // guarded by mu; nil until Start has it and after the call ended
 	ended  bool          // guarded by mu
-	stop   func() bool   // guarded by mu: stops the context watcher
 }
 
 // Start begins the call and returns at once (humus_client_submit): every rule of Do applies — bulkhead
@@ -54,19 +56,27 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 		c.core.release()
 		return nil, err
 	}
-	native, sentURL, err := nativeRequest(req, requestBody{data: body}, &o, bound.ms, bound.set, nil)
+	var state *callState
+	if ctx.Done() != nil {
+		state = newCallState(ctx, bound.coreEndsDeadline)
+	}
+	native, sentURL, err := nativeRequest(req, requestBody{data: body}, &o, bound.ms, bound.set, state.nativeToken())
 	if err != nil {
+		state.free()
 		c.core.release()
 		return nil, err
 	}
-	defer C.humus_request_free(native) // submit copies it
+	defer C.humus_request_free(native) // submit copies it, and the call holds its token
 
-	call := &Call{client: c.core, req: req, sentURL: sentURL, onDone: done, done: make(chan struct{})}
+	call := &Call{client: c.core, req: req, sentURL: sentURL, onDone: done, done: make(chan struct{}), state: state}
 	h := newHandle(call)
 	var handle *C.humus_call
 	var cerr *C.humus_error
+	state.watch() // before submit: a context ending meanwhile triggers the token, which the call honours
 	if st := C.humusgo_client_submit(c.core.native, native, C.uintptr_t(h), &handle, &cerr); st != C.HUMUS_OK {
 		deleteHandle(h) // never submitted: no completion will delete it
+		state.unwatch()
+		state.free()
 		c.core.release()
 		return nil, takeError(st, cerr)
 	}
@@ -75,9 +85,6 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 		C.humus_call_free(handle)
 	} else {
 		call.native = handle
-		if ctx.Done() != nil {
-			call.stop = context.AfterFunc(ctx, call.Cancel)
-		}
 	}
 	call.mu.Unlock()
 	return call, nil
@@ -117,15 +124,15 @@ func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *
 	}
 	call.mu.Lock()
 	call.ended = true
-	native, stop := call.native, call.stop
-	call.native, call.stop = nil, nil
+	native := call.native
+	call.native = nil
 	call.mu.Unlock()
 	if native != nil {
 		C.humus_call_free(native)
 	}
-	if stop != nil {
-		stop()
-	}
+	// The watcher only triggers the token; once it is stopped (or has run) the Go side's handle goes.
+	call.state.unwatch()
+	call.state.free()
 	if call.onDone != nil {
 		if panicked := guard("call done", func() error { call.onDone(r, err); return nil }); panicked != nil {
 			if r != nil {

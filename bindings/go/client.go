@@ -220,7 +220,7 @@ func (c *Client) BreakerCounts() (BreakerCounts, error) {
 		return BreakerCounts{}, err
 	}
 	defer c.core.release()
-	var counts C.humus_breaker_counts
+	counts := C.humus_breaker_counts{version: C.HUMUS_BREAKER_COUNTS_VERSION} // written up to this version
 	if st := C.humus_client_breaker_counts(c.core.native, &counts); st != C.HUMUS_OK {
 		return BreakerCounts{}, &Error{Status: Status(st), Message: "humus_client_breaker_counts failed"}
 	}

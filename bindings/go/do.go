@@ -155,8 +155,8 @@ func contextCause(ctx context.Context, status Status) error {
 	return nil
 }
 
-// callState is a blocking call's native cancel token, and the watcher that triggers it when the call's
-// context ends (none for a context that cannot end). A nil *callState does nothing.
+// callState is a call whose context can end (a blocking Do or a submitted Start): the native cancel token,
+// and the watcher that triggers it. A nil *callState (context.Background) does nothing.
 type callState struct {
 	ctx              context.Context
 	token            *C.humus_cancel
@@ -201,7 +201,12 @@ func (s *callState) cancelIfDone() {
 	C.humus_cancel_trigger(s.token)
 }
 
-func (s *callState) free() { C.humus_cancel_free(s.token) }
+// free releases the Go side's handle on the token (requests and calls holding it keep theirs).
+func (s *callState) free() {
+	if s != nil {
+		C.humus_cancel_free(s.token)
+	}
+}
 
 // Transport is the http.RoundTripper whose calls are the C core's (Client.Do); get one from
 // Client.Transport. It is what NewClient's *http.Client uses; it may also serve any *http.Client, whose

@@ -77,10 +77,10 @@ humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_
                                        AT(HUMUSGO_OFF_BAGGAGE), AT(HUMUSGO_OFF_REQUEST_ID),
                                        AT(HUMUSGO_OFF_AUTHORIZATION), err);
   }
-  /* The three setters below report only through humus_last_error(). */
+  if (status == HUMUS_OK && retry != 0) status = humus_request_set_retry(r, retry, err);
+  if (status == HUMUS_OK && has_timeout) status = humus_request_set_timeout_ms(r, timeout_ms, err);
+  /* These two have no err: their only failures (a bad handle, NULL data) cannot happen here. */
   if (status == HUMUS_OK && body_len > 0) status = humus_request_set_body(r, body, body_len);
-  if (status == HUMUS_OK && retry != 0) status = humus_request_set_retry(r, retry);
-  if (status == HUMUS_OK && has_timeout) status = humus_request_set_timeout_ms(r, timeout_ms);
   if (status == HUMUS_OK && cancel != NULL) status = humus_request_set_cancel(r, cancel);
   if (status != HUMUS_OK) {
     humus_request_free(r);

@@ -30,8 +30,8 @@ enum {
 /* Builds a request from NUL-terminated strings at `offsets` into `buf` (Go memory, read during the call only):
  * method, url, then the optional parts, then `header_count` (name, value) pairs. `has_context` says whether
  * humus_request_set_context is called. `retry` 0 leaves the default; `has_timeout` sets timeout_ms.
- * On failure *err is set when the failing function takes one; otherwise *err stays NULL and the details are
- * in humus_last_error() on this thread (the caller holds its OS thread to read them). */
+ * On failure *err is set, except after humus_request_set_body or humus_request_set_cancel, which have no err
+ * and whose status then says everything. */
 humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_t header_count, int has_context,
                                  const void *body, size_t body_len, int32_t retry, int has_timeout,
                                  int64_t timeout_ms, humus_cancel *cancel, humus_request **out, humus_error **err);

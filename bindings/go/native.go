@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
 )
 
@@ -17,11 +16,10 @@ import (
 var loadErr = checkVersion()
 
 func checkVersion() error {
-	loaded := int(C.humus_version_number())
-	if loaded/10000 != C.HUMUS_VERSION_MAJOR {
+	if loaded := int(C.humus_abi_version()); loaded != C.HUMUS_ABI_VERSION {
 		return &Error{Status: StatusMisuse, Message: fmt.Sprintf(
-			"libhumus_http %s is loaded; this binding was built against ABI major %d (header %s)",
-			C.GoString(C.humus_version()), C.HUMUS_VERSION_MAJOR, C.HUMUS_VERSION_STRING)}
+			"libhumus_http %s (ABI major %d) is loaded; this binding was built against ABI major %d (header %s)",
+			C.GoString(C.humus_version()), loaded, C.HUMUS_ABI_VERSION, C.HUMUS_VERSION_STRING)}
 	}
 	return nil
 }
@@ -29,16 +27,12 @@ func checkVersion() error {
 // Version is the version of the loaded libhumus_http, e.g. "0.1.0". Safe for concurrent use.
 func Version() string { return C.GoString(C.humus_version()) }
 
-// takeError turns an error the library wrote through `humus_error **` into an *Error and frees it. When err
-// is NULL (a function without an err parameter failed) it reads humus_last_error(), which is only right on
-// the OS thread that made the failing call: callers hold that thread (runtime.LockOSThread) around both.
+// takeError turns an error the library wrote through `humus_error **` into an *Error and frees it. err is
+// NULL only after one of the few functions without an err parameter, whose status says everything (the
+// header gives the reason beside each): no thread-local last error is read, so no OS thread is pinned.
 func takeError(status C.humus_status, err *C.humus_error) *Error {
 	if err == nil {
-		last := C.humus_last_error()
-		if last != nil && C.humus_error_status(last) == status {
-			return errorFrom(last)
-		}
-		return &Error{Status: Status(status), Message: Status(status).String() + " (no detail was reported)"}
+		return &Error{Status: Status(status), Message: Status(status).String()}
 	}
 	defer C.humus_error_free(err)
 	return errorFrom(err)
@@ -60,13 +54,6 @@ func errorFrom(e *C.humus_error) *Error {
 		}
 	}
 	return out
-}
-
-// withThread runs f on a locked OS thread, so a humus_last_error() read in f sees f's own failure.
-func withThread[T any](f func() T) T {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return f()
 }
 
 // cstrings packs Go strings NUL-terminated into one Go byte slice and remembers their offsets, so one cgo call

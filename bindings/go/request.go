@@ -103,18 +103,12 @@ func nativeRequest(req *http.Request, body requestBody, o *callOptions, timeoutM
 		p.add(req.Host)
 		headers++
 	}
-	err = withThread(func() error {
-		var cerr *C.humus_error
-		st := C.humusgo_request_new((*C.char)(unsafe.Pointer(&p.buf[0])), (*C.uint32_t)(unsafe.Pointer(&p.offsets[0])),
-			C.size_t(headers), cbool(hasContext), cbytes(body.data), C.size_t(len(body.data)), C.int32_t(o.retry),
-			cbool(hasTimeout), C.int64_t(timeoutMs), cancel, &native, &cerr)
-		if st != C.HUMUS_OK {
-			return takeError(st, cerr)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
+	var cerr *C.humus_error
+	st := C.humusgo_request_new((*C.char)(unsafe.Pointer(&p.buf[0])), (*C.uint32_t)(unsafe.Pointer(&p.offsets[0])),
+		C.size_t(headers), cbool(hasContext), cbytes(body.data), C.size_t(len(body.data)), C.int32_t(o.retry),
+		cbool(hasTimeout), C.int64_t(timeoutMs), cancel, &native, &cerr)
+	if st != C.HUMUS_OK {
+		return nil, "", takeError(st, cerr)
 	}
 	if body.reader != nil {
 		h := newHandle(body.reader)

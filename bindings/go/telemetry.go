@@ -96,7 +96,7 @@ func logRecordFrom(r *C.humus_log_record) LogRecord {
 		ServerPort:    int(r.server_port),
 		PreviousState: CircuitState(r.previous_state),
 		NewState:      CircuitState(r.new_state),
-		Counts:        countsFrom(&r.counts),
+		Counts:        countsFrom(r.counts),
 		Time:          time.UnixMilli(int64(r.time_unix_ms)),
 		Upstream:      C.GoString(r.upstream),
 	}

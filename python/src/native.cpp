@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -99,18 +100,13 @@ struct ErrorInfo {
   py::object exception = py::none();
 };
 
-// GIL held. `err` may be null for the functions that report only a status (the thread's last error then has
-// the details when it is of the same status).
+// GIL held. `err` is null for the few functions without one, whose status says everything (the header
+// gives the reason beside each): the message is then the status's name.
 ErrorInfo make_error(humus_status status, ErrorPtr err, PyObject* callback_exception) {
   ErrorInfo info;
   info.status = status;
   info.status_name = humus_status_name(status);
-  const humus_error* e = err.get();
-  if (e == nullptr) {
-    const humus_error* last = humus_last_error();
-    if (last != nullptr && humus_error_status(last) == status) e = last;
-  }
-  if (e != nullptr) {
+  if (const humus_error* e = err.get(); e != nullptr) {
     info.message = humus_error_message(e);
     info.attempts = humus_error_attempts(e);
     info.retry_after_ms = humus_error_retry_after_ms(e);
@@ -570,16 +566,9 @@ void sync_done(void* user_data, humus_status status, humus_response* resp, humus
 
 using CancelPtr = std::unique_ptr<humus_cancel, Deleter<humus_cancel, humus_cancel_free>>;
 
-// The handle of a call submitted to the event loop, shared by its Call object (or the blocking call polling
-// it) and the cancel token it was made with; freed by the last of them.
-struct CallRef {
-  explicit CallRef(humus_call* c) : call(c) {}
-  CallPtr call;
-};
-
-// A caller's cancel token: a humus_cancel for blocking calls (humus_request_set_cancel), which also cancels
-// the calls submitted with it through their handles (humus_client_submit does not use a request's token).
-// Triggered once, it cancels every call made with it, now and later. Thread-safe; needs no GIL.
+// A caller's cancel token: set on the request of every call made with it (humus_request_set_cancel), which
+// the core honours for blocking and submitted calls alike. Triggered once, it cancels every call made with
+// it, now and later. Thread-safe; needs no GIL.
 class Cancel {
  public:
   Cancel() {
@@ -590,65 +579,25 @@ class Cancel {
   humus_cancel* token() const { return token_.get(); }
 
   void trigger() {
-    std::vector<std::shared_ptr<CallRef>> calls;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (triggered_) return;
-      triggered_ = true;
-      for (const std::weak_ptr<CallRef>& w : calls_) {
-        if (std::shared_ptr<CallRef> c = w.lock()) calls.push_back(std::move(c));
-      }
-      calls_.clear();
-    }
+    // Release pairs with triggered()'s acquire: whoever sees the flag sees the token triggered first.
     humus_cancel_trigger(token_.get());
-    for (const std::shared_ptr<CallRef>& c : calls) humus_call_cancel(c->call.get());
+    triggered_.store(true, std::memory_order_release);
   }
-
-  bool triggered() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return triggered_;
-  }
-
-  // A call submitted with this token: cancelled at once when the token already was.
-  void attach(const std::shared_ptr<CallRef>& call) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!triggered_) {
-        std::erase_if(calls_, [](const std::weak_ptr<CallRef>& w) { return w.expired(); });
-        calls_.push_back(call);
-        return;
-      }
-    }
-    humus_call_cancel(call->call.get());
-  }
+  bool triggered() const { return triggered_.load(std::memory_order_acquire); }
 
  private:
-  CancelPtr token_;
-  mutable std::mutex mu_;
-  bool triggered_ = false;                     // guarded by mu_
-  std::vector<std::weak_ptr<CallRef>> calls_;  // guarded by mu_: submitted calls still referenced elsewhere
+  CancelPtr token_;  // the request and every call made with it hold the core's token too
+  std::atomic<bool> triggered_{false};
 };
-
-// The outcome of a call submitted with a token triggered before it started, as the core reports a blocking
-// call's (HUMUS_E_CANCELLED, no attempt, no time): such a call is not submitted at all, since a submitted
-// call could reach the transport before its handle is cancelled.
-ErrorInfo cancelled_before_start() {
-  ErrorInfo info;
-  info.status = HUMUS_E_CANCELLED;
-  info.status_name = humus_status_name(HUMUS_E_CANCELLED);
-  info.message = "cancelled before the call started: its cancel token was already cancelled";
-  info.elapsed_ms = 0;
-  return info;
-}
 
 // The handle of an asynchronous call: cancel() ends it early (the future still receives its outcome).
 class Call {
  public:
-  explicit Call(std::shared_ptr<CallRef> c) : c_(std::move(c)) {}
-  void cancel() { humus_call_cancel(c_->call.get()); }
+  explicit Call(CallPtr c) : c_(std::move(c)) {}
+  void cancel() { humus_call_cancel(c_.get()); }
 
  private:
-  std::shared_ptr<CallRef> c_;
+  CallPtr c_;
 };
 
 // ---- Ctrl-C during a blocking call on the main thread -----------------------------------------------------
@@ -918,8 +867,7 @@ class Client {
   // The breaker's counts (docs/breaker.md §9.3) as the eight integers of the policy adapters.
   py::tuple breaker_counts() {
     std::shared_ptr<ClientHandle> h = acquire();
-    humus_breaker_counts counts{};
-    counts.version = HUMUS_BREAKER_COUNTS_VERSION;
+    humus_breaker_counts counts = HUMUS_BREAKER_COUNTS_INIT;
     humus_status st;
     {
       py::gil_scoped_release nogil;  // as breaker_state: a policy callback may hold the breaker's lock
@@ -953,12 +901,12 @@ class Client {
     const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms, context);
     Py_XDECREF(take_callback_exception());  // nothing stale from a call that ended otherwise
     if (PyThread_get_thread_ident() == g_main_thread) {
-      // The main thread's own token is Ctrl-C's (SignalWatch); a caller's token cancels the call through its
-      // handle instead, while this thread polls for signals.
+      // The main thread's own token is Ctrl-C's (SignalWatch); a caller's token goes on the request of a
+      // submitted call instead, while this thread polls for signals.
       if (cancel) {
         RequestPtr req = build_or_fail(p);
-        if (cancel->triggered()) return py::cast(cancelled_before_start());
-        return request_polling(std::move(h), std::move(req), cancel);
+        humus_request_set_cancel(req.get(), cancel->token());
+        return request_polling(std::move(h), std::move(req));
       }
       return request_on_main(std::move(h), build_or_fail(p));
     }
@@ -1027,7 +975,8 @@ class Client {
               py::handle context, const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
     RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, timeout_ms, context));
-    if (cancel && cancel->triggered()) throw Failure{cancelled_before_start()};
+    // The core cancels the submitted call through the token (one already triggered: before anything is sent).
+    if (cancel) humus_request_set_cancel(req.get(), cancel->token());
     auto pending = std::make_unique<AsyncPending>(
         AsyncPending{bridge, future.release().ptr(), h->runtime(), humus_runtime_elapsed_ms(h->runtime())});
     humus_call* call = nullptr;
@@ -1038,9 +987,7 @@ class Client {
       fail(st, ErrorPtr(err));
     }
     (void)pending.release();  // async_done owns it now
-    auto ref = std::make_shared<CallRef>(call);
-    if (cancel) cancel->attach(ref);
-    return Call(std::move(ref));
+    return Call(CallPtr(call));
   }
 
  private:
@@ -1220,11 +1167,11 @@ class Client {
       return failed(st);
     }
     if (p.retry != HUMUS_RETRY_MODE_DEFAULT &&
-        (st = humus_request_set_retry(b.req.get(), p.retry)) != HUMUS_OK) {
+        (st = humus_request_set_retry(b.req.get(), p.retry, &err)) != HUMUS_OK) {
       return failed(st);
     }
     // 0: none given; the core refuses a negative one.
-    if (p.timeout_ms != 0 && (st = humus_request_set_timeout_ms(b.req.get(), p.timeout_ms)) != HUMUS_OK) {
+    if (p.timeout_ms != 0 && (st = humus_request_set_timeout_ms(b.req.get(), p.timeout_ms, &err)) != HUMUS_OK) {
       return failed(st);
     }
     if (p.has_context &&
@@ -1242,8 +1189,8 @@ class Client {
     return std::move(b.req);
   }
 
-  static py::object request_polling(std::shared_ptr<ClientHandle> h, RequestPtr req,
-                                    const std::shared_ptr<Cancel>& cancel = nullptr) {
+  // `req` carries the caller's token, if any: the core cancels the submitted call through it.
+  static py::object request_polling(std::shared_ptr<ClientHandle> h, RequestPtr req) {
     SyncWaiter w;
     w.rt = h->runtime();
     w.start_ms = humus_runtime_elapsed_ms(w.rt);
@@ -1252,8 +1199,7 @@ class Client {
     const humus_status st = humus_client_submit(h->get(), req.get(), sync_done, &w, &raw, &err);
     req.reset();
     if (st != HUMUS_OK) fail(st, ErrorPtr(err));
-    auto call = std::make_shared<CallRef>(raw);
-    if (cancel) cancel->attach(call);
+    CallPtr call(raw);
     bool interrupted = false;
     for (;;) {
       bool done = false;
@@ -1265,7 +1211,7 @@ class Client {
       if (done) break;
       if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt): end the call, then re-raise
         interrupted = true;
-        humus_call_cancel(call->call.get());
+        humus_call_cancel(call.get());
         py::gil_scoped_release nogil;
         std::unique_lock<std::mutex> lock(w.mu);
         w.cv.wait(lock, [&] { return w.done; });
@@ -1389,7 +1335,7 @@ humus_runtime* runtime_of(py::handle runtime) { return runtime.cast<Runtime&>().
 PYBIND11_MODULE(_native, m) {
   m.doc() = "humus_http's extension: thin wrappers over the C ABI of libhumus_http (include/humus_http.h).";
 
-  if (humus_version_number() / 10000 != HUMUS_VERSION_MAJOR) {
+  if (humus_abi_version() != HUMUS_ABI_VERSION) {
     throw std::runtime_error("humus_http: the linked core's ABI major differs from the header's");
   }
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
@@ -1508,7 +1454,7 @@ PYBIND11_MODULE(_native, m) {
       .def("cancel", &Call::cancel, py::call_guard<py::gil_scoped_release>());
 
   py::class_<Cancel, std::shared_ptr<Cancel>>(
-      m, "Cancel", "A cancel token (humus_cancel) that also cancels submitted calls.")
+      m, "Cancel", "A cancel token (humus_cancel): the core cancels blocking and submitted calls through it.")
       .def(py::init<>())
       .def("trigger", &Cancel::trigger, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("triggered", &Cancel::triggered);

@@ -95,7 +95,7 @@ void log_trampoline(void* user_data, const humus_log_record* record) {
   if (interpreter_finalizing()) return;
   Gil gil;
   deliver(*static_cast<SinkCallable*>(user_data), "log sink", [record]() -> py::object {
-    const humus_breaker_counts& c = record->counts;
+    const humus_breaker_counts& c = *record->counts;
     py::tuple counts =
         py::make_tuple(c.state, c.successes, c.failures, c.consecutive_successes, c.consecutive_failures,
                        c.timed_out_probes, c.window_results, c.window_failures);

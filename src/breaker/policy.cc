@@ -1,9 +1,13 @@
 #include "breaker/policy.h"
 
+#include <cstddef>
+#include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 
 #include "breaker/default_policy.h"
+#include "common/c_tables.h"
 
 namespace humus::breaker {
 namespace {
@@ -62,6 +66,31 @@ humus_breaker_counts to_c_counts(const Counts& counts) {
   return c;
 }
 
+namespace {
+
+// The bytes of humus_breaker_counts each version has: a caller declaring version v gets exactly these
+// written. A version 2 adds its members at the end, and version 1's entry becomes the offset of the first.
+constexpr size_t kCountsSize[] = {0, sizeof(humus_breaker_counts)};
+static_assert(std::size(kCountsSize) == HUMUS_BREAKER_COUNTS_VERSION + 1, "one size per known version");
+
+}  // namespace
+
+Status write_c_counts(const humus_breaker_counts& counts, humus_breaker_counts& out) {
+  const uint32_t version = out.version;
+  if (version == 0 || version > HUMUS_BREAKER_COUNTS_VERSION) {
+    return Status(Code::kInvalidArgument,
+                  "humus_breaker_counts: unknown version " + std::to_string(version) +
+                      " (set it to HUMUS_BREAKER_COUNTS_VERSION; this library knows 1 to " +
+                      std::to_string(HUMUS_BREAKER_COUNTS_VERSION) + ")",
+                  {"version"});
+  }
+  // Written up to the caller's size only; the version member keeps the caller's value.
+  constexpr size_t kAfterVersion = offsetof(humus_breaker_counts, state);
+  std::memcpy(reinterpret_cast<char*>(&out) + kAfterVersion, reinterpret_cast<const char*>(&counts) + kAfterVersion,
+              kCountsSize[version] - kAfterVersion);
+  return Status();
+}
+
 const char* state_name(State state) {
   switch (state) {
     case State::kClosed:
@@ -78,11 +107,10 @@ std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& par
   return std::make_shared<const DefaultPolicy>(params);
 }
 
-Result<std::shared_ptr<const Policy>> make_c_policy(const humus_breaker_policy& table) {
-  if (table.version != HUMUS_BREAKER_POLICY_VERSION) {
-    return Status(Code::kInvalidArgument,
-                  "breaker policy: unsupported version " + std::to_string(table.version), {"version"});
-  }
+Result<std::shared_ptr<const Policy>> make_c_policy(const humus_breaker_policy& caller) {
+  Result<humus_breaker_policy> accepted = accept_table(caller);
+  if (!accepted.ok()) return accepted.status();
+  const humus_breaker_policy& table = *accepted;
   if (table.trip == nullptr) return Status(Code::kProgram, "breaker policy: trip callback is NULL", {"trip"});
   if (table.probe == nullptr) {
     return Status(Code::kProgram, "breaker policy: probe callback is NULL", {"probe"});

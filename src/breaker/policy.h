@@ -57,6 +57,9 @@ std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& par
 
 // The counts as the C ABI carries them (policy callbacks, log records, humus_client_breaker_counts).
 humus_breaker_counts to_c_counts(const Counts& counts);
+// Copies `counts` into a caller's struct up to the size of the version the caller set in `out.version`;
+// kInvalidArgument naming "version" for 0 or a version newer than this library's.
+Status write_c_counts(const humus_breaker_counts& counts, humus_breaker_counts& out);
 
 // Adapts a C policy table (validated: HUMUS_E_PROGRAM for NULL callbacks). The returned policy owns
 // user_data: `destroy` runs once, when the last holder lets go.

@@ -9,7 +9,7 @@ extern "C" {
 HUMUS_API humus_status humus_settings_set_classifier(humus_settings* s, const humus_classifier* classifier,
                                                      humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
-    if (s == nullptr) return humus::capi::null_argument("humus_settings_set_classifier", "s", err);
+    if (humus::capi::live(s) == nullptr) return humus::capi::bad_handle("humus_settings_set_classifier", "s", err);
     if (classifier == nullptr) {
       return humus::capi::report(humus::Status(humus::Code::kProgram, "classifier: NULL table", {"classify"}), err);
     }
@@ -24,7 +24,7 @@ HUMUS_API humus_status humus_settings_set_classifier(humus_settings* s, const hu
 HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings* s, const humus_breaker_policy* policy,
                                                          humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
-    if (s == nullptr) return humus::capi::null_argument("humus_settings_set_breaker_policy", "s", err);
+    if (humus::capi::live(s) == nullptr) return humus::capi::bad_handle("humus_settings_set_breaker_policy", "s", err);
     if (policy == nullptr) {
       return humus::capi::report(humus::Status(humus::Code::kProgram, "breaker policy: NULL table", {"breaker_policy"}),
                                  err);

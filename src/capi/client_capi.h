@@ -1,9 +1,11 @@
-// The handles behind the runtime, client, request, cancel and response parts of the C ABI.
+// The handles behind the runtime, client, request, cancel and response parts of the C ABI. Each starts with
+// its magic word (capi/handle.h) and is published when made, retired when freed.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "capi/handle.h"
 #include "client/client.h"
 #include "client/request.h"
 #include "client/runtime.h"
@@ -11,29 +13,47 @@
 #include "humus_http.h"
 
 struct humus_runtime {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kRuntime;
   explicit humus_runtime(humus::client::RuntimeOptions options) : runtime(std::move(options)) {}
+  humus::capi::Magic magic = kMagic;
   humus::client::Runtime runtime;
 };
 
 struct humus_client {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kClient;
+  humus::capi::Magic magic = kMagic;
   std::unique_ptr<humus::client::Client> client;
+  bool lent = false;  // an upstreams registry's: freed with the registry, humus_client_free ignores it
 };
 
+// Shared, not owned: a request, the calls made with it and the caller's humus_cancel each hold the token, so
+// freeing any of them first leaves the others a live token.
+using SharedCancel = std::shared_ptr<humus::CancelToken>;
+
 struct humus_request {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kRequest;
+  humus::capi::Magic magic = kMagic;
   humus::client::Request request;
-  humus_cancel* cancel = nullptr;
+  SharedCancel cancel;  // humus_request_set_cancel's, or null
 };
 
 struct humus_cancel {
-  humus::CancelToken token;
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kCancel;
+  humus::capi::Magic magic = kMagic;
+  SharedCancel token = std::make_shared<humus::CancelToken>();
 };
 
 struct humus_call {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kCall;
+  humus::capi::Magic magic = kMagic;
   std::shared_ptr<humus::client::AsyncCall> call;
 };
 
 struct humus_response {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kResponse;
+  humus::capi::Magic magic = kMagic;
+  SharedCancel cancel;  // a stream's token, which its reads use: declared first, so it outlives the stream
   humus::client::Response response;
-  size_t read_at = 0;           // bytes of response.body already handed out by humus_response_read
+  size_t read_at = 0;              // bytes of response.body already handed out by humus_response_read
   uint64_t max_body = UINT64_MAX;  // the client's max_response_body, for humus_response_body of a stream
 };

@@ -7,8 +7,21 @@
 namespace humus::capi {
 namespace {
 
-std::unique_ptr<humus_error>& last_error_slot() {
-  thread_local std::unique_ptr<humus_error> last;
+// This thread's last error: published, so the accessors take it; retired before it is replaced or freed.
+struct LastError {
+  ~LastError() { reset(nullptr); }
+  void reset(std::unique_ptr<humus_error> next) {
+    if (error) (void)retire(error.get());
+    error = std::move(next);
+    if (!error) return;
+    error->lent = true;
+    publish(error.get());
+  }
+  std::unique_ptr<humus_error> error;
+};
+
+LastError& last_error_slot() {
+  thread_local LastError last;
   return last;
 }
 
@@ -21,26 +34,39 @@ humus_status report(const Status& status, humus_error** err, int32_t attempts, i
   error->fields = status.fields();
   error->attempts = attempts;
   error->retry_after_ms = retry_after_ms;
-  last_error_slot() = std::make_unique<humus_error>(*error);
-  if (err != nullptr) *err = error.release();
+  last_error_slot().reset(std::make_unique<humus_error>(*error));
+  if (err != nullptr) *err = publish(error.release());
   return static_cast<humus_status>(status.code());
 }
 
 }  // namespace humus::capi
 
+using humus::capi::live;
+
 extern "C" {
 
-// Every accessor takes NULL as "no error", so `humus_error_message(err)` after a call that left err NULL reads
-// "" rather than crashing a binding that forgot to check.
-HUMUS_API humus_status humus_error_status(const humus_error* e) { return e == nullptr ? HUMUS_OK : e->status; }
-HUMUS_API const char* humus_error_message(const humus_error* e) { return e == nullptr ? "" : e->message.c_str(); }
-HUMUS_API int32_t humus_error_attempts(const humus_error* e) { return e == nullptr ? 0 : e->attempts; }
-HUMUS_API size_t humus_error_field_count(const humus_error* e) { return e == nullptr ? 0 : e->fields.size(); }
-HUMUS_API const char* humus_error_field(const humus_error* e, size_t i) {
-  return e != nullptr && i < e->fields.size() ? e->fields[i].c_str() : nullptr;
+// Every accessor takes NULL — and a freed or foreign pointer — as "no error", so `humus_error_message(err)`
+// after a call that left err NULL reads "" rather than crashing a binding that forgot to check.
+HUMUS_API humus_status humus_error_status(const humus_error* e) {
+  return live(e) == nullptr ? HUMUS_OK : e->status;
 }
-HUMUS_API int64_t humus_error_retry_after_ms(const humus_error* e) { return e == nullptr ? 0 : e->retry_after_ms; }
-HUMUS_API void humus_error_free(humus_error* e) { delete e; }
-HUMUS_API const humus_error* humus_last_error(void) { return humus::capi::last_error_slot().get(); }
+HUMUS_API const char* humus_error_message(const humus_error* e) {
+  return live(e) == nullptr ? "" : e->message.c_str();
+}
+HUMUS_API int32_t humus_error_attempts(const humus_error* e) { return live(e) == nullptr ? 0 : e->attempts; }
+HUMUS_API size_t humus_error_field_count(const humus_error* e) {
+  return live(e) == nullptr ? 0 : e->fields.size();
+}
+HUMUS_API const char* humus_error_field(const humus_error* e, size_t i) {
+  return live(e) != nullptr && i < e->fields.size() ? e->fields[i].c_str() : nullptr;
+}
+HUMUS_API int64_t humus_error_retry_after_ms(const humus_error* e) {
+  return live(e) == nullptr ? 0 : e->retry_after_ms;
+}
+HUMUS_API void humus_error_free(humus_error* e) {
+  if (const humus_error* owned = live(e); owned == nullptr || owned->lent) return;
+  if (humus::capi::retire(e)) delete e;
+}
+HUMUS_API const humus_error* humus_last_error(void) { return humus::capi::last_error_slot().error.get(); }
 
 }  // extern "C"

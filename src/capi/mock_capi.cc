@@ -4,18 +4,25 @@
 
 #include "capi/client_capi.h"
 #include "capi/guard.h"
+#include "common/c_tables.h"
 #include "testing/mock_transport.h"
 
+// Both are lent to the callback on the stack (capi::Lent): live only while it runs.
 struct humus_mock_request {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kMockRequest;
+  humus::capi::Magic magic = kMagic;
   const humus::transport::WireRequest& request;
 };
 
 struct humus_mock_reply {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kMockReply;
+  humus::capi::Magic magic = kMagic;
   humus::testing::MockReply reply;
 };
 
 using humus::Code;
 using humus::Status;
+using humus::capi::live;
 
 namespace {
 
@@ -30,9 +37,14 @@ class CMock {
   CMock& operator=(const CMock&) = delete;
 
   humus::Result<humus::testing::MockReply> respond(const humus::transport::WireRequest& request) const {
-    humus_mock_request view{request};
+    humus_mock_request view{humus_mock_request::kMagic, request};
     humus_mock_reply reply;
-    const humus_status rc = table_.respond(table_.user_data, &view, &reply);
+    humus_status rc;
+    {
+      const humus::capi::Lent<humus_mock_request> lent_view(view);
+      const humus::capi::Lent<humus_mock_reply> lent_reply(reply);
+      rc = table_.respond(table_.user_data, &view, &reply);
+    }
     if (rc != HUMUS_OK) {
       return Status(Code::kCallback, std::string("mock transport callback returned ") + humus_status_name(rc));
     }
@@ -48,69 +60,67 @@ class CMock {
 extern "C" {
 
 HUMUS_API const char* humus_mock_request_method(const humus_mock_request* r) {
-  return r == nullptr ? "" : r->request.method.c_str();
+  return live(r) == nullptr ? "" : r->request.method.c_str();
 }
 
 HUMUS_API const char* humus_mock_request_url(const humus_mock_request* r) {
-  return r == nullptr ? "" : r->request.url.c_str();
+  return live(r) == nullptr ? "" : r->request.url.c_str();
 }
 
 HUMUS_API const char* humus_mock_request_header(const humus_mock_request* r, const char* name) {
-  if (r == nullptr || name == nullptr) return nullptr;
+  if (live(r) == nullptr || name == nullptr) return nullptr;
   const std::string* value = r->request.headers.find(name);
   return value == nullptr ? nullptr : value->c_str();
 }
 
 HUMUS_API void humus_mock_request_body(const humus_mock_request* r, const void** data, size_t* len) {
   if (data == nullptr || len == nullptr) return;
-  const bool has = r != nullptr && r->request.body != nullptr && !r->request.body->empty();
+  const bool has = live(r) != nullptr && r->request.body != nullptr && !r->request.body->empty();
   *data = has ? r->request.body->data() : nullptr;
   *len = has ? r->request.body->size() : 0;
 }
 
 HUMUS_API void humus_mock_reply_set_status(humus_mock_reply* reply, int32_t status) {
-  if (reply != nullptr) reply->reply.status = status;
+  if (live(reply) != nullptr) reply->reply.status = status;
 }
 
 HUMUS_API void humus_mock_reply_add_header(humus_mock_reply* reply, const char* name, const char* value) {
-  if (reply != nullptr && name != nullptr && value != nullptr) reply->reply.headers.add(name, value);
+  if (live(reply) != nullptr && name != nullptr && value != nullptr) reply->reply.headers.add(name, value);
 }
 
 HUMUS_API void humus_mock_reply_set_body(humus_mock_reply* reply, const void* data, size_t len) {
-  if (reply == nullptr) return;
+  if (live(reply) == nullptr) return;
   reply->reply.body = data == nullptr ? std::string() : std::string(static_cast<const char*>(data), len);
 }
 
 HUMUS_API void humus_mock_reply_set_error(humus_mock_reply* reply, humus_status error, const char* message) {
-  if (reply == nullptr) return;
+  if (live(reply) == nullptr) return;
   reply->reply.error = static_cast<Code>(error);
   reply->reply.error_message = message == nullptr ? "" : message;
 }
 
 HUMUS_API void humus_mock_reply_set_delay_ms(humus_mock_reply* reply, int64_t ms) {
-  if (reply != nullptr) reply->reply.delay = std::chrono::milliseconds(ms < 0 ? 0 : ms);
+  if (live(reply) != nullptr) reply->reply.delay = std::chrono::milliseconds(ms < 0 ? 0 : ms);
 }
 
 HUMUS_API void humus_mock_reply_set_hang(humus_mock_reply* reply) {
-  if (reply != nullptr) reply->reply.hang = true;
+  if (live(reply) != nullptr) reply->reply.hang = true;
 }
 
 HUMUS_API humus_status humus_runtime_set_mock_transport(humus_runtime* rt, const humus_mock_transport* mock,
                                                         humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
-    if (rt == nullptr) return humus::capi::null_argument("humus_runtime_set_mock_transport", "rt", err);
+    if (live(rt) == nullptr) return humus::capi::bad_handle("humus_runtime_set_mock_transport", "rt", err);
     if (mock == nullptr) {
       rt->runtime.set_mock_handler(nullptr);
       return HUMUS_OK;
     }
-    if (mock->version != HUMUS_MOCK_TRANSPORT_VERSION) {
-      return humus::capi::report(Status(Code::kInvalidArgument, "mock transport: unknown version " +
-                                                                    std::to_string(mock->version), {"version"}), err);
-    }
-    if (mock->respond == nullptr) {
+    humus::Result<humus_mock_transport> table = humus::accept_table(*mock);
+    if (!table.ok()) return humus::capi::report(table.status(), err);
+    if (table->respond == nullptr) {
       return humus::capi::report(Status(Code::kProgram, "mock transport: respond callback is NULL", {"respond"}), err);
     }
-    auto owner = std::make_shared<const CMock>(*mock);
+    auto owner = std::make_shared<const CMock>(*table);
     rt->runtime.set_mock_handler([owner](const humus::transport::WireRequest& r) { return owner->respond(r); });
     return HUMUS_OK;
   });

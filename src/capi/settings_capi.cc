@@ -20,7 +20,9 @@ HUMUS_API humus_status humus_settings_from_json(const char* json, size_t len, hu
     if (out == nullptr) return humus::capi::null_argument("humus_settings_from_json", "out", err);
     humus::Result<humus::settings::Settings> parsed = humus::settings::from_json(std::string_view(json, len));
     if (!parsed.ok()) return humus::capi::report(parsed.status(), err);
-    *out = new humus_settings{std::move(parsed).value()};
+    auto made = std::make_unique<humus_settings>();
+    made->value = std::move(parsed).value();
+    *out = humus::capi::publish(made.release());
     return HUMUS_OK;
   });
 }
@@ -28,14 +30,18 @@ HUMUS_API humus_status humus_settings_from_json(const char* json, size_t len, hu
 HUMUS_API humus_status humus_settings_clone(const humus_settings* s, humus_settings** out,
                                             humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
-    if (s == nullptr) return humus::capi::null_argument("humus_settings_clone", "s", err);
+    if (humus::capi::live(s) == nullptr) return humus::capi::bad_handle("humus_settings_clone", "s", err);
     if (out == nullptr) return humus::capi::null_argument("humus_settings_clone", "out", err);
-    *out = new humus_settings{s->value};
+    auto made = std::make_unique<humus_settings>();
+    made->value = s->value;
+    *out = humus::capi::publish(made.release());
     return HUMUS_OK;
   });
 }
 
-HUMUS_API void humus_settings_free(humus_settings* s) { delete s; }
+HUMUS_API void humus_settings_free(humus_settings* s) {
+  if (humus::capi::retire(s)) delete s;
+}
 
 namespace {
 
@@ -73,7 +79,7 @@ HUMUS_API humus_status humus_settings_schema_json(char** out, size_t* len, humus
 HUMUS_API humus_status humus_settings_to_json(const humus_settings* s, char** out, size_t* len,
                                               humus_error** err) {
   return humus::capi::guard(err, [&]() -> humus_status {
-    if (s == nullptr) return humus::capi::null_argument("humus_settings_to_json", "s", err);
+    if (humus::capi::live(s) == nullptr) return humus::capi::bad_handle("humus_settings_to_json", "s", err);
     if (out == nullptr) return humus::capi::null_argument("humus_settings_to_json", "out", err);
     return humus::capi::text_out(humus::settings::to_json(s->value), out, len);
   });

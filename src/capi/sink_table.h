@@ -2,23 +2,13 @@
 // holder — the runtime, a call in flight, or a delivery in progress — lets go of its shared_ptr.
 #pragma once
 
-#include <cstdint>
+#include <memory>
 #include <string>
 
+#include "common/c_tables.h"
 #include "common/status.h"
 
 namespace humus::capi {
-
-// The checks every C sink table gets: its version (kInvalidArgument), then its callback (kProgram). `what`
-// names the table ("span sink"), `callback` its function field ("span").
-inline Status check_sink_table(uint32_t version, uint32_t expected, bool has_callback, const std::string& what,
-                               const std::string& callback) {
-  if (version != expected) {
-    return Status(Code::kInvalidArgument, what + ": unknown version " + std::to_string(version), {"version"});
-  }
-  if (!has_callback) return Status(Code::kProgram, what + ": " + callback + " is NULL", {callback});
-  return Status();
-}
 
 template <typename Table>
 struct SinkTable {
@@ -28,7 +18,21 @@ struct SinkTable {
   ~SinkTable() {
     if (table.destroy != nullptr) table.destroy(table.user_data);
   }
-  const Table table;
+  const Table table;  // the caller's, as this library's newest layout
 };
+
+// The checks every C sink table gets — its version (kInvalidArgument), then its callback `callback` named
+// `callback_name` (kProgram) — and, when both pass, the owner of its user_data. `what` names the table.
+template <typename Table, typename Callback>
+Result<std::shared_ptr<const SinkTable<Table>>> adopt_sink(const Table& caller, Callback Table::*callback,
+                                                           const std::string& what,
+                                                           const std::string& callback_name) {
+  Result<Table> accepted = accept_table(caller);
+  if (!accepted.ok()) return accepted.status();
+  if ((*accepted).*callback == nullptr) {
+    return Status(Code::kProgram, what + ": " + callback_name + " is NULL", {callback_name});
+  }
+  return std::shared_ptr<const SinkTable<Table>>(std::make_shared<const SinkTable<Table>>(*accepted));
+}
 
 }  // namespace humus::capi

@@ -9,9 +9,9 @@
 #include "capi/sink_table.h"
 #include "telemetry/span.h"
 
-using humus::Status;
+using humus::capi::bad_handle;
 using humus::capi::guard;
-using humus::capi::null_argument;
+using humus::capi::live;
 using humus::capi::report;
 
 namespace {
@@ -68,18 +68,15 @@ extern "C" {
 HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime* rt, const humus_span_sink* sink,
                                                    humus_error** err) {
   return guard(err, [&]() -> humus_status {
-    if (rt == nullptr) return null_argument("humus_runtime_set_span_sink", "rt", err);
+    if (live(rt) == nullptr) return bad_handle("humus_runtime_set_span_sink", "rt", err);
     if (sink == nullptr) {
       rt->runtime.telemetry().set_span_sink(nullptr);
       return HUMUS_OK;
     }
-    if (Status st = humus::capi::check_sink_table(sink->version, HUMUS_SPAN_SINK_VERSION, sink->span != nullptr,
-                                                  "span sink", "span");
-        !st.ok()) {
-      return report(st, err);
-    }
-    auto owned = std::make_shared<SpanSinkTable>(*sink);
-    rt->runtime.telemetry().set_span_sink([owned](const humus::telemetry::Span& s) { deliver(*owned, s); });
+    auto owned = humus::capi::adopt_sink(*sink, &humus_span_sink::span, "span sink", "span");
+    if (!owned.ok()) return report(owned.status(), err);
+    rt->runtime.telemetry().set_span_sink(
+        [owned = *owned](const humus::telemetry::Span& s) { deliver(*owned, s); });
     return HUMUS_OK;
   });
 }

@@ -7,20 +7,63 @@
 #include "breaker/policy.h"
 #include "capi/client_capi.h"
 #include "capi/guard.h"
-#include "capi/text_out.h"
+#include "capi/log_record_v1.h"
 #include "capi/sink_table.h"
+#include "capi/text_out.h"
 #include "telemetry/exposition.h"
 #include "upstreams/readiness.h"
 
 using humus::Code;
 using humus::Status;
+using humus::capi::bad_handle;
 using humus::capi::guard;
+using humus::capi::live;
 using humus::capi::null_argument;
 using humus::capi::report;
 
 namespace {
 
 using LogSinkTable = humus::capi::SinkTable<humus_log_sink>;
+
+// A version 1 sink's record: the same values in the first ABI's layout (capi/log_record_v1.h).
+humus::capi::LogRecordV1 as_v1(const humus_log_record& c) {
+  humus::capi::LogRecordV1 v1{};
+  v1.version = 1;
+  v1.event = c.event;
+  v1.message = c.message;
+  v1.server_address = c.server_address;
+  v1.server_port = c.server_port;
+  v1.previous_state = c.previous_state;
+  v1.new_state = c.new_state;
+  static_assert(sizeof(v1.counts) == sizeof(humus_breaker_counts), "counts grew: copy version 1's members");
+  std::memcpy(&v1.counts, c.counts, sizeof v1.counts);
+  v1.time_unix_ms = c.time_unix_ms;
+  v1.upstream = c.upstream;
+  return v1;
+}
+
+void deliver(const LogSinkTable& sink, const humus::telemetry::LogRecord& r) {
+  const std::string event(r.event), message(r.message), address(r.server_address), upstream(r.upstream);
+  const humus_breaker_counts counts = humus::breaker::to_c_counts(r.counts);
+  humus_log_record c{};
+  c.version = HUMUS_LOG_RECORD_VERSION;
+  c.event = event.c_str();
+  c.message = message.c_str();
+  c.server_address = address.c_str();
+  c.server_port = r.server_port;
+  c.previous_state = r.state_change ? static_cast<int32_t>(r.previous) : -1;
+  c.new_state = r.state_change ? static_cast<int32_t>(r.next) : -1;
+  c.counts = &counts;
+  c.time_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(r.time.time_since_epoch()).count();
+  c.upstream = upstream.c_str();
+  if (sink.table.version == 1) {
+    const humus::capi::LogRecordV1 v1 = as_v1(c);
+    // The sink was compiled against version 1's humus_log_record, which is this layout.
+    sink.table.record(sink.table.user_data, reinterpret_cast<const humus_log_record*>(&v1));
+    return;
+  }
+  sink.table.record(sink.table.user_data, &c);
+}
 
 }  // namespace
 
@@ -29,33 +72,14 @@ extern "C" {
 HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime* rt, const humus_log_sink* sink,
                                                   humus_error** err) {
   return guard(err, [&]() -> humus_status {
-    if (rt == nullptr) return null_argument("humus_runtime_set_log_sink", "rt", err);
+    if (live(rt) == nullptr) return bad_handle("humus_runtime_set_log_sink", "rt", err);
     if (sink == nullptr) {
       rt->runtime.telemetry().set_log_sink(nullptr);
       return HUMUS_OK;
     }
-    if (Status st = humus::capi::check_sink_table(sink->version, HUMUS_LOG_SINK_VERSION, sink->record != nullptr,
-                                                  "log sink", "record");
-        !st.ok()) {
-      return report(st, err);
-    }
-    auto owned = std::make_shared<LogSinkTable>(*sink);
-    rt->runtime.telemetry().set_log_sink([owned](const humus::telemetry::LogRecord& r) {
-      const std::string event(r.event), message(r.message), address(r.server_address), upstream(r.upstream);
-      humus_log_record c{};
-      c.version = HUMUS_LOG_RECORD_VERSION;
-      c.event = event.c_str();
-      c.message = message.c_str();
-      c.server_address = address.c_str();
-      c.server_port = r.server_port;
-      c.previous_state = r.state_change ? static_cast<int32_t>(r.previous) : -1;
-      c.new_state = r.state_change ? static_cast<int32_t>(r.next) : -1;
-      c.counts = humus::breaker::to_c_counts(r.counts);
-      c.time_unix_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(r.time.time_since_epoch()).count();
-      c.upstream = upstream.c_str();
-      owned->table.record(owned->table.user_data, &c);
-    });
+    auto owned = humus::capi::adopt_sink(*sink, &humus_log_sink::record, "log sink", "record");
+    if (!owned.ok()) return report(owned.status(), err);
+    rt->runtime.telemetry().set_log_sink([owned = *owned](const humus::telemetry::LogRecord& r) { deliver(*owned, r); });
     return HUMUS_OK;
   });
 }
@@ -63,7 +87,7 @@ HUMUS_API humus_status humus_runtime_set_log_sink(humus_runtime* rt, const humus
 HUMUS_API humus_status humus_runtime_metrics_prometheus(humus_runtime* rt, char** out, size_t* len,
                                                         humus_error** err) {
   return guard(err, [&]() -> humus_status {
-    if (rt == nullptr) return null_argument("humus_runtime_metrics_prometheus", "rt", err);
+    if (live(rt) == nullptr) return bad_handle("humus_runtime_metrics_prometheus", "rt", err);
     if (out == nullptr) return null_argument("humus_runtime_metrics_prometheus", "out", err);
     return humus::capi::text_out(humus::telemetry::to_prometheus(rt->runtime.telemetry().metrics().collect()), out, len);
   });
@@ -72,7 +96,7 @@ HUMUS_API humus_status humus_runtime_metrics_prometheus(humus_runtime* rt, char*
 HUMUS_API humus_status humus_runtime_metrics_json(humus_runtime* rt, char** out, size_t* len,
                                                   humus_error** err) {
   return guard(err, [&]() -> humus_status {
-    if (rt == nullptr) return null_argument("humus_runtime_metrics_json", "rt", err);
+    if (live(rt) == nullptr) return bad_handle("humus_runtime_metrics_json", "rt", err);
     if (out == nullptr) return null_argument("humus_runtime_metrics_json", "out", err);
     return humus::capi::text_out(humus::telemetry::to_json(rt->runtime.telemetry().metrics().collect()), out, len);
   });
@@ -82,7 +106,7 @@ HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime* rt, humus_me
                                                      void* user_data, humus_error** err) {
   return guard(err, [&]() -> humus_status {
     namespace t = humus::telemetry;
-    if (rt == nullptr) return null_argument("humus_runtime_metrics_collect", "rt", err);
+    if (live(rt) == nullptr) return bad_handle("humus_runtime_metrics_collect", "rt", err);
     if (sink == nullptr) return null_argument("humus_runtime_metrics_collect", "sink", err);
     const t::Snapshot snap = rt->runtime.telemetry().metrics().collect();
     for (size_t i = 0; i < t::kInstrumentCount; ++i) {
@@ -128,7 +152,7 @@ HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime* rt, humus_me
 HUMUS_API humus_status humus_runtime_readiness_json(humus_runtime* rt, char** out, size_t* len,
                                                     humus_error** err) {
   return guard(err, [&]() -> humus_status {
-    if (rt == nullptr) return null_argument("humus_runtime_readiness_json", "rt", err);
+    if (live(rt) == nullptr) return bad_handle("humus_runtime_readiness_json", "rt", err);
     if (out == nullptr) return null_argument("humus_runtime_readiness_json", "out", err);
     std::vector<humus::upstreams::ReadinessEntry> entries;
     for (humus::telemetry::BreakerView& b : rt->runtime.telemetry().metrics().breakers()) {

@@ -10,7 +10,11 @@ using humus::capi::null_argument;
 
 extern "C" {
 
+// The SONAME CMake gives the library is the header's ABI major (CMakeLists.txt HUMUS_ABI_VERSION).
+static_assert(HUMUS_CMAKE_ABI_VERSION == HUMUS_ABI_VERSION, "CMakeLists.txt HUMUS_ABI_VERSION != the header's");
+
 HUMUS_API int32_t humus_version_number(void) { return HUMUS_VERSION_NUMBER; }
+HUMUS_API int32_t humus_abi_version(void) { return HUMUS_ABI_VERSION; }
 HUMUS_API const char* humus_version(void) { return HUMUS_VERSION_STRING; }
 
 HUMUS_API humus_status humus_version_info(char** out, size_t* len, humus_error** err) {

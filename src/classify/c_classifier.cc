@@ -8,6 +8,7 @@
 
 #include "classify/c_attempt.h"
 #include "classify/classification.h"
+#include "common/c_tables.h"
 #include "retry/retry_after.h"
 
 namespace humus::classify {
@@ -78,13 +79,10 @@ class CClassifier final : public Classifier {
 
 }  // namespace
 
-Result<std::shared_ptr<const Classifier>> make_c_classifier(const humus_classifier& table) {
-  if (table.version != HUMUS_CLASSIFIER_VERSION) {
-    return Status(Code::kInvalidArgument,
-                  "classifier: unknown version " + std::to_string(table.version) + " (this library knows " +
-                      std::to_string(HUMUS_CLASSIFIER_VERSION) + ")",
-                  {"version"});
-  }
+Result<std::shared_ptr<const Classifier>> make_c_classifier(const humus_classifier& caller) {
+  Result<humus_classifier> accepted = accept_table(caller);
+  if (!accepted.ok()) return accepted.status();
+  const humus_classifier& table = *accepted;
   if (table.classify == nullptr) {
     return Status(Code::kProgram, "classifier: classify callback is NULL", {"classify"});
   }

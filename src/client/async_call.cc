@@ -22,6 +22,14 @@ void AsyncCall::cancel() {
   loop_.post([self = shared_from_this()] { self->on_cancel(); });
 }
 
+void AsyncCall::link(std::shared_ptr<CancelToken> token) {
+  linked_ = std::move(token);
+  // Weak: the token may outlive the call, and a call already over is not kept for it.
+  linked_id_ = linked_->subscribe([weak = weak_from_this()] {
+    if (std::shared_ptr<AsyncCall> self = weak.lock()) self->cancel();
+  });
+}
+
 void AsyncCall::granted(void* self) {
   auto* call = static_cast<AsyncCall*>(self);
   call->loop_.post([keep = call->shared_from_this()] {
@@ -113,6 +121,7 @@ void AsyncCall::on_cancel() {
 void AsyncCall::finish(CallResult result) {
   phase_ = Phase::kDone;
   ended_.store(true, std::memory_order_release);
+  if (linked_id_ != 0) linked_->unsubscribe(linked_id_);
   CallDone done = std::move(done_);
   done(std::move(result));  // the call's state machine gave its bulkhead slot back first
   forget_(this);

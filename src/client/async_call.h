@@ -31,6 +31,9 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void cancel();
 
  private:
+  // Cancelled also by `token`, the caller's (humus_request_set_cancel): held until the call ends.
+  void link(std::shared_ptr<CancelToken> token);
+
   friend class Client;
   enum class Phase { kNew, kQueued, kSending, kWaiting, kDone };
 
@@ -46,6 +49,8 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   transport::Transport& transport_;
   const Request request_;
   CancelToken token_;
+  std::shared_ptr<CancelToken> linked_;  // the caller's token, or null; set before begin() is posted
+  uint64_t linked_id_ = 0;               // its subscription (0: none, or it was already cancelled)
   Call call_;  // refers to request_ and token_, declared before it
   CallDone done_;
   std::function<void(AsyncCall*)> forget_;

@@ -115,13 +115,15 @@ Client::~Client() {
   runtime_.telemetry().metrics().remove(metrics_);
 }
 
-std::shared_ptr<AsyncCall> Client::submit(Request request, CallDone done) {
+std::shared_ptr<AsyncCall> Client::submit(Request request, CallDone done, std::shared_ptr<CancelToken> cancel) {
   auto call = std::make_shared<AsyncCall>(call_env_, *transport_, runtime_.loop(), std::move(request), std::move(done),
                                          [this](AsyncCall* ended) { forget(ended); });
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
     calls_.emplace(call.get(), call);
   }
+  // Linked before begin() is posted: a token cancelled already ends the call before anything is sent.
+  if (cancel) call->link(std::move(cancel));
   runtime_.loop().post([call] { call->begin(); });
   return call;
 }

@@ -48,8 +48,9 @@ class Client {
   uint64_t max_response_body() const { return max_response_body_; }
 
   // Starts the call on the runtime's event loop and returns at once; `done` runs on the loop thread exactly
-  // once with the outcome. The handle cancels it. Thread-safe.
-  std::shared_ptr<AsyncCall> submit(Request request, CallDone done);
+  // once with the outcome. The handle cancels it, and so does `cancel` (may be null; held until the call
+  // ends). Thread-safe.
+  std::shared_ptr<AsyncCall> submit(Request request, CallDone done, std::shared_ptr<CancelToken> cancel = nullptr);
   // Asynchronous calls not yet done.
   size_t calls_in_flight() const;
   // Cancels the asynchronous calls in flight and waits until each has called its `done`. Not on the loop

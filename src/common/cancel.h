@@ -4,7 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 
 #include "common/clock.h"
@@ -19,6 +21,7 @@ class CancelToken {
     signal_.notify();
     std::lock_guard<std::mutex> lock(mu_);
     if (waker_) waker_();
+    for (auto& [id, listener] : listeners_) listener();
   }
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
@@ -36,11 +39,33 @@ class CancelToken {
     waker_ = nullptr;
   }
 
+  // Calls `listener` on cancel, once, for calls that do not block in one place — an asynchronous call on the
+  // event loop (humus_client_submit). Several may be subscribed at once. Already cancelled: `listener` runs
+  // now and 0 is returned. It runs under the token's lock, as the waker does, so it must not subscribe or
+  // unsubscribe; after unsubscribe() returns it is not running and never runs again.
+  uint64_t subscribe(std::function<void()> listener) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!cancelled()) {
+        listeners_.emplace(++last_id_, std::move(listener));
+        return last_id_;
+      }
+    }
+    listener();
+    return 0;
+  }
+  void unsubscribe(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    listeners_.erase(id);
+  }
+
  private:
   std::atomic<bool> cancelled_{false};
   Signal signal_;
   std::mutex mu_;
   std::function<void()> waker_;  // guarded by mu_
+  std::map<uint64_t, std::function<void()>> listeners_;  // guarded by mu_
+  uint64_t last_id_ = 0;                                 // guarded by mu_
 };
 
 }  // namespace humus

@@ -8,7 +8,7 @@ set(count 0)
 foreach(line IN LISTS lines)
   if(line MATCHES "^[0-9a-f]+ [A-Za-z] (.+)$")
     set(sym "${CMAKE_MATCH_1}")
-    if(sym MATCHES "^HUMUS_0$")  # the version node itself
+    if(sym MATCHES "^HUMUS_1$")  # the version node itself
       continue()
     endif()
     if(NOT sym MATCHES "^humus_")

@@ -326,10 +326,10 @@ TEST(CapiClassify, NullArgumentsAreInvalid) {
   a.status = 200;
   const humus_attempt view(a);
   humus_classification out{};
-  EXPECT_EQ(humus_classify_default(nullptr, &out), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_classify_default(nullptr, &out), HUMUS_E_MISUSE);  // NULL is no attempt
   EXPECT_EQ(humus_classify_default(&view, nullptr), HUMUS_E_INVALID_ARGUMENT);
   EXPECT_EQ(humus_classify_preset(nullptr, &view, &out), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_classify_preset("humus", nullptr, &out), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_classify_preset("humus", nullptr, &out), HUMUS_E_MISUSE);
   EXPECT_EQ(humus_classify_preset("humus", &view, nullptr), HUMUS_E_INVALID_ARGUMENT);
   ASSERT_NE(humus_last_error(), nullptr);
   EXPECT_EQ(humus_error_status(humus_last_error()), HUMUS_E_INVALID_ARGUMENT);

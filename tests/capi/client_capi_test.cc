@@ -137,10 +137,17 @@ TEST_F(CapiClientTest, OpenBreakerRejectsWithRetryAfter) {
   int32_t state = -1;
   ASSERT_EQ(humus_client_breaker_state(client_, &state), HUMUS_OK);
   EXPECT_EQ(state, HUMUS_CIRCUIT_OPEN);
-  humus_breaker_counts counts{};
+  humus_breaker_counts counts = HUMUS_BREAKER_COUNTS_INIT;
   ASSERT_EQ(humus_client_breaker_counts(client_, &counts), HUMUS_OK);
   EXPECT_EQ(counts.version, static_cast<uint32_t>(HUMUS_BREAKER_COUNTS_VERSION));
   EXPECT_EQ(counts.state, HUMUS_CIRCUIT_OPEN);
+  humus_breaker_counts unset{};  // version 0: the library cannot know how much the caller has room for
+  unset.state = 99;
+  EXPECT_EQ(humus_client_breaker_counts(client_, &unset), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(unset.state, 99);  // nothing written
+  humus_breaker_counts newer = HUMUS_BREAKER_COUNTS_INIT;
+  newer.version = HUMUS_BREAKER_COUNTS_VERSION + 1;
+  EXPECT_EQ(humus_client_breaker_counts(client_, &newer), HUMUS_E_INVALID_ARGUMENT);
   double tokens = 0;
   ASSERT_EQ(humus_client_budget_tokens(client_, &tokens), HUMUS_OK);
   EXPECT_DOUBLE_EQ(tokens, 5.0);  // five attempts classified retry (503), one token each, none refilled
@@ -178,10 +185,15 @@ TEST_F(CapiClientTest, BadRequestsAreRefusedNamingWhatWasWrong) {
   EXPECT_STREQ(humus_error_field(err, 0), "X-Note");
   humus_error_free(err);
   EXPECT_EQ(humus_request_set_header(req, "Bad Name", "v", nullptr), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_request_set_retry(req, 7), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_request_set_timeout_ms(req, 0), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_request_set_timeout_ms(req, -5), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_client_do(client_, nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_request_set_retry(req, 7, &err), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(humus_error_field(err, 0), "retry");
+  EXPECT_NE(std::strstr(humus_error_message(err), "mode 7"), nullptr) << humus_error_message(err);
+  humus_error_free(err);
+  EXPECT_EQ(humus_request_set_timeout_ms(req, 0, &err), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(humus_error_field(err, 0), "timeout");
+  humus_error_free(err);
+  EXPECT_EQ(humus_request_set_timeout_ms(req, -5, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_client_do(client_, nullptr, nullptr, nullptr), HUMUS_E_MISUSE);  // NULL is no request
   humus_request_free(req);
 }
 

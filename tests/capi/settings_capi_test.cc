@@ -102,11 +102,11 @@ TEST(CapiSettings, NullArguments) {
   EXPECT_STREQ(humus_error_field(err, 0), "out");
   humus_error_free(err);
 
-  EXPECT_EQ(humus_settings_clone(nullptr, &s, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_settings_clone(nullptr, &s, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
   EXPECT_EQ(humus_settings_check(nullptr, "1", 1, nullptr), HUMUS_E_INVALID_ARGUMENT);
   EXPECT_EQ(humus_settings_check("timeout", nullptr, 0, nullptr), HUMUS_E_INVALID_ARGUMENT);
   char* json = nullptr;
-  EXPECT_EQ(humus_settings_to_json(nullptr, &json, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_settings_to_json(nullptr, &json, nullptr, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
   EXPECT_EQ(json, nullptr);
 
   ASSERT_EQ(from_json(R"({"base_url": "https://p"})", &s, nullptr), HUMUS_OK);

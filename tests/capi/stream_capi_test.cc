@@ -132,7 +132,7 @@ class StreamCapiTest : public ::testing::Test {
   }
 
   humus_breaker_counts counts() {
-    humus_breaker_counts c{};
+    humus_breaker_counts c = HUMUS_BREAKER_COUNTS_INIT;
     EXPECT_EQ(humus_client_breaker_counts(client_, &c), HUMUS_OK);
     return c;
   }
@@ -337,7 +337,7 @@ TEST_F(StreamCapiTest, BodyReaderTableIsChecked) {
   table.version = HUMUS_BODY_READER_VERSION;
   table.length = -2;
   EXPECT_EQ(humus_request_set_body_reader(req, &table, nullptr), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_request_set_body_reader(nullptr, &table, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_request_set_body_reader(nullptr, &table, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
   humus_request_free(req);
 }
 
@@ -504,7 +504,7 @@ class StreamServerCapiTest : public humus::test::WithTestServer {
     return r;
   }
   humus_breaker_counts counts() {
-    humus_breaker_counts c{};
+    humus_breaker_counts c = HUMUS_BREAKER_COUNTS_INIT;
     EXPECT_EQ(humus_client_breaker_counts(client_, &c), HUMUS_OK);
     return c;
   }

@@ -32,7 +32,7 @@ void on_record(void* user, const humus_log_record* r) {
   logs->ports.push_back(r->server_port);
   logs->from.push_back(r->previous_state);
   logs->to.push_back(r->new_state);
-  logs->counts.push_back(r->counts);
+  logs->counts.push_back(*r->counts);
   EXPECT_GT(r->time_unix_ms, 1'600'000'000'000);
   EXPECT_NE(std::strstr(r->message, "closed -> open"), nullptr);
 }
@@ -130,7 +130,7 @@ TEST_F(CapiTelemetryTest, LogSinkTablesAreChecked) {
   sink.record = on_record;
   sink.version = 99;
   EXPECT_EQ(humus_runtime_set_log_sink(rt_, &sink, nullptr), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_runtime_set_log_sink(nullptr, &sink, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_runtime_set_log_sink(nullptr, &sink, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
   EXPECT_EQ(logs.destroyed, 0);  // refused tables stay the caller's
 }
 
@@ -225,8 +225,8 @@ TEST_F(CapiTelemetryTest, MetricSinkReceivesEveryPoint) {
   EXPECT_EQ(humus_runtime_metrics_collect(rt_, nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
   char* out = nullptr;
   EXPECT_EQ(humus_runtime_metrics_prometheus(rt_, nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_runtime_metrics_json(nullptr, &out, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_runtime_readiness_json(nullptr, &out, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_runtime_metrics_json(nullptr, &out, nullptr, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
+  EXPECT_EQ(humus_runtime_readiness_json(nullptr, &out, nullptr, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
 }
 
 struct Spans {
@@ -294,7 +294,7 @@ TEST_F(CapiTelemetryTest, SpanSinkTablesAreChecked) {
   sink.span = on_span;
   sink.version = 99;
   EXPECT_EQ(humus_runtime_set_span_sink(rt_, &sink, nullptr), HUMUS_E_INVALID_ARGUMENT);
-  EXPECT_EQ(humus_runtime_set_span_sink(nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_runtime_set_span_sink(nullptr, nullptr, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
 }
 
 }  // namespace

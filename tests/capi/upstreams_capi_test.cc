@@ -90,10 +90,10 @@ TEST_F(CapiUpstreamsTest, AMisspeltKeyIsRefusedNamingItsPath) {
 
 TEST_F(CapiUpstreamsTest, NullArgumentsAreRefused) {
   humus_upstreams* u = nullptr;
-  EXPECT_EQ(humus_upstreams_from_json(nullptr, "{}", 2, &u, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_upstreams_from_json(nullptr, "{}", 2, &u, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
   EXPECT_EQ(humus_upstreams_from_json(rt_, "{}", 2, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
   humus_client* c = nullptr;
-  EXPECT_EQ(humus_upstreams_client(nullptr, "x", &c, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_upstreams_client(nullptr, "x", &c, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
   EXPECT_EQ(humus_upstreams_count(nullptr), 0u);
   humus_upstreams_free(nullptr);
 }

@@ -623,11 +623,11 @@ class Runner {
                         : mode == "default" ? HUMUS_RETRY_MODE_DEFAULT
                                             : -1;
       if (m < 0) p.add(path + ".retry", R"(must be "default", "forbid" or "force")");
-      if ((rc = humus_request_set_retry(req, m < 0 ? HUMUS_RETRY_MODE_DEFAULT : m)) != HUMUS_OK)
+      if ((rc = humus_request_set_retry(req, m < 0 ? HUMUS_RETRY_MODE_DEFAULT : m, &err)) != HUMUS_OK)
         return refuse(rc);
     }
     if (call.contains("timeout_ms")) {
-      if ((rc = humus_request_set_timeout_ms(req, call["timeout_ms"].get<int64_t>())) != HUMUS_OK)
+      if ((rc = humus_request_set_timeout_ms(req, call["timeout_ms"].get<int64_t>(), &err)) != HUMUS_OK)
         return refuse(rc);
     }
     control.cancel_at_attempt = call.value("cancel_at_attempt", 0);
@@ -873,7 +873,7 @@ class Runner {
         p.add(path + ".breaker", "humus_client_breaker_state failed");
       }
       if (b.contains("state")) p.equal(path + ".breaker.state", b["state"], std::string(state_name(state)));
-      humus_breaker_counts counts{};
+      humus_breaker_counts counts = HUMUS_BREAKER_COUNTS_INIT;
       if (humus_client_breaker_counts(client_, &counts) != HUMUS_OK) {
         p.add(path + ".breaker", "humus_client_breaker_counts failed");
       }
@@ -905,7 +905,7 @@ class Runner {
   }
 
   void dump_state(const std::string& path) {
-    humus_breaker_counts counts{};
+    humus_breaker_counts counts = HUMUS_BREAKER_COUNTS_INIT;
     (void)humus_client_breaker_counts(client_, &counts);
     double tokens = 0;
     (void)humus_client_budget_tokens(client_, &tokens);

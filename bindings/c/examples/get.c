@@ -93,8 +93,8 @@ static int usage(const char *message) {
   return 2;
 }
 
+/* Every call below takes err, so a failure always has its error here. */
 static int fail(const humus_error *err) {
-  if (err == NULL) err = humus_last_error();
   if (err == NULL) {
     fprintf(stderr, "HUMUS_E_INTERNAL: a call failed without an error\n");
   } else {

@@ -30,10 +30,13 @@ pub const HUMUS_VERSION_MINOR: i32 = 1;
 pub const HUMUS_VERSION_PATCH: i32 = 0;
 pub const HUMUS_VERSION_NUMBER: i32 = HUMUS_VERSION_MAJOR * 10000 + HUMUS_VERSION_MINOR * 100 + HUMUS_VERSION_PATCH;
 pub const HUMUS_VERSION_STRING: &str = "0.1.0";
+/// The ABI major: the SONAME's number (`libhumus_http.so.1`).
+pub const HUMUS_ABI_VERSION: i32 = 1;
 
 extern "C" {
     pub fn humus_version_number() -> i32;
     pub fn humus_version() -> *const c_char;
+    pub fn humus_abi_version() -> i32;
     /// The linked libraries as JSON (`{"humus_http": ..., "libcurl": ..., "features": [...]}`); `*out` is freed
     /// with `humus_string_free`.
     pub fn humus_version_info(out: *mut *mut c_char, len: *mut usize, err: *mut *mut humus_error) -> humus_status;
@@ -222,6 +225,18 @@ pub struct humus_breaker_counts {
 }
 
 pub const HUMUS_BREAKER_COUNTS_VERSION: u32 = 1;
+/// `HUMUS_BREAKER_COUNTS_INIT`: the version set, as humus_client_breaker_counts wants it.
+pub const HUMUS_BREAKER_COUNTS_INIT: humus_breaker_counts = humus_breaker_counts {
+    version: HUMUS_BREAKER_COUNTS_VERSION,
+    state: 0,
+    successes: 0,
+    failures: 0,
+    consecutive_successes: 0,
+    consecutive_failures: 0,
+    timed_out_probes: 0,
+    window_results: 0,
+    window_failures: 0,
+};
 
 pub const HUMUS_CIRCUIT_CLOSED: i32 = 0;
 pub const HUMUS_CIRCUIT_OPEN: i32 = 1;
@@ -369,8 +384,8 @@ extern "C" {
         key: *const c_char,
         err: *mut *mut humus_error,
     ) -> humus_status;
-    pub fn humus_request_set_retry(r: *mut humus_request, mode: i32) -> humus_status;
-    pub fn humus_request_set_timeout_ms(r: *mut humus_request, ms: i64) -> humus_status;
+    pub fn humus_request_set_retry(r: *mut humus_request, mode: i32, err: *mut *mut humus_error) -> humus_status;
+    pub fn humus_request_set_timeout_ms(r: *mut humus_request, ms: i64, err: *mut *mut humus_error) -> humus_status;
     pub fn humus_request_set_context(
         r: *mut humus_request,
         traceparent: *const c_char,
@@ -483,13 +498,13 @@ pub struct humus_log_record {
     pub server_port: i32,
     pub previous_state: i32,
     pub new_state: i32,
-    pub counts: humus_breaker_counts,
+    pub counts: *const humus_breaker_counts,
     pub time_unix_ms: i64,
     pub upstream: *const c_char,
 }
 
-pub const HUMUS_LOG_RECORD_VERSION: u32 = 1;
-pub const HUMUS_LOG_SINK_VERSION: u32 = 1;
+pub const HUMUS_LOG_RECORD_VERSION: u32 = 2;
+pub const HUMUS_LOG_SINK_VERSION: u32 = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -19,8 +19,7 @@ use crate::response::Response;
 use crate::runtime::Runtime;
 
 /// The C handle of a call in flight. Made before the call is submitted, so a cancel can arrive before the
-/// library has returned the handle; the completion holds it until the call ends, so a `CancelToken` reaches
-/// a call whose `Call` was dropped.
+/// library has returned the handle; the completion holds it until the call ends.
 ///
 /// It keeps the runtime alive: humus_call_cancel posts to the runtime's event loop even after the call has
 /// ended, so a handle outliving its runtime would touch freed memory. The last runtime handle is never
@@ -158,10 +157,8 @@ impl Client {
             drop(unsafe { Box::from_raw(user_data) });
             crate::ffi::check(status, err)?;
         }
+        // The request's CancelToken, if any, is on the C request: the library cancels the call through it.
         call.attach(handle);
-        if let Some(token) = request.cancel() {
-            token.watch(&call);
-        }
         Ok(call)
     }
 

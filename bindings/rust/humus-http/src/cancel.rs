@@ -1,13 +1,10 @@
-//! `CancelToken`: ends calls early when the caller gives up. Blocking calls watch the C token; the C ABI
-//! lets asynchronous calls be cancelled only through their handle, so the token also remembers the
-//! asynchronous calls submitted with it and cancels them itself.
+//! `CancelToken`: ends calls early when the caller gives up. It is the C token on the requests it is given
+//! to, which the library honours for blocking and asynchronous calls alike.
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use humus_http_sys as sys;
-
-use crate::call::RawCall;
 
 /// Cancels every call made with it, now and later, from any thread: blocking calls
 /// ([`Client::execute`](crate::Client::execute)) and asynchronous ones ([`Client::submit`](crate::Client::submit)).
@@ -23,20 +20,17 @@ pub struct CancelToken {
 struct Inner {
     raw: NonNull<sys::humus_cancel>,
     cancelled: AtomicBool,
-    /// Asynchronous calls submitted with this token that may still be running.
-    calls: Mutex<Vec<Weak<RawCall>>>,
 }
 
 // SAFETY: the header: "Thread-safe: trigger from any thread, at any time"; humus_cancel_free runs only in
 // Drop, when no request (hence no call) holds the token any more.
 unsafe impl Send for Inner {}
-// SAFETY: as above; `calls` is behind a Mutex.
+// SAFETY: as above.
 unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // SAFETY: the last handle is gone; requests hold one, and a blocking call borrows its request, so
-        // no call is using the token.
+        // SAFETY: the last handle is gone; requests and calls hold the library's token themselves.
         unsafe { sys::humus_cancel_free(self.raw.as_ptr()) }
     }
 }
@@ -53,10 +47,10 @@ impl CancelToken {
         let status = unsafe { sys::humus_cancel_new(&mut raw) };
         let raw = match NonNull::new(raw) {
             Some(raw) if status == sys::HUMUS_OK => raw,
-            // SAFETY: no error object was handed over; the thread's last error is read if it matches.
+            // SAFETY: humus_cancel_new has no err (its status says everything): nothing to free.
             _ => panic!("humus_cancel_new failed: {}", unsafe { crate::Error::from_raw(status, ptr::null_mut()) }),
         };
-        CancelToken { inner: Arc::new(Inner { raw, cancelled: AtomicBool::new(false), calls: Mutex::new(Vec::new()) }) }
+        CancelToken { inner: Arc::new(Inner { raw, cancelled: AtomicBool::new(false) }) }
     }
 
     /// Cancels every call made with this token, now and later. Idempotent.
@@ -65,29 +59,11 @@ impl CancelToken {
         // SAFETY: the token is live; triggering is thread-safe.
         unsafe { sys::humus_cancel_trigger(self.inner.raw.as_ptr()) };
         self.inner.cancelled.store(true, Ordering::Release);
-        let calls = std::mem::take(&mut *self.inner.calls.lock().unwrap_or_else(|e| e.into_inner()));
-        for call in calls.iter().filter_map(Weak::upgrade) {
-            call.cancel();
-        }
     }
 
     /// Whether [`cancel`](CancelToken::cancel) has been called on this token or a clone.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancelled.load(Ordering::Acquire)
-    }
-
-    /// Ties an asynchronous call to this token: cancelled now if the token already is, else when it is.
-    pub(crate) fn watch(&self, call: &Arc<RawCall>) {
-        let mut calls = self.inner.calls.lock().unwrap_or_else(|e| e.into_inner());
-        // Checked under the lock: cancel() takes the list under it after setting the flag, so a call added
-        // here is either cancelled below or found by cancel().
-        if self.is_cancelled() {
-            drop(calls);
-            call.cancel();
-            return;
-        }
-        calls.retain(|c| c.strong_count() > 0);
-        calls.push(Arc::downgrade(call));
     }
 
     pub(crate) fn raw(&self) -> *mut sys::humus_cancel {

@@ -135,8 +135,8 @@ impl Client {
 
     /// The breaker's counts now (docs/breaker.md §9.3), after any due advance.
     pub fn breaker_counts(&self) -> Result<BreakerCounts, Error> {
-        let mut counts = sys::humus_breaker_counts::default();
-        // SAFETY: the client is live; `counts` is ours; any thread.
+        let mut counts = sys::HUMUS_BREAKER_COUNTS_INIT; // written up to the version it names
+                                                         // SAFETY: the client is live; `counts` is ours; any thread.
         ffi::check(unsafe { sys::humus_client_breaker_counts(self.raw(), &mut counts) }, ptr::null_mut())?;
         Ok(BreakerCounts::from_raw(&counts))
     }

@@ -150,32 +150,21 @@ impl Error {
         Error { kind, message: message.into(), fields, attempts: 0, retry_after: Duration::ZERO, panic: None }
     }
 
-    /// Copies a library error out and frees it. `err` may be NULL for the functions that report only a
-    /// status: the thread's last error then has the details when it is of the same status.
+    /// Copies a library error out and frees it. `err` is NULL only after the few functions without an err
+    /// parameter, whose status says everything (the header gives the reason beside each); no thread-local
+    /// last error is read.
     ///
     /// # Safety
     /// `err` is NULL or an error the library handed over, not used after this call.
     pub(crate) unsafe fn from_raw(status: sys::humus_status, err: *mut sys::humus_error) -> Error {
         let kind = ErrorKind::from_status(status).unwrap_or(ErrorKind::Internal);
-        let source: *const sys::humus_error = if err.is_null() {
-            // SAFETY: humus_last_error is borrowed until this thread's next failing call; read at once.
-            let last = unsafe { sys::humus_last_error() };
-            // SAFETY: `last` is NULL or a live error of this thread.
-            if !last.is_null() && unsafe { sys::humus_error_status(last) } == status {
-                last
-            } else {
-                std::ptr::null()
-            }
+        let error = if err.is_null() {
+            Error::new(kind, kind.name().to_string(), Vec::new())
         } else {
-            err
+            // SAFETY: `err` is a live error; its strings live as long as it, and are copied here.
+            unsafe { Error::copy(kind, err) }
         };
-        let error = if source.is_null() {
-            Error::new(kind, format!("{} (the library gave no details)", kind.name()), Vec::new())
-        } else {
-            // SAFETY: `source` is a live error; its strings live as long as it, and are copied here.
-            unsafe { Error::copy(kind, source) }
-        };
-        // SAFETY: `err` is ours (NULL is accepted); the thread's last error is the library's to keep.
+        // SAFETY: `err` is ours (NULL is accepted).
         unsafe { sys::humus_error_free(err) };
         error
     }

@@ -48,7 +48,7 @@ impl LogRecord {
                 server_port: u16::try_from(r.server_port).unwrap_or(0),
                 previous_state: CircuitState::from_raw(r.previous_state),
                 new_state: CircuitState::from_raw(r.new_state),
-                counts: BreakerCounts::from_raw(&r.counts),
+                counts: BreakerCounts::from_raw(&*r.counts),
                 time_unix_ms: r.time_unix_ms,
                 upstream: ffi::copy_str(r.upstream).unwrap_or_default(),
             }

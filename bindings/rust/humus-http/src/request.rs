@@ -52,7 +52,6 @@ pub struct CallContext {
 pub struct Request {
     raw: Option<NonNull<sys::humus_request>>,
     error: Option<Error>,
-    cancel: Option<CancelToken>,
     method: String,
     url: String,
 }
@@ -77,7 +76,7 @@ impl Request {
     /// A request of `method` (an RFC 9110 token, case-sensitive: `"GET"`) for an absolute http/https `url`
     /// on the client's origin (another origin fails with [`ErrorKind::CrossOrigin`] when sent).
     pub fn new(method: &str, url: &str) -> Request {
-        let mut request = Request { raw: None, error: None, cancel: None, method: method.into(), url: url.into() };
+        let mut request = Request { raw: None, error: None, method: method.into(), url: url.into() };
         let made = check_scheme(url)
             .and_then(|()| ffi::c_string(method, "method"))
             .and_then(|m| Ok((m, ffi::c_string(url, "url")?)))
@@ -210,8 +209,10 @@ impl Request {
                 RetryMode::Forbid => sys::HUMUS_RETRY_MODE_FORBID,
                 RetryMode::Force => sys::HUMUS_RETRY_MODE_FORCE,
             };
-            // SAFETY: we own the request.
-            ffi::check(unsafe { sys::humus_request_set_retry(raw, mode) }, ptr::null_mut())
+            let mut err = ptr::null_mut();
+            // SAFETY: we own the request; `err` is our out-parameter.
+            let status = unsafe { sys::humus_request_set_retry(raw, mode, &mut err) };
+            ffi::check(status, err)
         })
     }
 
@@ -224,8 +225,12 @@ impl Request {
 
     /// [`timeout`](Request::timeout) in milliseconds, as the C ABI takes it: values ≤ 0 are refused.
     pub fn timeout_ms(self, ms: i64) -> Request {
-        // SAFETY: we own the request.
-        self.apply(|raw| ffi::check(unsafe { sys::humus_request_set_timeout_ms(raw, ms) }, ptr::null_mut()))
+        self.apply(|raw| {
+            let mut err = ptr::null_mut();
+            // SAFETY: we own the request; `err` is our out-parameter.
+            let status = unsafe { sys::humus_request_set_timeout_ms(raw, ms, &mut err) };
+            ffi::check(status, err)
+        })
     }
 
     /// Sets the call context (docs/telemetry.md §12). A value with CR, LF or NUL is refused, naming it.
@@ -256,14 +261,14 @@ impl Request {
         })
     }
 
-    /// Calls made with this request can be cancelled through `token` (the request keeps it alive).
-    pub fn cancel_token(mut self, token: &CancelToken) -> Request {
-        self = self.apply(|raw| {
-            // SAFETY: we own the request; the token outlives it, since the request holds a clone.
+    /// Calls made with this request — blocking and asynchronous — can be cancelled through `token` (the C
+    /// request and every call made with it hold the library's token, so `token` may be dropped first).
+    pub fn cancel_token(self, token: &CancelToken) -> Request {
+        self.apply(|raw| {
+            // SAFETY: we own the request and the token is live; humus_request_set_cancel has no err: its
+            // only failure is a bad handle, which it reports by status alone.
             ffi::check(unsafe { sys::humus_request_set_cancel(raw, token.raw()) }, ptr::null_mut())
-        });
-        self.cancel = Some(token.clone());
-        self
+        })
     }
 
     /// The method given.
@@ -288,10 +293,6 @@ impl Request {
             (None, Some(raw)) => Ok(raw.as_ptr()),
             (None, None) => Err(Error::new(ErrorKind::Internal, "request: not built", Vec::new())),
         }
-    }
-
-    pub(crate) fn cancel(&self) -> Option<&CancelToken> {
-        self.cancel.as_ref()
     }
 }
 

@@ -87,17 +87,18 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// The loaded library must speak this binding's ABI: same major (the SONAME's), at least the header's
+/// The loaded library must speak this binding's ABI: same ABI major (the SONAME's), at least the header's
 /// version (STYLE: bindings check the version at load).
 fn check_library_version() -> Result<(), Error> {
-    let loaded = crate::version_number();
-    if loaded / 10000 != sys::HUMUS_VERSION_MAJOR || loaded < sys::HUMUS_VERSION_NUMBER {
+    // SAFETY: takes nothing, returns a number.
+    let abi = unsafe { sys::humus_abi_version() };
+    if abi != sys::HUMUS_ABI_VERSION || crate::version_number() < sys::HUMUS_VERSION_NUMBER {
         return Err(Error::new(
             ErrorKind::Misuse,
             format!(
-                "libhumus_http {} is loaded; this binding needs ABI {} at version {} or later",
+                "libhumus_http {} (ABI {abi}) is loaded; this binding needs ABI {} at version {} or later",
                 crate::version(),
-                sys::HUMUS_VERSION_MAJOR,
+                sys::HUMUS_ABI_VERSION,
                 sys::HUMUS_VERSION_STRING
             ),
             vec!["version".to_string()],

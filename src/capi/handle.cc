@@ -1,0 +1,69 @@
+#include "capi/handle.h"
+
+#include <array>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "capi/error.h"
+
+namespace humus::capi {
+namespace {
+
+// Enough shards that threads working on different handles rarely meet on one lock.
+constexpr size_t kShards = 64;
+
+struct alignas(64) Shard {  // one cache line each: no false sharing between neighbouring locks
+  std::mutex mu;
+  std::unordered_set<const void*> live;  // guarded by mu
+};
+
+// Never destroyed: a handle freed from a static destructor at exit still finds its registry.
+std::array<Shard, kShards>& shards() {
+  static auto* all = new std::array<Shard, kShards>();
+  return *all;
+}
+
+Shard& shard_of(const void* p) {
+  // Allocations are 16-byte aligned: drop the low bits, then spread with a Fibonacci multiply.
+  const auto bits = reinterpret_cast<uintptr_t>(p) >> 4;
+  return shards()[(bits * 0x9E3779B97F4A7C15ULL) >> (64 - 6)];
+}
+static_assert(kShards == 64, "shard_of takes the top 6 bits");
+
+}  // namespace
+
+namespace registry {
+
+void add(const void* p) {
+  Shard& s = shard_of(p);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.live.insert(p);
+}
+
+bool remove(const void* p, MagicCheck is_type) {
+  Shard& s = shard_of(p);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.live.find(p);
+  if (it == s.live.end() || !is_type(p)) return false;
+  s.live.erase(it);
+  return true;
+}
+
+bool find(const void* p, MagicCheck is_type) {
+  Shard& s = shard_of(p);
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.live.count(p) != 0 && is_type(p);
+}
+
+}  // namespace registry
+
+humus_status bad_handle(const char* function, const char* argument, humus_error** err) {
+  return report(Status(Code::kMisuse, std::string(function) + ": " + argument +
+                                          " is not a live handle (NULL, freed, or of another type)",
+                       {argument}),
+                err);
+}
+
+}  // namespace humus::capi

@@ -1,0 +1,118 @@
+// The C functions of the response section of include/humus_http.h: reading a response, whole or streamed.
+#include <algorithm>
+#include <cstring>
+
+#include "capi/client_capi.h"
+#include "capi/guard.h"
+#include "client/body_stream.h"
+
+using humus::Code;
+using humus::Status;
+using humus::capi::bad_handle;
+using humus::capi::guard;
+using humus::capi::live;
+using humus::capi::null_argument;
+using humus::capi::report;
+using humus::capi::retire;
+
+extern "C" {
+
+HUMUS_API humus_status humus_response_read(humus_response* resp, void* buf, size_t cap, size_t* n,
+                                           humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_read", "resp", err);
+    if (buf == nullptr) return null_argument("humus_response_read", "buf", err);
+    if (n == nullptr) return null_argument("humus_response_read", "n", err);
+    if (cap == 0) {
+      return report(Status(Code::kInvalidArgument, "humus_response_read: cap must be > 0", {"cap"}), err);
+    }
+    humus::client::Response& response = resp->response;
+    if (resp->read_at < response.body.size()) {
+      const size_t k = std::min(cap, response.body.size() - resp->read_at);
+      std::memcpy(buf, response.body.data() + resp->read_at, k);
+      resp->read_at += k;
+      if (resp->read_at == response.body.size() && response.stream != nullptr) {
+        // The bytes read ahead are handed out: the rest comes from the connection.
+        std::string().swap(response.body);
+        resp->read_at = 0;
+      }
+      *n = k;
+      return HUMUS_OK;
+    }
+    if (response.stream == nullptr) {
+      *n = 0;
+      return HUMUS_OK;
+    }
+    humus::Result<size_t> got = response.stream->read(static_cast<char*>(buf), cap);
+    if (!got.ok()) return report(got.status(), err, response.attempts);
+    *n = *got;
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API int32_t humus_response_status(const humus_response* resp) {
+  return live(resp) == nullptr ? 0 : resp->response.status;
+}
+
+HUMUS_API int32_t humus_response_attempts(const humus_response* resp) {
+  return live(resp) == nullptr ? 0 : resp->response.attempts;
+}
+
+HUMUS_API const char* humus_response_header(const humus_response* resp, const char* name) {
+  if (live(resp) == nullptr || name == nullptr) return nullptr;
+  const std::string* value = resp->response.headers.find(name);
+  return value == nullptr ? nullptr : value->c_str();
+}
+
+HUMUS_API size_t humus_response_header_count(const humus_response* resp) {
+  return live(resp) == nullptr ? 0 : resp->response.headers.size();
+}
+
+HUMUS_API humus_status humus_response_header_at(const humus_response* resp, size_t i, const char** name,
+                                                const char** value) {
+  return guard(nullptr, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_header_at", "resp", nullptr);
+    if (name == nullptr || value == nullptr) return null_argument("humus_response_header_at", "name/value", nullptr);
+    const auto& fields = resp->response.headers.fields();
+    if (i >= fields.size()) {
+      return report(Status(Code::kInvalidArgument, "humus_response_header_at: index out of range", {"i"}), nullptr);
+    }
+    *name = fields[i].first.c_str();
+    *value = fields[i].second.c_str();
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_response_body(humus_response* resp, const void** data, size_t* len,
+                                           humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_body", "resp", err);
+    if (data == nullptr || len == nullptr) return null_argument("humus_response_body", "data/len", err);
+    humus::client::Response& response = resp->response;
+    if (response.stream != nullptr && !response.stream->ended()) {
+      response.body.erase(0, resp->read_at);
+      resp->read_at = 0;
+      if (Status st = response.stream->read_rest(response.body, resp->max_body); !st.ok()) {
+        return report(st, err, response.attempts);
+      }
+    }
+    const size_t rest = response.body.size() - resp->read_at;
+    *data = rest == 0 ? nullptr : response.body.data() + resp->read_at;
+    *len = rest;
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API const char* humus_response_http_version(const humus_response* resp) {
+  return live(resp) == nullptr ? "" : resp->response.http_version.c_str();
+}
+
+HUMUS_API const char* humus_response_url(const humus_response* resp) {
+  return live(resp) == nullptr ? "" : resp->response.url.c_str();
+}
+
+HUMUS_API void humus_response_free(humus_response* resp) {
+  if (retire(resp)) delete resp;
+}
+
+}  // extern "C"
