@@ -2,8 +2,9 @@
 """Streaming a large body: peak memory and throughput of command-line clients side by side, in one run,
 against one local server (issue "Bodies stream", item 6).
 
-    python3 bench/stream_bench.py [--size-mib 1024] [--rounds 3] [--clients curl,humus-http]
-                                  [--client NAME='COMMAND {url}' ...] [--humus PATH]
+    python3 bench/stream_bench.py [--size-mib 1024] [--rounds 3] [--clients curl,humus-http,...]
+                                  [--client NAME='COMMAND {url}' ...] [--humus PATH] [--upload]
+                                  [--python PATH] [--go-client PATH] [--rust-client PATH]
 
 Every client downloads the same body (--size-mib MiB, default 1 GiB) to /dev/null from
 tests/cli/bulk_server.py on a loopback port: a threaded server that sends one 1 MiB block over and over
@@ -16,10 +17,21 @@ reach). For each client, the median of --rounds runs of:
   CPU s        the client's user + system time (wait4), steadier than the wall clock on a shared machine
 
 and each one's ratio to the first client (the anchor, curl by default). --client adds a client: its
-command with {url} where the URL goes, the body to /dev/null (Go, Python, Rust clients are meant to come
-in this way, or as entries of CLIENTS below). Like every benchmark in bench/, it prints figures and never
-passes or fails on time (STYLE.md). humus-http is build/release/cli/humus-http when built, else
-build/dev/cli/humus-http (a Debug build: said in the output), or --humus / $HUMUS_CLI.
+command with {url} where the URL goes, the body to /dev/null. Like every benchmark in bench/, it prints
+figures and never passes or fails on time (STYLE.md). humus-http is build/release/cli/humus-http when
+built, else build/dev/cli/humus-http (a Debug build: said in the output), or --humus / $HUMUS_CLI.
+
+The built-in peers, each skipped with a note when it is missing (only the anchor must be there):
+  python-humus  bench/stream_client.py humus: humus_http's Client.stream + iter_bytes (--python: an
+                interpreter with humus_http installed; default this one)
+  python-httpx  bench/stream_client.py httpx: httpx's Client.stream + iter_raw (the same interpreter)
+  go-humus      bench/stream_go humus: humushttp's resp.Body (streams from humus_client_open)
+  go-nethttp    bench/stream_go nethttp: net/http's resp.Body (--go-client; default build/bench/stream_go,
+                built by `go build` in bench/stream_go against the staged library, see bench/README.md)
+  rust-humus    the crate's example stream_get: Client::stream as std::io::Read (--rust-client; default
+                build/rust-target/release/examples/stream_get)
+--upload adds two rows sending the same number of bytes the other way (PUT of a sparse file, the server
+reading it all): curl -T and humus-http -T.
 """
 from __future__ import annotations
 
@@ -31,6 +43,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,12 +64,33 @@ def humus_binary(given: str | None) -> tuple[Path, str]:
     sys.exit("stream_bench: humus-http not built (scripts/build.sh release), or give --humus PATH")
 
 
-def known_clients(humus: Path) -> dict[str, list[str]]:
+PEERS = "python-humus,python-httpx,go-humus,go-nethttp,rust-humus"
+
+
+def known_clients(humus: Path, python: str, go_client: Path, rust_client: Path) -> dict[str, list[str]]:
     """The built-in clients: each a command writing the body at {url} to /dev/null, with no deadline."""
+    script = str(ROOT / "bench" / "stream_client.py")
     return {
         "curl": ["curl", "-s", "-o", "/dev/null", "{url}"],
         "humus-http": [str(humus), "-s", "-m", "0", "-o", "/dev/null", "{url}"],
+        "python-humus": [python, script, "humus", "{url}"],
+        "python-httpx": [python, script, "httpx", "{url}"],
+        "go-humus": [str(go_client), "humus", "{url}"],
+        "go-nethttp": [str(go_client), "nethttp", "{url}"],
+        "rust-humus": [str(rust_client), "{url}"],
     }
+
+
+def missing(name: str, command: list[str]) -> str | None:
+    """Why a client cannot run here, or None."""
+    if shutil.which(command[0]) is None and not Path(command[0]).exists():
+        return f"{command[0]} not found"
+    module = {"python-humus": "humus_http", "python-httpx": "httpx"}.get(name)
+    if module is not None:
+        probe = subprocess.run([command[0], "-c", f"import {module}"], capture_output=True, check=False)
+        if probe.returncode != 0:
+            return f"{command[0]} cannot import {module}"
+    return None
 
 
 @dataclass
@@ -93,7 +127,7 @@ def run_once(command: list[str], url: str) -> Run:
     assert process.stderr is not None
     if code != 0:
         error = process.stderr.read().decode(errors="replace").strip()
-        sys.exit(f"stream_bench: {shlex.join(argv)} exited {code}: {error}")
+        raise RuntimeError(f"{shlex.join(argv)} exited {code}: {error}")
     server_cpu = (now.user - own.user) + (now.system - own.system)
     return Run(wall, usage.ru_utime + usage.ru_stime, server_cpu, peak)
 
@@ -102,15 +136,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clients", default="curl,humus-http",
+    parser.add_argument("--clients", default="curl,humus-http," + PEERS,
                         help="built-in clients in order; the first is the anchor")
     parser.add_argument("--client", action="append", default=[], metavar="NAME='COMMAND {url}'",
                         help="another client (repeatable), after --clients")
     parser.add_argument("--humus", help="the humus-http binary")
+    parser.add_argument("--python", default=sys.executable, help="the interpreter of the python-* peers")
+    parser.add_argument("--go-client", type=Path, default=ROOT / "build" / "bench" / "stream_go")
+    parser.add_argument("--rust-client", type=Path,
+                        default=ROOT / "build" / "rust-target" / "release" / "examples" / "stream_get")
+    parser.add_argument("--upload", action="store_true", help="also PUT the same size with curl and humus-http")
     args = parser.parse_args()
 
     humus, note = humus_binary(args.humus)
-    known = known_clients(humus)
+    known = known_clients(humus, args.python, args.go_client, args.rust_client)
     clients: list[tuple[str, list[str]]] = []
     for name in filter(None, args.clients.split(",")):
         if name not in known:
@@ -122,11 +161,24 @@ def main() -> None:
         if not sep or "{url}" not in command:
             sys.exit(f"stream_bench: --client expects NAME='COMMAND {{url}}', got {spec!r}")
         clients.append((name, shlex.split(command)))
-    for name, command in clients:
-        if shutil.which(command[0]) is None and not Path(command[0]).exists():
-            sys.exit(f"stream_bench: {name}: {command[0]} not found")
-
     size = args.size_mib << 20
+    upload = None
+    if args.upload:
+        # Sparse: its reads cost no disk, so the figures are the clients' and the server's.
+        upload = tempfile.NamedTemporaryFile(prefix="stream_bench.", suffix=".bin")  # noqa: SIM115
+        upload.truncate(size)
+        clients.append(("curl upload", ["curl", "-s", "-T", upload.name, "-o", "/dev/null", "{put}"]))
+        clients.append(("humus-http up", [str(humus), "-s", "-m", "0", "-T", upload.name, "-o", "/dev/null",
+                                          "{put}"]))
+    skipped = []
+    for i, (name, command) in enumerate(list(clients)):
+        why = missing(name, command)
+        if why is not None and i == 0:
+            sys.exit(f"stream_bench: the anchor {name}: {why}")
+        if why is not None:
+            skipped.append(f"{name} ({why})")
+            clients.remove((name, command))
+
     rows = []
     with BulkServer() as server:
         big, tiny = server.url(f"/bytes/{size}"), server.url("/bytes/1")
@@ -134,9 +186,22 @@ def main() -> None:
         print(f"stream_bench: {args.size_mib} MiB from {big} (tests/cli/bulk_server.py), to /dev/null; "
               f"median of {args.rounds} rounds; humus-http {shown}{note}")
         for name, command in clients:
-            run_once(command, tiny)  # warm: the binary and its libraries in the page cache
-            base = statistics.median(run_once(command, tiny).peak_kib for _ in range(args.rounds))
-            runs = [run_once(command, big) for _ in range(args.rounds)]
+            if "{put}" in " ".join(command):
+                # The growth of an upload is measured against a download of one byte, as for the others.
+                base_command = [part for part in command if part not in ("-T", upload.name)] if upload else command
+                base_command = [part.replace("{put}", "{url}") for part in base_command]
+                command = [part.replace("{put}", server.url("/upload")) for part in command]
+            else:
+                base_command = command
+            try:
+                run_once(base_command, tiny)  # warm: the binary and its libraries in the page cache
+                base = statistics.median(run_once(base_command, tiny).peak_kib for _ in range(args.rounds))
+                runs = [run_once(command, big) for _ in range(args.rounds)]
+            except RuntimeError as failed:
+                if not rows:
+                    sys.exit(f"stream_bench: the anchor failed: {failed}")
+                skipped.append(f"{name} (failed: {failed})")
+                continue
             peak = statistics.median(r.peak_kib for r in runs)
             wall = statistics.median(r.wall_s for r in runs)
             cpu = statistics.median(r.cpu_s for r in runs)
@@ -145,15 +210,19 @@ def main() -> None:
 
     anchor = rows[0]
     vs = "vs " + anchor[0]
-    print(f"{'client':<14}{'peak RSS':>11}{'RSS growth':>12}{vs:>10}{'throughput':>14}{vs:>10}"
+    print(f"{'client':<15}{'peak RSS':>11}{'RSS growth':>12}{vs:>10}{'throughput':>14}{vs:>10}"
           f"{'CPU s':>8}{vs:>10}{'server CPU s / wall s':>24}")
     for name, peak, growth, rate, cpu, server_cpu, wall in rows:
         growth_ratio = f"{growth / anchor[2]:.2f}" if anchor[2] > 0 else "-"
-        print(f"{name:<14}{peak / 1024:>7.1f} MiB{growth / 1024:>8.1f} MiB{growth_ratio:>10}"
+        print(f"{name:<15}{peak / 1024:>7.1f} MiB{growth / 1024:>8.1f} MiB{growth_ratio:>10}"
               f"{rate / 1e6:>9.0f} MB/s{rate / anchor[3]:>10.2f}{cpu:>8.2f}{cpu / anchor[4]:>10.2f}"
               f"{server_cpu:>13.2f} / {wall:.2f}")
     print("RSS growth: the peak minus the same client's peak for a 1-byte body. Throughput and CPU include "
           "start-up; on a loaded machine wall-clock figures vary, CPU seconds less.")
+    if upload is not None:
+        print(f"upload rows: a PUT of {args.size_mib} MiB (a sparse file) that the server reads whole.")
+    for why in skipped:
+        print(f"skipped: {why}")
 
 
 if __name__ == "__main__":

@@ -791,6 +791,16 @@ typedef struct humus_mock_transport {
 HUMUS_API humus_status humus_runtime_set_mock_transport(humus_runtime *rt, const humus_mock_transport *mock,
                                                         humus_error **err);
 
+/* ==== Testing: mock bodies that break off ======================================================== */
+
+/* The reply's body breaks off after `after_bytes` bytes (at most the body's length) with `error`
+ * (HUMUS_E_CONNECTION_LOST, ...; HUMUS_OK: it does not) and `message` (NULL: a default), as a reset
+ * mid-body would. A streamed read (humus_client_open + humus_response_read) gets those bytes, then the
+ * error; a buffered attempt (humus_client_do, humus_client_submit) fails with it. Only from the mock
+ * transport's callback, on the reply it was given; a NULL, freed or foreign reply does nothing. */
+HUMUS_API void humus_mock_reply_set_body_error(humus_mock_reply *reply, size_t after_bytes, humus_status error,
+                                               const char *message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,10 @@ type MockReply struct {
 	Hang         bool          // never answer: the attempt times out
 	Error        Status        // non-zero: the attempt fails with this transport error (StatusConnect, ...)
 	ErrorMessage string        // the transport error's message
+	// Non-zero: the body breaks off with this error (StatusConnectionLost, ...) after BodyErrorAfter bytes, as
+	// a reset mid-body would; resp.Body's reads get those bytes, then the error.
+	BodyError      Status
+	BodyErrorAfter int
 }
 
 // apply writes the reply into the library's reply object.
@@ -83,5 +87,8 @@ func (m *MockReply) apply(reply *C.humus_mock_reply) {
 	}
 	if m.Error != StatusOK {
 		C.humus_mock_reply_set_error(reply, C.humus_status(m.Error), cstr(m.ErrorMessage))
+	}
+	if m.BodyError != StatusOK {
+		C.humus_mock_reply_set_body_error(reply, C.size_t(max(m.BodyErrorAfter, 0)), C.humus_status(m.BodyError), nil)
 	}
 }

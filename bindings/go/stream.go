@@ -98,6 +98,9 @@ func (s *stream) Read(p []byte) (int, error) {
 	s.reading = true
 	call := s.call
 	s.mu.Unlock()
+	// A context that ended before this read cancels it now: the watcher would too, but a moment later, when
+	// this read may already have returned bytes.
+	call.state.cancelIfDone()
 
 	var n C.size_t
 	var cerr *C.humus_error

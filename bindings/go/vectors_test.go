@@ -442,6 +442,16 @@ func (m *mock) reply(one map[string]any, path string) humushttp.MockReply {
 		reply.Error = status
 		reply.ErrorMessage = text(one, "message", "scripted")
 	}
+	if has(one, "body_error") {
+		name := text(one, "body_error", "")
+		status, ok := humushttp.StatusByName(name)
+		if !ok {
+			m.p.add(path+".body_error", "unknown status name "+name)
+			status = humushttp.StatusConnectionLost
+		}
+		reply.BodyError = status
+		reply.BodyErrorAfter = int(integer(one["body_error_after"], 0))
+	}
 	return reply
 }
 
@@ -498,6 +508,7 @@ type outcome struct {
 	url        string
 	startMs    int64
 	endMs      int64
+	readError  string // an opened call's: the status name of the read that failed
 }
 
 func outcomeOf(resp *humushttp.Response, err error) outcome {
@@ -554,9 +565,16 @@ type runner struct {
 	client *humushttp.Client
 	mock   *mock
 	nextID int
+	held   []heldBody // bodies of "open" steps not closed yet
+}
+
+type heldBody struct {
+	body   io.ReadCloser
+	cancel context.CancelFunc
 }
 
 func (r *runner) close() {
+	r.closeHeld()
 	if r.client != nil {
 		r.client.Close()
 	}
@@ -648,7 +666,7 @@ func (r *runner) checkScript(node any) {
 		}
 		for i, one := range replies {
 			r.p.keys(one, fmt.Sprintf("%s[%d]", path, i), "status", "headers", "body", "body_size", "delay_ms",
-				"hang", "error", "message", "note")
+				"hang", "error", "message", "body_error", "body_error_after", "note")
 		}
 	}
 }
@@ -729,18 +747,29 @@ func (r *runner) callbackOptions() []humushttp.Option {
 
 func (r *runner) step(node any, path string) error {
 	p := r.p
-	p.keys(node, path, "call", "expect", "repeat", "concurrent", "advance_ms", "then", "note")
+	p.keys(node, path, "call", "expect", "repeat", "concurrent", "advance_ms", "open", "read", "cancel_after_read",
+		"hold", "close", "then", "note")
 	s, _ := node.(map[string]any)
 	kinds := 0
-	for _, k := range []string{"call", "concurrent", "advance_ms"} {
+	for _, k := range []string{"call", "concurrent", "advance_ms", "open", "close"} {
 		if has(s, k) {
 			kinds++
 		}
 	}
 	if kinds > 1 {
-		p.add(path, "a step is one of call, concurrent, advance_ms (or only then)")
+		p.add(path, "a step is one of call, concurrent, advance_ms, open, close (or only then)")
+	}
+	if (has(s, "read") || has(s, "cancel_after_read") || has(s, "hold")) && !has(s, "open") {
+		p.add(path, "read, cancel_after_read and hold go with open")
 	}
 	switch {
+	case has(s, "open"):
+		id := r.nextID
+		r.nextID++
+		o := r.openedCall(s, id, path+".open")
+		r.observe(object(s, "expect"), o, id, path+".expect")
+	case has(s, "close"):
+		r.closeHeld()
 	case has(s, "call"):
 		repeat := int(integer(s["repeat"], 1))
 		for i := 0; i < repeat; i++ {
@@ -840,6 +869,80 @@ func (r *runner) blockingCall(call map[string]any, id int, path string) outcome 
 	return o
 }
 
+// openedCall is an "open" step: Client.Do, whose resp.Body streams from humus_client_open; reads of up to
+// "read" bytes (absent: to the end), a context cancel and one more read when "cancel_after_read", then
+// Body.Close unless "hold" (a "close" step closes it).
+func (r *runner) openedCall(s map[string]any, id int, path string) outcome {
+	ctx, cancel := context.WithCancel(context.Background())
+	req, opts, control, refused := r.build(object(s, "open"), id, path, ctx)
+	if refused != nil {
+		cancel()
+		refused.startMs = r.rt.ElapsedMs()
+		refused.endMs = refused.startMs
+		return *refused
+	}
+	r.mock.control(id, control)
+	defer r.mock.control(id, nil)
+	start := r.rt.ElapsedMs()
+	resp, err := r.client.Do(req, opts...)
+	end := r.rt.ElapsedMs()
+	if err != nil {
+		cancel()
+		o := outcomeOf(nil, err)
+		o.startMs, o.endMs = start, end
+		return o
+	}
+	o := outcome{status: resp.StatusCode, attempts: resp.Attempts, header: resp.Header,
+		url: resp.Request.URL.String(), startMs: start, endMs: end}
+	limit := integer(s["read"], -1)
+	var body []byte
+	read := func(want int) bool {
+		buf := make([]byte, want)
+		n, err := resp.Body.Read(buf)
+		body = append(body, buf[:n]...)
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			var he *humushttp.Error
+			if errors.As(err, &he) {
+				o.readError = he.Status.String()
+			} else {
+				o.readError = "not a *humushttp.Error: " + err.Error()
+			}
+			return false
+		}
+		return n > 0
+	}
+	for limit < 0 || int64(len(body)) < limit {
+		want := 16384
+		if limit >= 0 {
+			want = min(want, int(limit)-len(body))
+		}
+		if !read(want) {
+			break
+		}
+	}
+	if done, _ := s["cancel_after_read"].(bool); done && o.readError == "" {
+		cancel()
+		read(16384)
+	}
+	o.body = string(body)
+	r.held = append(r.held, heldBody{resp.Body, cancel})
+	if hold, _ := s["hold"].(bool); !hold {
+		r.closeHeld()
+	}
+	return o
+}
+
+func (r *runner) closeHeld() {
+	for _, h := range r.held {
+		h.body.Close()
+		h.cancel()
+	}
+	r.held = nil
+}
+
 func (r *runner) concurrent(node any, path string) error {
 	p := r.p
 	group, ok := node.([]any)
@@ -933,7 +1036,7 @@ func (r *runner) observe(e map[string]any, o outcome, id int, path string) {
 	}
 	p := r.p
 	p.keys(e, path, "status", "error", "attempts", "attempt_times_ms", "elapsed_ms", "retry_after_ms", "body",
-		"body_size", "headers", "url", "message", "fields", "sent")
+		"body_size", "headers", "url", "message", "fields", "sent", "read_error")
 	var what string
 	if o.err == nil {
 		what = fmt.Sprintf("status %d", o.status)
@@ -972,6 +1075,17 @@ func (r *runner) observe(e map[string]any, o outcome, id int, path string) {
 	}
 	if has(e, "retry_after_ms") {
 		p.equal(path+".retry_after_ms", e["retry_after_ms"], o.retryAfter)
+	}
+	if has(e, "read_error") || o.readError != "" {
+		var want any
+		if has(e, "read_error") {
+			want = e["read_error"]
+		}
+		var got any
+		if o.readError != "" {
+			got = o.readError
+		}
+		p.equal(path+".read_error", want, got)
 	}
 	if has(e, "body") {
 		p.equal(path+".body", e["body"], o.body)

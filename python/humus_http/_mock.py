@@ -134,7 +134,9 @@ class MockReply:
     ``ProtocolError`` → ``HUMUS_E_CONNECTION_LOST``, ``UpstreamTimeoutError`` → ``HUMUS_E_TIMEOUT``,
     ``UpstreamTLSError`` → ``HUMUS_E_TLS``), with ``message``. ``delay_ms`` answers that much later on the
     runtime's clock; ``hang`` never answers, so the attempt times out. Delays and hangs are bounded by the
-    attempt's timeout as a real dependency's would be. A frozen value: share it between threads freely."""
+    attempt's timeout as a real dependency's would be. ``body_error`` (named as ``error`` is) breaks the body off
+    after ``body_error_after`` bytes, as a reset mid-body would: a streamed read (``Client.stream``) gets those
+    bytes and then raises, a buffered call fails with it. A frozen value: share it between threads freely."""
 
     status: int = 200
     headers: Mapping[str, str] | Sequence[tuple[str, str]] = ()
@@ -143,7 +145,9 @@ class MockReply:
     message: str = ""
     delay_ms: int = 0
     hang: bool = False
-    _native: tuple[int, list[tuple[str, str]], bytes, int, str, int, bool] = field(
+    body_error: str | type[UpstreamError] | None = None
+    body_error_after: int = 0
+    _native: tuple[int, list[tuple[str, str]], bytes, int, str, int, bool, int, int] = field(
         init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -167,9 +171,17 @@ class MockReply:
         code = 0 if name is None else _native.status_number(name)
         if code is None:  # a name this core does not know: refused above, kept as a guard
             raise ValueError(f"MockReply.error: the core knows no status {name!r}")
+        body_name = _error_name(self.body_error)
+        body_code = 0 if body_name is None else _native.status_number(body_name)
+        if body_code is None:
+            raise ValueError(f"MockReply.body_error: the core knows no status {body_name!r}")
+        after = self.body_error_after
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise ValueError(f"MockReply.body_error_after must be a number of bytes >= 0, not {after!r}")
         object.__setattr__(self, "headers", headers)
         object.__setattr__(self, "_native", (self.status, list(headers), body, code,
-                                             self.message or "mock transport error", math.ceil(delay), self.hang))
+                                             self.message or "mock transport error", math.ceil(delay), self.hang,
+                                             body_code, after))
 
 
 #: A mock transport handler: called with each attempt's request on the thread that drives the attempt (the

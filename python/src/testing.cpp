@@ -47,8 +47,8 @@ std::string c_string(const py::handle& o, const char* what) {
 }
 
 // Runs on the thread that drives the attempt (the caller's for a blocking call, the event loop's for an
-// asynchronous one). The adapter returns (status, headers, body, error, message, delay_ms, hang); anything it
-// raises fails the attempt with HUMUS_E_CALLBACK and is re-raised by the call it ends.
+// asynchronous one). The adapter returns (status, headers, body, error, message, delay_ms, hang, body_error,
+// body_error_after); anything it raises fails the attempt with HUMUS_E_CALLBACK and is re-raised by the call it ends.
 humus_status respond_trampoline(void* user_data, const humus_mock_request* request, humus_mock_reply* reply) {
   if (interpreter_finalizing()) return HUMUS_E_CALLBACK;
   Gil gil;
@@ -57,7 +57,7 @@ humus_status respond_trampoline(void* user_data, const humus_mock_request* reque
   py::object handle = py::cast(view, py::return_value_policy::take_ownership);
   try {
     const py::tuple t = static_cast<PyCallable*>(user_data)->fn(handle);
-    if (t.size() != 7) throw std::runtime_error("the adapter must return 7 values");
+    if (t.size() != 9) throw std::runtime_error("the adapter must return 9 values");
     const auto status = t[0].cast<int32_t>();
     const auto headers = t[1].cast<py::list>();
     const auto body = t[2].cast<py::bytes>();
@@ -65,6 +65,8 @@ humus_status respond_trampoline(void* user_data, const humus_mock_request* reque
     const std::string message = c_string(t[4], "MockReply.message");
     const auto delay_ms = t[5].cast<int64_t>();
     const auto hang = t[6].cast<bool>();
+    const auto body_error = t[7].cast<int32_t>();
+    const auto body_error_after = t[8].cast<size_t>();
     // Checked whole before the reply is touched.
     std::vector<std::pair<std::string, std::string>> pairs;
     pairs.reserve(headers.size());
@@ -81,6 +83,7 @@ humus_status respond_trampoline(void* user_data, const humus_mock_request* reque
     if (error != HUMUS_OK) humus_mock_reply_set_error(reply, error, message.c_str());
     if (delay_ms > 0) humus_mock_reply_set_delay_ms(reply, delay_ms);
     if (hang) humus_mock_reply_set_hang(reply);
+    if (body_error != HUMUS_OK) humus_mock_reply_set_body_error(reply, body_error_after, body_error, nullptr);
   } catch (py::error_already_set& e) {
     e.restore();
     keep_callback_exception();

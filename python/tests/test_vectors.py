@@ -211,7 +211,8 @@ class ScriptedDependency:
         try:  # MockReply refuses what it cannot send, naming the field (an unknown error name among them)
             return MockReply(status=one.get("status", 200), headers=[(h[0], h[1]) for h in one.get("headers", [])],
                              body=body, error=one.get("error"), message=one.get("message", "scripted"),
-                             delay_ms=one.get("delay_ms", 0), hang=bool(one.get("hang", False)))
+                             delay_ms=one.get("delay_ms", 0), hang=bool(one.get("hang", False)),
+                             body_error=one.get("body_error"), body_error_after=one.get("body_error_after", 0))
         except (TypeError, ValueError) as refused:
             self._problems.add(path, f"the reply cannot be made: {refused}")
             return MockReply(error="HUMUS_E_CONNECT", message="unusable scripted reply")
@@ -262,6 +263,7 @@ class Outcome:
     url: str = ""
     start_ms: int = 0
     end_ms: int = 0
+    read_error: str | None = None  # an opened call's: the status name of the read that failed
 
 
 def outcome_of(result: Response | BaseException, start_ms: int, problems: Problems, path: str) -> Outcome:
@@ -336,8 +338,10 @@ class Runner:
         self.client: Client | None = None
         self.aclient: AsyncClient | None = None
         self.next_id = 1
+        self.held: list[Any] = []  # Client.stream blocks of "open" steps not left yet
 
     def close(self) -> None:
+        self.close_held()
         for c in (self.aclient, self.client):
             if c is not None:
                 c.close()
@@ -398,7 +402,8 @@ class Runner:
                 continue
             for i, reply in enumerate(replies):
                 self.p.keys(reply, f"{path}[{i}]", ["status", "headers", "body", "body_size", "delay_ms", "hang",
-                                                   "error", "message", "note"])
+                                                   "error", "message", "body_error", "body_error_after",
+                                                   "note"])
 
     def make_client(self) -> bool:
         p = self.p
@@ -446,12 +451,22 @@ class Runner:
     def step(self, s: dict[str, Any], path: str) -> None:
         p = self.p
         assert self.runtime is not None
-        p.keys(s, path, ["call", "expect", "repeat", "concurrent", "advance_ms", "then", "note"])
+        p.keys(s, path, ["call", "expect", "repeat", "concurrent", "advance_ms", "open", "read", "cancel_after_read",
+                         "hold", "close", "then", "note"])
         if not isinstance(s, dict):
             return
-        if sum(k in s for k in ("call", "concurrent", "advance_ms")) > 1:
-            p.add(path, "a step is one of call, concurrent, advance_ms (or only then)")
-        if "call" in s:
+        if sum(k in s for k in ("call", "concurrent", "advance_ms", "open", "close")) > 1:
+            p.add(path, "a step is one of call, concurrent, advance_ms, open, close (or only then)")
+        if any(k in s for k in ("read", "cancel_after_read", "hold")) and "open" not in s:
+            p.add(path, "read, cancel_after_read and hold go with open")
+        if "open" in s:
+            call_id = self.next_id
+            self.next_id += 1
+            o = self.opened_call(s, call_id, f"{path}.open")
+            self.observe(s.get("expect", {}), o, call_id, f"{path}.expect")
+        elif "close" in s:
+            self.close_held()
+        elif "call" in s:
             repeat = s.get("repeat", 1)
             for i in range(repeat):
                 at = path if repeat == 1 else f"{path}#{i}"
@@ -511,6 +526,59 @@ class Runner:
             result = e
         self.mock.control(call_id, None)
         return outcome_of(result, start, self.p, path)
+
+    def opened_call(self, s: dict[str, Any], call_id: int, path: str) -> Outcome:
+        """An "open" step through Client.stream: reads of up to ``read`` bytes (absent: to the end) with
+        iter_bytes, a cancel and one more read when ``cancel_after_read``, then the block is left unless
+        ``hold`` (a "close" step leaves it)."""
+        assert self.client is not None and self.runtime is not None and self.mock is not None
+        prepared = self.prepare(s["open"], call_id, path, {})
+        token = prepared.kwargs.setdefault("cancel", CancelToken())
+        self.mock.control(call_id, prepared.control)
+        start = self.runtime.elapsed_ms()
+        block = self.client.stream(prepared.method, prepared.url, **prepared.kwargs)
+        try:
+            response = block.__enter__()
+        except Exception as e:  # noqa: BLE001 (the open's failure is the call's outcome)
+            self.mock.control(call_id, None)
+            return outcome_of(e, start, self.p, path)
+        o = Outcome(start_ms=start, end_ms=start + response.elapsed // MS, status=response.status_code,
+                    attempts=response.attempts, headers=response.headers.multi_items(), url=response.url)
+        limit = s.get("read")
+        body = bytearray()
+        pieces = response.iter_bytes(None if limit is None else max(1, limit))
+
+        def read_one() -> bool:
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return False
+            except Exception as e:  # noqa: BLE001 (a failed read is compared below)
+                error = e if isinstance(e, UpstreamError) else humus_http.call_error(e)
+                o.read_error = error.status if error is not None else type(e).__name__
+                return False
+            body.extend(piece)
+            return True
+
+        if limit is None:
+            while read_one():
+                pass
+        elif limit > 0:
+            read_one()
+        if s.get("cancel_after_read", False) and o.read_error is None:
+            token.cancel()
+            read_one()
+        o.body = bytes(body)
+        self.mock.control(call_id, None)
+        self.held.append(block)
+        if not s.get("hold", False):
+            self.close_held()
+        return o
+
+    def close_held(self) -> None:
+        held, self.held = self.held, []
+        for block in held:
+            block.__exit__(None, None, None)
 
     def concurrent(self, group: object, path: str) -> None:
         assert self.client is not None and self.runtime is not None and self.mock is not None
@@ -575,7 +643,7 @@ class Runner:
             print(f"  {path} observed {json.dumps(describe(o, sent))}", file=sys.stderr)
         p = self.p
         p.keys(e, path, ["status", "error", "attempts", "attempt_times_ms", "elapsed_ms", "retry_after_ms", "body",
-                         "body_size", "headers", "url", "message", "fields", "sent"])
+                         "body_size", "headers", "url", "message", "fields", "sent", "read_error"])
         outcome = f"status {o.status}" if o.error is None else f"{o.error} ({o.message})"
         if "status" in e:
             if o.error is not None:
@@ -597,6 +665,8 @@ class Runner:
             p.equal(f"{path}.elapsed_ms", e["elapsed_ms"], o.end_ms - o.start_ms)
         if "retry_after_ms" in e:
             p.equal(f"{path}.retry_after_ms", e["retry_after_ms"], o.retry_after_ms)
+        if "read_error" in e or o.read_error is not None:
+            p.equal(f"{path}.read_error", e.get("read_error"), o.read_error)
         if "body" in e:
             p.equal(f"{path}.body", e["body"], o.body.decode("utf-8", errors="surrogateescape"))
         if "body_size" in e:

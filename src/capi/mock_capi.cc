@@ -126,4 +126,14 @@ HUMUS_API humus_status humus_runtime_set_mock_transport(humus_runtime* rt, const
   });
 }
 
+// ---- Bodies that break off (docs/bodies.md §7) ----
+
+HUMUS_API void humus_mock_reply_set_body_error(humus_mock_reply* reply, size_t after_bytes, humus_status error,
+                                               const char* message) {
+  if (live(reply) == nullptr) return;
+  reply->reply.body_error = static_cast<Code>(error);
+  reply->reply.body_error_after = after_bytes;
+  reply->reply.body_error_message = message == nullptr ? "" : message;
+}
+
 }  // extern "C"

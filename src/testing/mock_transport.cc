@@ -1,6 +1,7 @@
 #include "testing/mock_transport.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace humus::testing {
 
@@ -33,13 +34,29 @@ MockTransport::Planned MockTransport::plan(const transport::WireRequest& request
     p.result.response.headers = std::move(reply.headers);
     p.result.response.body = std::move(reply.body);
     p.result.response.http_version = "1.1";
+    p.body_error = reply.body_error;
+    p.body_error_after = std::min(reply.body_error_after, p.result.response.body.size());
+    p.body_error_message = reply.body_error_message.empty() ? "mock transport: the body broke off"
+                                                            : std::move(reply.body_error_message);
   }
   return p;
 }
 
-transport::WireResult MockTransport::perform(const transport::WireRequest& request,
-                                             const transport::AttemptLimits& limits, CancelToken* cancel) {
-  Planned p = plan(request, limits);
+namespace {
+
+// A buffered attempt whose body breaks off fails as a whole.
+transport::WireResult buffered(transport::WireResult result, MockTransport::Planned& p) {
+  if (p.body_error == Code::kOk) return result;
+  transport::WireResult lost;
+  lost.wire_sends = 1;
+  lost.error = p.body_error;
+  lost.message = std::move(p.body_error_message);
+  return lost;
+}
+
+}  // namespace
+
+transport::WireResult MockTransport::wait(Planned& p, CancelToken* cancel) {
   if (p.at > clock_.now()) {
     Signal local;
     Signal& wake = cancel != nullptr ? cancel->signal() : local;
@@ -52,6 +69,68 @@ transport::WireResult MockTransport::perform(const transport::WireRequest& reque
     }
   }
   return std::move(p.result);
+}
+
+transport::WireResult MockTransport::perform(const transport::WireRequest& request,
+                                             const transport::AttemptLimits& limits, CancelToken* cancel) {
+  Planned p = plan(request, limits);
+  transport::WireResult result = wait(p, cancel);
+  return result.error == Code::kOk ? buffered(std::move(result), p) : result;
+}
+
+namespace {
+
+// A response body served from memory, in the reader's pieces, breaking off where its reply said.
+class MockBody final : public transport::BodyStream {
+ public:
+  MockBody(std::string body, size_t end, Code error, std::string message, CancelToken* cancel)
+      : body_(std::move(body)), end_(end), error_(error), message_(std::move(message)), cancel_(cancel) {}
+
+  transport::BodyRead read(char* buf, size_t cap) override {
+    transport::BodyRead r;
+    if (cancel_ != nullptr && cancel_->cancelled()) {
+      r.error = Code::kCancelled;
+      r.message = "the call was cancelled";
+      return r;
+    }
+    if (at_ < end_) {
+      r.n = std::min(cap, end_ - at_);
+      std::memcpy(buf, body_.data() + at_, r.n);
+      at_ += r.n;
+      return r;
+    }
+    if (error_ != Code::kOk) {
+      r.error = error_;
+      r.message = message_;
+    }
+    return r;
+  }
+
+ private:
+  const std::string body_;
+  const size_t end_;  // where the body ends or breaks off
+  const Code error_;
+  const std::string message_;
+  CancelToken* const cancel_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+transport::Transport::Opened MockTransport::open(const transport::WireRequest& request,
+                                                 const transport::AttemptLimits& limits, CancelToken* cancel) {
+  Planned p = plan(request, limits);
+  Opened opened{wait(p, cancel), nullptr};
+  // An empty body is complete with the headers: nothing to stream, so the result counts at once.
+  if (opened.result.error != Code::kOk || !opened.result.headers_received ||
+      (opened.result.response.body.empty() && p.body_error == Code::kOk)) {
+    return opened;
+  }
+  std::string body = std::move(opened.result.response.body);
+  opened.result.response.body.clear();
+  const size_t end = p.body_error != Code::kOk ? p.body_error_after : body.size();
+  opened.body = std::make_unique<MockBody>(std::move(body), end, p.body_error, std::move(p.body_error_message), cancel);
+  return opened;
 }
 
 namespace {
@@ -96,7 +175,7 @@ std::unique_ptr<transport::AsyncAttempt> MockTransport::start(transport::EventLo
                                                               transport::AttemptDone done) {
   auto attempt = std::make_unique<MockAttempt>(loop, std::move(done));
   Planned p = plan(request, limits);
-  attempt->arm(p.at, std::move(p.result));
+  attempt->arm(p.at, p.result.error == Code::kOk ? buffered(std::move(p.result), p) : std::move(p.result));
   return attempt;
 }
 

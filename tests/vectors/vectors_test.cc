@@ -277,6 +277,13 @@ class Mock {
       humus_mock_reply_set_error(reply, code.value_or(HUMUS_E_CONNECT),
                                  one.value("message", "scripted").c_str());
     }
+    if (one.contains("body_error")) {
+      const std::string name = one["body_error"].get<std::string>();
+      const std::optional<humus_status> code = status_by_name(name);
+      if (!code) problems_.add(path + ".body_error", "unknown status name " + name);
+      humus_mock_reply_set_body_error(reply, one.value("body_error_after", size_t{0}),
+                                      code.value_or(HUMUS_E_CONNECTION_LOST), "scripted");
+    }
   }
 
   const json script_;
@@ -346,6 +353,7 @@ struct Outcome {
   std::string url;
   int64_t start_ms = 0;
   int64_t end_ms = 0;
+  std::optional<std::string> read_error;  // an opened call's: the status name of the read that failed
 };
 
 void fill(Outcome& o, humus_status rc, humus_response* resp, humus_error* err) {
@@ -441,6 +449,7 @@ class Runner {
   }
 
   ~Runner() {
+    for (Held& h : held_) close_held(h);
     humus_client_free(client_);
     humus_settings_free(settings_);
     humus_runtime_free(rt_);
@@ -477,7 +486,8 @@ class Runner {
       for (size_t i = 0; i < replies.size(); ++i) {
         problems_.keys(
             replies[i], path + "[" + std::to_string(i) + "]",
-            {"status", "headers", "body", "body_size", "delay_ms", "hang", "error", "message", "note"});
+            {"status", "headers", "body", "body_size", "delay_ms", "hang", "error", "message", "body_error",
+             "body_error_after", "note"});
       }
     }
   }
@@ -555,11 +565,23 @@ class Runner {
 
   void step(const json& s, const std::string& path) {
     Problems& p = problems_;
-    p.keys(s, path, {"call", "expect", "repeat", "concurrent", "advance_ms", "then", "note"});
+    p.keys(s, path,
+           {"call", "expect", "repeat", "concurrent", "advance_ms", "open", "read", "cancel_after_read", "hold",
+            "close", "then", "note"});
     const int kinds = (s.contains("call") ? 1 : 0) + (s.contains("concurrent") ? 1 : 0) +
-                      (s.contains("advance_ms") ? 1 : 0);
-    if (kinds > 1) p.add(path, "a step is one of call, concurrent, advance_ms (or only then)");
-    if (s.contains("call")) {
+                      (s.contains("advance_ms") ? 1 : 0) + (s.contains("open") ? 1 : 0) +
+                      (s.contains("close") ? 1 : 0);
+    if (kinds > 1) p.add(path, "a step is one of call, concurrent, advance_ms, open, close (or only then)");
+    if ((s.contains("read") || s.contains("cancel_after_read") || s.contains("hold")) && !s.contains("open"))
+      p.add(path, "read, cancel_after_read and hold go with open");
+    if (s.contains("open")) {
+      const int id = next_id_++;
+      Outcome o = opened_call(s, id, path + ".open");
+      observe(s.value("expect", json::object()), o, id, path + ".expect");
+    } else if (s.contains("close")) {
+      for (Held& h : held_) close_held(h);
+      held_.clear();
+    } else if (s.contains("call")) {
       const int repeat = s.value("repeat", 1);
       for (int i = 0; i < repeat; ++i) {
         const std::string at = repeat == 1 ? path : path + "#" + std::to_string(i);
@@ -663,6 +685,75 @@ class Runner {
     return o;
   }
 
+  // An "open" step: humus_client_open, reads of up to `read` bytes (absent: to the end), a cancel and one more
+  // read when `cancel_after_read`, then humus_response_free unless `hold`.
+  struct Held {
+    humus_response* resp = nullptr;
+    humus_request* req = nullptr;
+    humus_cancel* token = nullptr;
+  };
+  static void close_held(Held& h) {
+    humus_response_free(h.resp);
+    humus_request_free(h.req);
+    humus_cancel_free(h.token);
+  }
+
+  Outcome opened_call(const json& s, int id, const std::string& path) {
+    Outcome o;
+    CallControl control;
+    humus_request* req = build(s["open"], id, path, control, o);
+    if (req == nullptr) return o;
+    humus_cancel_new(&control.token);
+    humus_request_set_cancel(req, control.token);
+    mock_->control(id, control);
+    Held h{nullptr, req, control.token};
+    humus_error* err = nullptr;
+    o.start_ms = humus_runtime_elapsed_ms(rt_);
+    const humus_status rc = humus_client_open(client_, req, &h.resp, &err);
+    o.end_ms = humus_runtime_elapsed_ms(rt_);
+    o.rc = rc;
+    if (rc == HUMUS_OK) {
+      o.status = humus_response_status(h.resp);
+      o.attempts = humus_response_attempts(h.resp);
+      o.url = humus_response_url(h.resp);
+      for (size_t i = 0; i < humus_response_header_count(h.resp); ++i) {
+        const char* name = nullptr;
+        const char* value = nullptr;
+        if (humus_response_header_at(h.resp, i, &name, &value) == HUMUS_OK) o.headers.emplace_back(name, value);
+      }
+      const int64_t limit = s.value("read", int64_t{-1});
+      auto read = [&](size_t cap) {
+        char buf[16384];
+        size_t n = 0;
+        const humus_status r = humus_response_read(h.resp, buf, std::min(cap, sizeof buf), &n, nullptr);
+        if (r != HUMUS_OK) {
+          o.read_error = humus_status_name(r);
+          return false;
+        }
+        o.body.append(buf, n);
+        return n > 0;
+      };
+      while (limit < 0 || static_cast<int64_t>(o.body.size()) < limit) {
+        const size_t want = limit < 0 ? SIZE_MAX : static_cast<size_t>(limit) - o.body.size();
+        if (!read(want)) break;
+      }
+      if (s.value("cancel_after_read", false) && !o.read_error) {
+        humus_cancel_trigger(control.token);
+        (void)read(SIZE_MAX);
+      }
+    } else {
+      fill(o, rc, nullptr, err);
+    }
+    humus_error_free(err);
+    mock_->control(id, CallControl{});
+    if (s.value("hold", false)) {
+      held_.push_back(h);
+    } else {
+      close_held(h);
+    }
+    return o;
+  }
+
   void concurrent(const json& group, const std::string& path) {
     Problems& p = problems_;
     if (!group.is_array()) {
@@ -761,7 +852,7 @@ class Runner {
     Problems& p = problems_;
     p.keys(e, path,
            {"status", "error", "attempts", "attempt_times_ms", "elapsed_ms", "retry_after_ms", "body",
-            "body_size", "headers", "url", "message", "fields", "sent"});
+            "body_size", "headers", "url", "message", "fields", "sent", "read_error"});
     const std::string outcome = o.rc == HUMUS_OK
                                     ? "status " + std::to_string(o.status)
                                     : std::string(humus_status_name(o.rc)) + " (" + o.message + ")";
@@ -788,6 +879,8 @@ class Runner {
     if (e.contains("elapsed_ms")) p.equal(path + ".elapsed_ms", e["elapsed_ms"], o.end_ms - o.start_ms);
     if (e.contains("retry_after_ms"))
       p.equal(path + ".retry_after_ms", e["retry_after_ms"], o.retry_after_ms);
+    if (e.contains("read_error") || o.read_error)
+      p.equal(path + ".read_error", e.value("read_error", json()), o.read_error ? json(*o.read_error) : json());
     if (e.contains("body")) p.equal(path + ".body", e["body"], o.body);
     if (e.contains("body_size")) p.equal(path + ".body_size", e["body_size"], o.body.size());
     if (e.contains("url")) p.equal(path + ".url", e["url"], o.url);
@@ -934,6 +1027,7 @@ class Runner {
   PolicySpec policy_;
   std::vector<humus_call*> handles_;
   int next_id_ = 1;
+  std::vector<Held> held_;  // "open" steps with "hold": closed by a "close" step or at the end
 };
 
 // --- GoogleTest --------------------------------------------------------------------------------------------

@@ -697,6 +697,12 @@ extern "C" {
     pub fn humus_mock_reply_set_error(reply: *mut humus_mock_reply, error: humus_status, message: *const c_char);
     pub fn humus_mock_reply_set_delay_ms(reply: *mut humus_mock_reply, ms: i64);
     pub fn humus_mock_reply_set_hang(reply: *mut humus_mock_reply);
+    pub fn humus_mock_reply_set_body_error(
+        reply: *mut humus_mock_reply,
+        after_bytes: usize,
+        error: humus_status,
+        message: *const c_char,
+    );
 }
 
 pub const HUMUS_MOCK_TRANSPORT_VERSION: u32 = 1;

@@ -78,6 +78,7 @@ pub struct MockReply {
     error: Option<(ErrorKind, String)>,
     delay: Option<Duration>,
     hang: bool,
+    body_error: Option<(usize, ErrorKind)>,
 }
 
 impl MockReply {
@@ -124,6 +125,14 @@ impl MockReply {
         self
     }
 
+    /// The body breaks off after `after` bytes with this error ([`ErrorKind::ConnectionLost`], ...), as a
+    /// reset mid-body would: [`Client::stream`](crate::Client::stream)'s reads get those bytes, then the error;
+    /// a buffered call fails with it.
+    pub fn body_error(mut self, after: usize, kind: ErrorKind) -> MockReply {
+        self.body_error = Some((after, kind));
+        self
+    }
+
     /// Writes the reply into the library's; a string with a NUL byte is refused, naming it.
     fn apply(&self, reply: *mut sys::humus_mock_reply) -> Result<(), Error> {
         // Every call below writes into `reply`, the library's, writable for the callback's duration; the
@@ -154,6 +163,10 @@ impl MockReply {
             let message = ffi::c_string(message, "message")?;
             // SAFETY: as above.
             unsafe { sys::humus_mock_reply_set_error(reply, kind.status(), message.as_ptr()) };
+        }
+        if let Some((after, kind)) = self.body_error {
+            // SAFETY: as above; a NULL message is the library's default.
+            unsafe { sys::humus_mock_reply_set_body_error(reply, after, kind.status(), ptr::null()) };
         }
         Ok(())
     }

@@ -1,12 +1,13 @@
 //! Runs one vector through the safe crate's API, as `tests/vectors/README.md` specifies and
 //! `tests/vectors/vectors_test.cc` (the reference runner) does through the C ABI.
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use humus_http::{
     Attempt, BreakerCounts, CancelToken, CircuitState, Classification, Client, Error, ProbeDecision, Request, Response,
-    RetryMode, Runtime, Settings,
+    RetryMode, Runtime, Settings, StreamingResponse,
 };
 use serde_json::{json, Value};
 
@@ -22,29 +23,62 @@ pub const SCRIPTED_PANIC: &str = "vector: scripted callback panic";
 pub struct Outcome {
     error: Option<Error>,
     response: Option<Response>,
+    opened: Option<Opened>,
     start_ms: i64,
     end_ms: i64,
+}
+
+/// What an "open" step saw of its StreamingResponse: the head, the bytes read, the read that failed.
+#[derive(Clone, Debug, Default)]
+struct Opened {
+    status: u16,
+    attempts: u32,
+    url: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    read_error: Option<String>,
 }
 
 impl Outcome {
     fn of(result: Result<Response, Error>, start_ms: i64, end_ms: i64) -> Outcome {
         match result {
-            Ok(response) => Outcome { response: Some(response), error: None, start_ms, end_ms },
-            Err(error) => Outcome { error: Some(error), response: None, start_ms, end_ms },
+            Ok(response) => Outcome { response: Some(response), error: None, opened: None, start_ms, end_ms },
+            Err(error) => Outcome { error: Some(error), response: None, opened: None, start_ms, end_ms },
         }
     }
 
     fn attempts(&self) -> u32 {
-        match (&self.response, &self.error) {
-            (Some(r), _) => r.attempts(),
-            (_, Some(e)) => e.attempts(),
+        match (&self.response, &self.opened, &self.error) {
+            (Some(r), _, _) => r.attempts(),
+            (_, Some(o), _) => o.attempts,
+            (_, _, Some(e)) => e.attempts(),
             _ => 0,
         }
     }
 
+    fn status(&self) -> Option<u16> {
+        self.response.as_ref().map(Response::status).or(self.opened.as_ref().map(|o| o.status))
+    }
+
+    fn body(&self) -> Option<&[u8]> {
+        self.response.as_ref().map(Response::body).or(self.opened.as_ref().map(|o| o.body.as_slice()))
+    }
+
+    fn url(&self) -> Option<&str> {
+        self.response.as_ref().map(Response::url).or(self.opened.as_ref().map(|o| o.url.as_str()))
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        match (&self.response, &self.opened) {
+            (Some(r), _) => r.header(name),
+            (_, Some(o)) => o.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()),
+            _ => None,
+        }
+    }
+
     fn describe(&self) -> String {
-        match (&self.response, &self.error) {
-            (Some(r), _) => format!("status {}", r.status()),
+        match (self.status(), &self.error) {
+            (Some(status), _) => format!("status {status}"),
             (_, Some(e)) => format!("{} ({})", e.kind().name(), e.message()),
             _ => "nothing".to_string(),
         }
@@ -55,7 +89,7 @@ pub struct Runner {
     v: Value,
     problems: Arc<Problems>,
     runtime: Option<Runtime>,
-    client: Option<Client>,
+    client: Option<Arc<Client>>,
     script: Option<Arc<Script>>,
     next_id: i64,
     dump: bool,
@@ -102,9 +136,14 @@ impl Runner {
         let Some(steps) = steps.as_array() else {
             return p.add("steps", "must be an array");
         };
+        // The StreamingResponses of "open" steps with "hold" borrow this handle of the client; they are
+        // dropped (closed) before it.
+        let client = Arc::clone(self.client.as_ref().expect("made in make_client()"));
+        let mut held = Vec::new();
         for (i, step) in steps.iter().enumerate() {
-            self.step(step, &format!("steps[{i}]"));
+            self.step(step, &format!("steps[{i}]"), &client, &mut held);
         }
+        drop(held);
     }
 
     fn runtime(&self) -> &Runtime {
@@ -112,7 +151,7 @@ impl Runner {
     }
 
     fn client(&self) -> &Client {
-        self.client.as_ref().expect("made in make_client()")
+        self.client.as_deref().expect("made in make_client()")
     }
 
     fn script(&self) -> &Arc<Script> {
@@ -131,7 +170,19 @@ impl Runner {
                         self.problems.keys(
                             reply,
                             &format!("{path}[{i}]"),
-                            &["status", "headers", "body", "body_size", "delay_ms", "hang", "error", "message", "note"],
+                            &[
+                                "status",
+                                "headers",
+                                "body",
+                                "body_size",
+                                "delay_ms",
+                                "hang",
+                                "error",
+                                "message",
+                                "body_error",
+                                "body_error_after",
+                                "note",
+                            ],
                         );
                     }
                 }
@@ -153,7 +204,7 @@ impl Runner {
         }
         match (built, want_error) {
             (Ok(client), None) => {
-                self.client = Some(client);
+                self.client = Some(Arc::new(client));
                 true
             }
             (Ok(_), Some(_)) => {
@@ -240,15 +291,43 @@ impl Runner {
         }
     }
 
-    fn step(&mut self, s: &Value, path: &str) {
+    fn step<'c>(&mut self, s: &Value, path: &str, client: &'c Client, held: &mut Vec<StreamingResponse<'c>>) {
         let p = Arc::clone(&self.problems);
-        p.keys(s, path, &["call", "expect", "repeat", "concurrent", "advance_ms", "then", "note"]);
-        let kinds = ["call", "concurrent", "advance_ms"].iter().filter(|k| s.get(**k).is_some()).count();
+        p.keys(
+            s,
+            path,
+            &[
+                "call",
+                "expect",
+                "repeat",
+                "concurrent",
+                "advance_ms",
+                "open",
+                "read",
+                "cancel_after_read",
+                "hold",
+                "close",
+                "then",
+                "note",
+            ],
+        );
+        let kinds =
+            ["call", "concurrent", "advance_ms", "open", "close"].iter().filter(|k| s.get(**k).is_some()).count();
         if kinds > 1 {
-            p.add(path, "a step is one of call, concurrent, advance_ms (or only then)");
+            p.add(path, "a step is one of call, concurrent, advance_ms, open, close (or only then)");
+        }
+        if ["read", "cancel_after_read", "hold"].iter().any(|k| s.get(*k).is_some()) && s.get("open").is_none() {
+            p.add(path, "read, cancel_after_read and hold go with open");
         }
         let no_expectations = json!({});
-        if let Some(call) = s.get("call") {
+        if s.get("open").is_some() {
+            let id = self.next_id;
+            self.next_id += 1;
+            let outcome = self.opened_call(s, id, &format!("{path}.open"), client, held);
+            self.observe(s.get("expect").unwrap_or(&no_expectations), &outcome, id, &format!("{path}.expect"));
+        } else if s.get("close").is_some() {
+            held.clear();
+        } else if let Some(call) = s.get("call") {
             let repeat = s.get("repeat").and_then(Value::as_i64).unwrap_or(1);
             for i in 0..repeat {
                 let at = if repeat == 1 { path.to_string() } else { format!("{path}#{i}") };
@@ -349,6 +428,73 @@ impl Runner {
         let end_ms = self.runtime().elapsed_ms();
         self.script().forget(id);
         Outcome::of(result, start_ms, end_ms)
+    }
+
+    /// An "open" step: Client::stream, reads of up to "read" bytes (absent: to the end), a cancel and one more
+    /// read when "cancel_after_read", then the StreamingResponse is dropped unless "hold" (a "close" step
+    /// drops it).
+    fn opened_call<'c>(
+        &self,
+        s: &Value,
+        id: i64,
+        path: &str,
+        client: &'c Client,
+        held: &mut Vec<StreamingResponse<'c>>,
+    ) -> Outcome {
+        let (request, mut control) = self.build(&s["open"], id, path);
+        if let Some(refused) = request.error() {
+            let now = self.runtime().elapsed_ms();
+            return Outcome::of(Err(refused.clone()), now, now);
+        }
+        let token = CancelToken::new();
+        let request = request.cancel_token(&token);
+        control.token = Some(token.clone());
+        self.script().control(id, control);
+        let start_ms = self.runtime().elapsed_ms();
+        let result = client.stream(&request);
+        let end_ms = self.runtime().elapsed_ms();
+        self.script().forget(id);
+        let mut stream = match result {
+            Ok(stream) => stream,
+            Err(e) => return Outcome::of(Err(e), start_ms, end_ms),
+        };
+        let mut o = Opened {
+            status: stream.status(),
+            attempts: stream.attempts(),
+            url: stream.url().to_string(),
+            headers: stream.headers().to_vec(),
+            ..Opened::default()
+        };
+        let limit = s.get("read").and_then(Value::as_u64).map(|n| n as usize);
+        let mut read = |o: &mut Opened, want: usize| -> bool {
+            let mut buf = vec![0u8; want.min(16384)];
+            match stream.read(&mut buf) {
+                Ok(n) => {
+                    o.body.extend_from_slice(&buf[..n]);
+                    n > 0
+                }
+                Err(e) => {
+                    let name = e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()).map(|e| e.kind().name());
+                    o.read_error = Some(name.map_or_else(|| format!("not a humus_http::Error: {e}"), str::to_string));
+                    false
+                }
+            }
+        };
+        while limit.map_or(true, |n| o.body.len() < n) {
+            let want = limit.map_or(16384, |n| n - o.body.len());
+            if !read(&mut o, want) {
+                break;
+            }
+        }
+        if s.get("cancel_after_read").and_then(Value::as_bool).unwrap_or(false) && o.read_error.is_none() {
+            token.cancel();
+            read(&mut o, 16384);
+        }
+        held.push(stream);
+        if !s.get("hold").and_then(Value::as_bool).unwrap_or(false) {
+            held.clear();
+        }
+        Outcome { opened: Some(o), start_ms, end_ms, ..Outcome::default() }
     }
 
     fn concurrent(&mut self, group: &Value, path: &str) {
@@ -455,12 +601,13 @@ impl Runner {
                 "message",
                 "fields",
                 "sent",
+                "read_error",
             ],
         );
         let at = |field: &str| format!("{path}.{field}");
         if let Some(status) = e.get("status") {
-            match &o.response {
-                Some(r) => p.equal(&at("status"), status, r.status()),
+            match o.status() {
+                Some(got) => p.equal(&at("status"), status, got),
                 None => p.add(&at("status"), format!("expected {status}, got {}", o.describe())),
             }
         }
@@ -488,16 +635,23 @@ impl Runner {
             let got = error.map_or(0, |e| e.retry_after().as_millis() as i64);
             p.equal(&at("retry_after_ms"), retry_after, got);
         }
-        let response = o.response.as_ref();
-        let body = response.map(|r| String::from_utf8_lossy(r.body()).into_owned()).unwrap_or_default();
+        let read_error = o.opened.as_ref().and_then(|x| x.read_error.clone());
+        if e.get("read_error").is_some() || read_error.is_some() {
+            p.equal(
+                &at("read_error"),
+                e.get("read_error").unwrap_or(&Value::Null),
+                read_error.map_or(Value::Null, Value::from),
+            );
+        }
+        let body = o.body().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
         if let Some(want) = e.get("body") {
             p.equal(&at("body"), want, body.clone());
         }
         if let Some(want) = e.get("body_size") {
-            p.equal(&at("body_size"), want, response.map_or(0, |r| r.body().len()));
+            p.equal(&at("body_size"), want, o.body().map_or(0, <[u8]>::len));
         }
         if let Some(want) = e.get("url") {
-            p.equal(&at("url"), want, response.map(|r| r.url().to_string()).unwrap_or_default());
+            p.equal(&at("url"), want, o.url().unwrap_or_default().to_string());
         }
         if let Some(want) = e.get("message") {
             p.equal(&at("message"), want, error.map(|e| e.message().to_string()).unwrap_or_default());
@@ -507,7 +661,7 @@ impl Runner {
         }
         if let Some(headers) = e.get("headers").and_then(Value::as_object) {
             for (name, want) in headers {
-                let got = response.and_then(|r| r.header(name)).map_or(Value::Null, |v| json!(v));
+                let got = o.header(name).map_or(Value::Null, |v| json!(v));
                 p.equal(&format!("{path}.headers.{name}"), want, got);
             }
         }
@@ -650,17 +804,16 @@ fn collect_header_names(node: &Value, names: &mut BTreeSet<String>) {
 /// What a call observed, for HUMUS_VECTOR_DUMP=1.
 fn describe(o: &Outcome, sent: &[crate::script::Received]) -> Value {
     let mut d = json!({});
-    match (&o.response, &o.error) {
-        (Some(r), _) => {
-            d["status"] = json!(r.status());
-            let body = r.body();
+    match (o.status(), o.body(), &o.error) {
+        (Some(status), Some(body), _) => {
+            d["status"] = json!(status);
             if body.len() <= 64 {
                 d["body"] = json!(String::from_utf8_lossy(body));
             } else {
                 d["body_size"] = json!(body.len());
             }
         }
-        (_, Some(e)) => {
+        (_, _, Some(e)) => {
             d["error"] = json!(e.kind().name());
             d["message"] = json!(e.message());
             d["retry_after_ms"] = json!(e.retry_after().as_millis() as u64);

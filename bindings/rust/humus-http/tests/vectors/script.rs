@@ -156,6 +156,14 @@ impl Script {
             });
             reply = reply.error(kind, one.get("message").and_then(Value::as_str).unwrap_or("scripted"));
         }
+        if let Some(name) = one.get("body_error").and_then(Value::as_str) {
+            let kind = ErrorKind::from_name(name).unwrap_or_else(|| {
+                self.problems.add(&format!("{path}.body_error"), format!("unknown status name {name}"));
+                ErrorKind::ConnectionLost
+            });
+            let after = one.get("body_error_after").and_then(Value::as_u64).unwrap_or(0) as usize;
+            reply = reply.body_error(after, kind);
+        }
         reply
     }
 }
