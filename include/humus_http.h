@@ -145,10 +145,10 @@ HUMUS_API const humus_error *humus_last_error(void);
 
 /* ==== Settings =================================================================================== */
 
-/* Settings of one dependency (SPEC §3). Not thread-safe: build them on one thread, then hand them over. */
+/* Settings of one dependency (docs/settings.md §3). Not thread-safe: build them on one thread, then hand them over. */
 typedef struct humus_settings humus_settings;
 
-/* Parses the JSON form of SPEC §3 (durations as strings: "250ms", "5s", "1m"). Fields left out take their
+/* Parses the JSON form of docs/settings.md §3 (durations as strings: "250ms", "5s", "1m"). Fields left out take their
  * defaults. Every bad field is reported at once: HUMUS_E_CONFIG with one field name per bad key
  * (humus_error_field), misspelt keys named with the nearest valid key. Rules across fields loaded here
  * (backoff_max < backoff_base, attempt_timeout > timeout, connect_timeout > attempt_timeout, a tls object
@@ -161,7 +161,7 @@ HUMUS_API humus_status humus_settings_clone(const humus_settings *s, humus_setti
 /* Frees settings; NULL and freed settings are ignored. Callbacks' destroy runs once their last holder is freed. */
 HUMUS_API void humus_settings_free(humus_settings *s);
 
-/* Checks one value before building settings (SPEC §3.1): `key` is a JSON key path such as "timeout" or
+/* Checks one value before building settings (docs/settings.md §3.1): `key` is a JSON key path such as "timeout" or
  * "breaker.window"; `value_json` is the JSON value ("\"5s\"", "20"). HUMUS_OK when valid, else
  * HUMUS_E_CONFIG naming the key, or for an unknown key naming the nearest valid one;
  * HUMUS_E_INVALID_ARGUMENT if key or value_json is NULL. Any thread. */
@@ -171,7 +171,7 @@ HUMUS_API humus_status humus_settings_check_field(const char *key, const char *v
 HUMUS_API humus_status humus_settings_check(const char *key, const char *value_json, size_t len,
                                             humus_error **err);
 
-/* The settings schema as JSON: {"version": 1, "keys": [...]}, one entry per key path in SPEC §3's order, each
+/* The settings schema as JSON: {"version": 1, "keys": [...]}, one entry per key path in docs/settings.md §3's order, each
  * {"key": "breaker.window", "kind": "count", "default": 20, "min": 1, "min_exclusive": false, "max": 10000,
  * "doc": "..."}. Kinds: "duration" (bounds and default as duration strings), "count" and "bytes" (integers),
  * "number" (> 0), "share" (in (0, 1]), "enum" (with "choices"), "string", "bool", "object" (its keys follow
@@ -192,7 +192,7 @@ HUMUS_API void humus_string_free(char *str);
 
 /* ==== Callbacks: classifier ====================================================================== */
 
-/* What an attempt's result means (SPEC §5). retry_after_ms 0 means "none"; negative is invalid. */
+/* What an attempt's result means (docs/retries.md §5). retry_after_ms 0 means "none"; negative is invalid. */
 enum { HUMUS_RETRY_DONE = 1, HUMUS_RETRY_AGAIN = 2 };
 enum { HUMUS_BREAKER_SUCCESS = 1, HUMUS_BREAKER_FAILURE = 2, HUMUS_BREAKER_IGNORED = 3 };
 typedef struct humus_classification {
@@ -218,10 +218,10 @@ HUMUS_API const char *humus_attempt_error_message(const humus_attempt *a);
 /* 1 for the first attempt of a request. */
 HUMUS_API int32_t humus_attempt_number(const humus_attempt *a);
 
-/* The default classifier (SPEC §5.3), for a custom one to delegate to. HUMUS_E_MISUSE when `a` is not a
+/* The default classifier (docs/retries.md §5.3), for a custom one to delegate to. HUMUS_E_MISUSE when `a` is not a
  * live attempt, HUMUS_E_INVALID_ARGUMENT for out NULL. No err: those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_classify_default(const humus_attempt *a, humus_classification *out);
-/* A named preset: "humus" (the default), "jfast", "strict" (SPEC §5.5). HUMUS_E_INVALID_ARGUMENT for an
+/* A named preset: "humus" (the default), "jfast", "strict" (docs/retries.md §5.5). HUMUS_E_INVALID_ARGUMENT for an
  * unknown name (or NULL preset or out), HUMUS_E_MISUSE as humus_classify_default. No err: the caller has the
  * name it passed, and the statuses say everything else. Any thread. */
 HUMUS_API humus_status humus_classify_preset(const char *preset, const humus_attempt *a,
@@ -240,7 +240,7 @@ typedef struct humus_classifier {
 #define HUMUS_CLASSIFIER_INIT {HUMUS_CLASSIFIER_VERSION, NULL, NULL, NULL}
 
 /* Replaces the classifier of `s`. The table is copied. HUMUS_E_PROGRAM when `classifier` or its `classify`
- * is NULL (SPEC §3.3); HUMUS_E_INVALID_ARGUMENT naming humus_classifier for version 0 or newer than
+ * is NULL (docs/settings.md §3.3); HUMUS_E_INVALID_ARGUMENT naming humus_classifier for version 0 or newer than
  * HUMUS_CLASSIFIER_VERSION; HUMUS_E_MISUSE for a bad `s`. On failure `destroy` is not called: the caller
  * keeps user_data. Not concurrently on one settings. */
 HUMUS_API humus_status humus_settings_set_classifier(humus_settings *s, const humus_classifier *classifier,
@@ -248,7 +248,7 @@ HUMUS_API humus_status humus_settings_set_classifier(humus_settings *s, const hu
 
 /* ==== Callbacks: breaker policy ================================================================== */
 
-/* Counts a breaker policy sees (SPEC §9.3): since the state began, plus the last `window` results. Handed to
+/* Counts a breaker policy sees (docs/breaker.md §9.3): since the state began, plus the last `window` results. Handed to
  * callbacks by pointer (version HUMUS_BREAKER_COUNTS_VERSION of the library: an older reader reads its
  * prefix); filled in by humus_client_breaker_counts up to the version its caller set. */
 typedef struct humus_breaker_counts {
@@ -294,14 +294,14 @@ HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings *s, cons
 
 /* ==== Runtime ==================================================================================== */
 
-/* Process-wide machinery shared by clients (SPEC §1): the clock, name overrides, the mock transport. */
+/* Process-wide machinery shared by clients (docs/README.md §1): the clock, name overrides, the mock transport. */
 typedef struct humus_runtime humus_runtime;
 
 /* Options (JSON; NULL or empty for the defaults): {"resolve": {"host:port": "address:port"}, "faults": bool,
  * "clock": "real" | "virtual", "seed": n}. "resolve" sends a name's connections to a local address while
- * TLS still verifies the name (SPEC §10.6). A virtual clock advances on its own whenever every call in flight
- * waits only on timers (SPEC §16.1); it needs the mock transport; "seed" fixes its random draws.
- * "faults": true turns failure injection on (SPEC §14): a call whose baggage (call context or its own
+ * TLS still verifies the name (docs/transport.md §10.6). A virtual clock advances on its own whenever every call in flight
+ * waits only on timers (docs/testing-kit.md §16.1); it needs the mock transport; "seed" fixes its random draws.
+ * "faults": true turns failure injection on (docs/failure-injection.md §14): a call whose baggage (call context or its own
  * baggage header) carries the member humus.fault=<point>=<action>[@<probability>]|… has its attempts to the
  * point "http:<host>:<port>" of its client fail as a lost connection ("abort"), wait before they are sent,
  * within attempt_timeout ("delay:<duration>"), or answered with an empty synthetic response
@@ -324,12 +324,12 @@ HUMUS_API int64_t humus_runtime_elapsed_ms(humus_runtime *rt);
 
 /* ==== Client ===================================================================================== */
 
-/* One client per dependency (SPEC §1): its connections, breaker, retry budget and bulkhead. Thread-safe:
+/* One client per dependency (docs/README.md §1): its connections, breaker, retry budget and bulkhead. Thread-safe:
  * every function on a client may be called from any thread at once, except humus_client_free. */
 typedef struct humus_client humus_client;
 
 /* Builds a client; `s` is copied (callbacks shared). Rules across fields fail with HUMUS_E_PROGRAM naming the
- * fields (SPEC §3.2); an unreadable TLS file with HUMUS_E_CONFIG naming its key; a virtual clock without a
+ * fields (docs/settings.md §3.2); an unreadable TLS file with HUMUS_E_CONFIG naming its key; a virtual clock without a
  * mock transport with HUMUS_E_MISUSE. Any thread. */
 HUMUS_API humus_status humus_client_new(humus_runtime *rt, const humus_settings *s, humus_client **out,
                                         humus_error **err);
@@ -339,17 +339,17 @@ HUMUS_API humus_status humus_client_new(humus_runtime *rt, const humus_settings 
  * blocking call may be in flight. */
 HUMUS_API void humus_client_free(humus_client *c);
 /* The breaker's state now (HUMUS_CIRCUIT_*), after any lazy open → half-open advance. HUMUS_E_MISUSE for a
- * bad `c`, HUMUS_E_INVALID_ARGUMENT for state NULL. No err: the signature is pinned (SPEC Appendix A), and
+ * bad `c`, HUMUS_E_INVALID_ARGUMENT for state NULL. No err: the signature is pinned (outside callers call it), and
  * those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_client_breaker_state(humus_client *c, int32_t *state);
 
-/* The breaker's counts now (SPEC §9.3), after any lazy advance. The caller sets `counts->version` (start
+/* The breaker's counts now (docs/breaker.md §9.3), after any lazy advance. The caller sets `counts->version` (start
  * from HUMUS_BREAKER_COUNTS_INIT); the library writes the members of that version only, so a caller built
  * against an older, smaller struct is safe. HUMUS_E_MISUSE for a bad `c`; HUMUS_E_INVALID_ARGUMENT for counts
  * NULL or its version 0 or newer than HUMUS_BREAKER_COUNTS_VERSION. No err: those statuses say everything.
  * Any thread. */
 HUMUS_API humus_status humus_client_breaker_counts(humus_client *c, humus_breaker_counts *counts);
-/* The retry budget's balance (SPEC §6.4): tokens for the token bucket, retries still allowed in the window
+/* The retry budget's balance (docs/retries.md §6.4): tokens for the token bucket, retries still allowed in the window
  * for the ratio policy. HUMUS_E_MISUSE for a bad `c`, HUMUS_E_INVALID_ARGUMENT for tokens NULL. No err:
  * those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_client_budget_tokens(humus_client *c, double *tokens);
@@ -365,14 +365,14 @@ typedef struct humus_request humus_request;
 HUMUS_API humus_status humus_request_new(const char *method, const char *url, humus_request **out,
                                          humus_error **err);
 /* Adds a header (repeat for several values). An invalid name or a value with CR, LF or NUL is refused with
- * HUMUS_E_INVALID_ARGUMENT naming the header (SPEC §10.5). */
+ * HUMUS_E_INVALID_ARGUMENT naming the header (docs/transport.md §10.5). */
 HUMUS_API humus_status humus_request_set_header(humus_request *r, const char *name, const char *value,
                                                 humus_error **err);
 /* Sets the body; the bytes are copied, so every attempt can replay them. HUMUS_E_MISUSE for a bad `r`,
- * HUMUS_E_INVALID_ARGUMENT for data NULL with len > 0. No err: the signature is pinned (SPEC Appendix A),
+ * HUMUS_E_INVALID_ARGUMENT for data NULL with len > 0. No err: the signature is pinned (outside callers call it),
  * and those statuses say everything. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_body(humus_request *r, const void *data, size_t len);
-/* A request body the caller streams (SPEC §7) instead of one copied in. `read` fills at most `cap` bytes of
+/* A request body the caller streams (docs/bodies.md §7) instead of one copied in. `read` fills at most `cap` bytes of
  * `buf` and sets *n (0: the end); any status but HUMUS_OK fails the attempt with HUMUS_E_CALLBACK. `rewind`
  * goes back to the first byte before another attempt (or libcurl's own resend); NULL makes the body not
  * replayable, so the call makes exactly one attempt whatever its method or retry mode. `destroy` (optional)
@@ -397,18 +397,18 @@ typedef struct humus_body_reader {
  * HUMUS_E_PROGRAM when `read` is NULL. On failure `destroy` is not called. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_body_reader(humus_request *r, const humus_body_reader *reader,
                                                      humus_error **err);
-/* Sets the Idempotency-Key header: the request becomes safe to send twice (SPEC §4). */
+/* Sets the Idempotency-Key header: the request becomes safe to send twice (docs/retries.md §4). */
 HUMUS_API humus_status humus_request_set_idempotency_key(humus_request *r, const char *key, humus_error **err);
 
 enum { HUMUS_RETRY_MODE_DEFAULT = 0, HUMUS_RETRY_MODE_FORBID = 1, HUMUS_RETRY_MODE_FORCE = 2 };
-/* Per-call retry override (SPEC §4): FORBID makes one attempt; FORCE vouches for a request the rules would
+/* Per-call retry override (docs/retries.md §4): FORBID makes one attempt; FORCE vouches for a request the rules would
  * not retry (budget, deadline and breaker still apply). HUMUS_E_INVALID_ARGUMENT naming "retry" for another
  * value. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_retry(humus_request *r, int32_t mode, humus_error **err);
 /* The caller's bound on the whole call, in ms (> 0, <= 1 h); the call ends at the earlier of it and
  * `timeout`. HUMUS_E_INVALID_ARGUMENT naming "timeout" out of range. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms, humus_error **err);
-/* The call context (SPEC §12): what the request being served carries, passed on to the dependency — its
+/* The call context (docs/telemetry.md §12): what the request being served carries, passed on to the dependency — its
  * traceparent, tracestate and baggage, its X-Request-ID (sent only when given, never invented), and its
  * Authorization (sent only with the setting forward_authorization, and only a Bearer token). NULL or ""
  * leaves a part unset. Configured headers come first, these next, the request's own headers win. A value
@@ -441,9 +441,9 @@ HUMUS_API void humus_cancel_free(humus_cancel *c);
 
 typedef struct humus_response humus_response;
 
-/* Makes one call on the calling thread: every attempt, wait and redirect (SPEC §6), cancelled through the
+/* Makes one call on the calling thread: every attempt, wait and redirect (docs/retries.md §6), cancelled through the
  * request's token if it has one (humus_request_set_cancel).
- * HUMUS_OK with a response whatever its status (404, 500, the last 503: the caller decides, SPEC §6.6);
+ * HUMUS_OK with a response whatever its status (404, 500, the last 503: the caller decides, docs/retries.md §6.6);
  * otherwise the call got no response: HUMUS_E_REJECTED (breaker open; humus_error_retry_after_ms),
  * HUMUS_E_BULKHEAD_FULL, HUMUS_E_TIMEOUT, HUMUS_E_CANCELLED, HUMUS_E_CONNECT, HUMUS_E_RESOLVE,
  * HUMUS_E_CONNECTION_LOST, HUMUS_E_PROTOCOL, HUMUS_E_STREAM_REFUSED, HUMUS_E_TLS, HUMUS_E_TLS_CLIENT_CERT,
@@ -508,7 +508,7 @@ HUMUS_API void humus_response_free(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
 
-/* A call in flight on the runtime's event loop (SPEC §17.1). */
+/* A call in flight on the runtime's event loop (docs/bindings.md §17.1). */
 typedef struct humus_call humus_call;
 
 /* The outcome of an asynchronous call, delivered once on the runtime's event-loop thread: HUMUS_OK with
@@ -544,8 +544,8 @@ HUMUS_API void humus_call_free(humus_call *call);
 
 /* ==== Callbacks: log sink ======================================================================== */
 
-/* One log record (SPEC §13.3). Only two kinds exist: a circuit breaker's state change
- * (event "humus.circuit.state_change": one per change, SPEC §9.5) and an upstreams notice
+/* One log record (docs/telemetry.md §13.3). Only two kinds exist: a circuit breaker's state change
+ * (event "humus.circuit.state_change": one per change, docs/breaker.md §9.5) and an upstreams notice
  * (event "humus.upstreams.base_url_override"). Errors are returned, never logged. Borrowed: every pointer
  * lives for the duration of the sink's call. Version 2: the counts are behind a pointer (version 1, handed
  * only to a version 1 sink, embedded them by value, so they could never grow). */
@@ -598,7 +598,7 @@ typedef struct humus_span_attribute {
 /* OpenTelemetry status codes of a span. */
 enum { HUMUS_SPAN_STATUS_UNSET = 0, HUMUS_SPAN_STATUS_ERROR = 2 };
 
-/* One attempt's span (SPEC §13.1), always of kind CLIENT: one per attempt sent (each retry and each redirect
+/* One attempt's span (docs/telemetry.md §13.1), always of kind CLIENT: one per attempt sent (each retry and each redirect
  * has its own) and one per attempt the breaker rejected, which ends as it starts with error.type "rejected".
  * Its parent is the span of the call context's traceparent (humus_request_set_context, or a traceparent
  * header of the request); without one, every attempt of the call is a root span of one new trace. The
@@ -648,7 +648,7 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humu
 
 /* ==== Metrics ==================================================================================== */
 
-/* The instruments of SPEC §13.2, summed over the runtime's clients by origin (attributes server.address and
+/* The instruments of docs/telemetry.md §13.2, summed over the runtime's clients by origin (attributes server.address and
  * server.port; nothing per call): http.client.request.duration (histogram, s, one sample per attempt sent),
  * http.client.request.body.size (histogram, By, per attempt sent), humus.circuit.state (gauge, breakers per
  * state, read at collection), humus.circuit.transitions (counter, by the state entered),
@@ -705,7 +705,7 @@ HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime *rt, humus_me
 
 /* ==== Readiness ================================================================================== */
 
-/* A readiness report (SPEC §15.2) of every live client of the runtime, in the order they were made:
+/* A readiness report (docs/upstreams.md §15.2) of every live client of the runtime, in the order they were made:
  * {"status": "ok" | "degraded", "clients": [{"origin": "https://payments:8443", "state": "closed" | "open" |
  * "half_open", "retry_after_ms": n, "counts": {"successes", "failures", "consecutive_successes",
  * "consecutive_failures", "timed_out_probes", "window_results", "window_failures"}}]}. "degraded" when any
@@ -715,7 +715,7 @@ HUMUS_API humus_status humus_runtime_readiness_json(humus_runtime *rt, char **ou
 
 /* ==== Upstreams ================================================================================== */
 
-/* A registry of clients by name (SPEC §15.1), built from one JSON document:
+/* A registry of clients by name (docs/upstreams.md §15.1), built from one JSON document:
  *   {"upstreams": {"billing": {"base_url": "https://billing:8443", "timeout": "5s", ...}, ...}}
  * Each upstream's keys are the settings of humus_settings_from_json. HUMUS_HTTP_UPSTREAMS__<NAME>__BASE_URL
  * (NAME: the name in uppercase, '-' written '_') in the environment, read once here, wins over the file's
@@ -726,7 +726,7 @@ typedef struct humus_upstreams humus_upstreams;
 /* Builds every upstream's client on `rt`. HUMUS_E_CONFIG naming every problem at once with its path
  * ("upstreams.billing.timeout", "upstreams.billing.timout" for a misspelt key, with the nearest valid key in
  * the message), a key other than "upstreams", or a name other than letters, digits, '_' and '-';
- * HUMUS_E_PROGRAM for a rule across one upstream's fields (SPEC §3.2). The runtime must outlive the registry.
+ * HUMUS_E_PROGRAM for a rule across one upstream's fields (docs/settings.md §3.2). The runtime must outlive the registry.
  * Any thread. */
 HUMUS_API humus_status humus_upstreams_from_json(humus_runtime *rt, const char *json, size_t len,
                                                  humus_upstreams **out, humus_error **err);
@@ -774,7 +774,7 @@ HUMUS_API void humus_mock_reply_set_delay_ms(humus_mock_reply *reply, int64_t ms
 HUMUS_API void humus_mock_reply_set_hang(humus_mock_reply *reply);
 
 #define HUMUS_MOCK_TRANSPORT_VERSION 1
-/* Answers every attempt of the clients built afterwards from the runtime (SPEC §16.2). `respond` runs on the
+/* Answers every attempt of the clients built afterwards from the runtime (docs/testing-kit.md §16.2). `respond` runs on the
  * thread that drives the attempt, possibly several at once; a status other than HUMUS_OK fails the attempt
  * with HUMUS_E_CALLBACK. */
 typedef struct humus_mock_transport {

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TREES = ["src", "tests", "python", "bindings", "cli", "bench"]
+TREES = ["include", "src", "tests", "python", "bindings", "cli", "bench"]
 SKIP_DIRS = {".git", "build", "target", "__pycache__", ".pytest_cache", ".mypy_cache", "node_modules"}
 
 # One section number: 6, 6.4, 5.4a.

@@ -171,6 +171,14 @@ func newCallState(ctx context.Context, coreEndsDeadline bool) *callState {
 	return s
 }
 
+// nativeToken is the token to hand the request, or nil for no call state (a context that cannot end).
+func (s *callState) nativeToken() *C.humus_cancel {
+	if s == nil {
+		return nil
+	}
+	return s.token
+}
+
 // watch triggers the token when the context ends (context.AfterFunc: no goroutine until then).
 func (s *callState) watch() {
 	if s == nil || s.ctx.Done() == nil {

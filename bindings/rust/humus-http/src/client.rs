@@ -87,7 +87,7 @@ impl Client {
         let resp = self.call(request, sys::humus_client_open)?;
         // SAFETY: the response is ours, of a call on `self`, which the result borrows; it keeps the
         // request's cancel token, which its reads use.
-        unsafe { StreamingResponse::from_raw(resp, request.cancel().cloned()) }
+        unsafe { StreamingResponse::from_raw(resp) }
     }
 
     /// Runs `humus_client_do` or `humus_client_open`: the response, or the error with the message of a

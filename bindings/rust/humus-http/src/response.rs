@@ -9,7 +9,6 @@ use std::ptr::{self, NonNull};
 
 use humus_http_sys as sys;
 
-use crate::cancel::CancelToken;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::ffi;
@@ -170,8 +169,6 @@ pub struct StreamingResponse<'c> {
     raw: NonNull<sys::humus_response>,
     head: Head,
     _client: PhantomData<&'c Client>,
-    /// The request's token: the reads use it, so it lives until the response is freed (drop order).
-    _cancel: Option<CancelToken>,
 }
 
 // SAFETY: a C response is not bound to a thread; every use takes `&mut self` or `self` (reads) or only
@@ -189,16 +186,13 @@ impl<'c> StreamingResponse<'c> {
     /// Takes a response of `humus_client_open`.
     ///
     /// # Safety
-    /// `resp` is NULL or a response the library handed over, of a call on a client that lives for `'c`,
-    /// made with a request whose cancel token was `cancel`.
-    pub(crate) unsafe fn from_raw(
-        resp: *mut sys::humus_response,
-        cancel: Option<CancelToken>,
-    ) -> Result<StreamingResponse<'c>, Error> {
+    /// `resp` is NULL or a response the library handed over, of a call on a client that lives for `'c`.
+    /// The C response holds its request's cancel token itself, for the reads.
+    pub(crate) unsafe fn from_raw(resp: *mut sys::humus_response) -> Result<StreamingResponse<'c>, Error> {
         let raw = NonNull::new(resp).ok_or_else(no_response)?;
         // SAFETY: live, ours.
         let head = unsafe { Head::copy(raw.as_ptr()) };
-        Ok(StreamingResponse { raw, head, _client: PhantomData, _cancel: cancel })
+        Ok(StreamingResponse { raw, head, _client: PhantomData })
     }
 
     head_accessors!();
