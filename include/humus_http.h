@@ -405,6 +405,10 @@ enum { HUMUS_RETRY_MODE_DEFAULT = 0, HUMUS_RETRY_MODE_FORBID = 1, HUMUS_RETRY_MO
  * not retry (budget, deadline and breaker still apply). HUMUS_E_INVALID_ARGUMENT naming "retry" for another
  * value. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_retry(humus_request *r, int32_t mode, humus_error **err);
+/* Whether the call follows redirects within the origin (docs/origin.md §2): 1, the default, follows up to 10;
+ * 0 returns the first 3xx as the response, for the caller to decide (as Go's CheckRedirect does).
+ * HUMUS_E_INVALID_ARGUMENT naming "follow_redirects" for another value. Not concurrently on one request. */
+HUMUS_API humus_status humus_request_set_follow_redirects(humus_request *r, int32_t follow, humus_error **err);
 /* The caller's bound on the whole call, in ms (> 0, <= 1 h); the call ends at the earlier of it and
  * `timeout`. HUMUS_E_INVALID_ARGUMENT naming "timeout" out of range. Not concurrently on one request. */
 HUMUS_API humus_status humus_request_set_timeout_ms(humus_request *r, int64_t ms, humus_error **err);
@@ -499,6 +503,12 @@ HUMUS_API humus_status humus_response_body(humus_response *resp, const void **da
 HUMUS_API const char *humus_response_http_version(const humus_response *resp);
 /* The URL of the last request, after redirects within the origin. */
 HUMUS_API const char *humus_response_url(const humus_response *resp);
+/* The redirects the call followed, oldest first (0 for a bad `resp`); redirect `i` is the 3xx status and the
+ * URL of the request that got it (the string lives as long as the response). HUMUS_E_INVALID_ARGUMENT when `i`
+ * is out of range or status/url NULL, HUMUS_E_MISUSE for a bad `resp`. No err: those statuses say everything. */
+HUMUS_API size_t humus_response_redirect_count(const humus_response *resp);
+HUMUS_API humus_status humus_response_redirect_at(const humus_response *resp, size_t i, int32_t *status,
+                                                  const char **url);
 /* Frees a response; NULL and a freed response are ignored. A response of humus_client_do is a plain value:
  * the breaker counted its attempt when it was classified, so it may outlive its client and runtime, and
  * freeing it counts nothing. A response of humus_client_open whose body was not read to its end is closed:

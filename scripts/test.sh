@@ -6,28 +6,54 @@
 # per vector. Installs missing system packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each stage's wall and CPU time (its processes' user+sys), printed at the end — also when a stage fails: CI
+# has a budget, and on a shared machine the CPU time says what a stage costs when the wall time is inflated.
+timings=()
+stage_name="" stage_start=$SECONDS stage_cpu=0
+ticks=$(getconf CLK_TCK)
+children_cpu_seconds() {  # user+sys of every child this shell has waited for: cutime and cstime of its stat
+  awk -v ticks="$ticks" '{ printf "%d", ($16 + $17) / ticks }' "/proc/$$/stat"
+}
+stage() {
+  local cpu
+  cpu=$(children_cpu_seconds)
+  if [ -n "$stage_name" ]; then
+    timings+=("$(printf '%5ds wall %5ds cpu  %s' $((SECONDS - stage_start)) $((cpu - stage_cpu)) "$stage_name")")
+  fi
+  stage_name="$1" stage_start=$SECONDS stage_cpu=$cpu
+  if [ -n "$1" ]; then echo "=== $1"; fi
+}
+print_timings() {
+  stage ""
+  echo "=== time per stage (total ${SECONDS}s wall)"
+  printf '%s\n' "${timings[@]}"
+}
+trap print_timings EXIT
+
+stage "install: missing system and Python packages"
 scripts/install-deps.sh
 
 for preset in dev asan-ubsan tsan; do
-  echo "=== ${preset}: build"
+  stage "${preset}: build"
   scripts/build.sh "$preset"
-  echo "=== ${preset}: test"
+  stage "${preset}: test"
   ctest --preset "$preset"
 done
 
-echo "=== fuzz: every libFuzzer target of tests/fuzz for a few seconds (their corpora replay in ctest above)"
+stage "fuzz: every libFuzzer target of tests/fuzz for a few seconds (their corpora replay in ctest above)"
 HUMUS_FUZZ_SECONDS=5 scripts/fuzz-ci.sh
 
-echo "=== python: build the package and test it"
+stage "python: build the package and test it"
 PIP_BREAK_SYSTEM_PACKAGES=1 CMAKE_BUILD_PARALLEL_LEVEL=2 python3 -m pip install --quiet --disable-pip-version-check \
   --root-user-action=ignore .
 python3 -m pytest -q python/tests
 
-echo "=== soak: the installed package through a fault-scheduled upstream, its invariants checked"
+stage "soak: the installed package through a fault-scheduled upstream, its invariants checked"
 scripts/soak.sh --python python3 --selftest --duration 60
 
-echo "=== go: the binding, go vet and go test -race"
+stage "go: the binding, go vet and go test -race"
 scripts/test-go.sh
 
-echo "=== rust: the -sys and safe crates, cargo test"
+stage "rust: the -sys and safe crates, cargo test"
 scripts/test-rust.sh

@@ -180,6 +180,20 @@ HUMUS_API humus_status humus_request_set_retry(humus_request* r, int32_t mode, h
   });
 }
 
+HUMUS_API humus_status humus_request_set_follow_redirects(humus_request* r, int32_t follow, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(r) == nullptr) return bad_handle("humus_request_set_follow_redirects", "r", err);
+    if (follow != 0 && follow != 1) {
+      return report(Status(Code::kInvalidArgument,
+                           "follow_redirects: " + std::to_string(follow) + " is not 0 (return the 3xx) or 1 (follow)",
+                           {"follow_redirects"}),
+                    err);
+    }
+    r->request.follow_redirects = follow == 1;
+    return HUMUS_OK;
+  });
+}
+
 HUMUS_API humus_status humus_request_set_timeout_ms(humus_request* r, int64_t ms, humus_error** err) {
   return guard(err, [&]() -> humus_status {
     if (live(r) == nullptr) return bad_handle("humus_request_set_timeout_ms", "r", err);

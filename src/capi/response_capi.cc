@@ -111,6 +111,25 @@ HUMUS_API const char* humus_response_url(const humus_response* resp) {
   return live(resp) == nullptr ? "" : resp->response.url.c_str();
 }
 
+HUMUS_API size_t humus_response_redirect_count(const humus_response* resp) {
+  return live(resp) == nullptr ? 0 : resp->response.history.size();
+}
+
+HUMUS_API humus_status humus_response_redirect_at(const humus_response* resp, size_t i, int32_t* status,
+                                                  const char** url) {
+  return guard(nullptr, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_redirect_at", "resp", nullptr);
+    if (status == nullptr || url == nullptr) return null_argument("humus_response_redirect_at", "status/url", nullptr);
+    const auto& history = resp->response.history;
+    if (i >= history.size()) {
+      return report(Status(Code::kInvalidArgument, "humus_response_redirect_at: index out of range", {"i"}), nullptr);
+    }
+    *status = history[i].status;
+    *url = history[i].url.c_str();
+    return HUMUS_OK;
+  });
+}
+
 HUMUS_API void humus_response_free(humus_response* resp) {
   if (retire(resp)) delete resp;
 }

@@ -22,7 +22,10 @@ Call::Call(const CallEnv& env, const Request& request, CancelToken* cancel)
 
 Step Call::done(CallResult result) {
   result.attempts = attempts_;
-  if (result.response) result.response->attempts = attempts_;
+  if (result.response) {
+    result.response->attempts = attempts_;
+    result.response->history = std::move(history_);
+  }
   slot_.release();  // before the caller hears of the outcome
   Step s;
   s.kind = Step::Kind::kDone;
@@ -288,7 +291,7 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
     s.until = after + decision->wait;
     return s;
   }
-  if (next) return follow(std::move(*next));
+  if (next) return follow(std::move(*next), outcome.response->status);
   if (streamed) {
     PendingVerdict pending{&env_.breaker, &env_.metrics, permit_, c.breaker};
     outcome.response->stream = std::make_shared<ResponseStream>(std::move(body), pending, cancel_, std::move(slot_));
@@ -297,15 +300,15 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
 }
 
 std::optional<transport::WireRequest> Call::redirect_of(const CallResult& outcome) const {
-  if (!outcome.ok() || redirects_ >= kMaxRedirects) return std::nullopt;
+  if (!outcome.ok() || !request_.follow_redirects || history_.size() >= kMaxRedirects) return std::nullopt;
   std::optional<transport::WireRequest> next = follow_redirect(wire_, *outcome.response, env_.origin);
   // A streamed request body without a rewind cannot go to the new location.
   if (next && next->body_source != nullptr && !body_replayable_) next.reset();
   return next;
 }
 
-Step Call::follow(transport::WireRequest next) {
-  ++redirects_;
+Step Call::follow(transport::WireRequest next, int status) {
+  history_.push_back(Redirect{status, wire_.url});
   wire_ = std::move(next);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, wire_.body_source == nullptr || body_replayable_,
                                           request_.retry);

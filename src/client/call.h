@@ -84,7 +84,7 @@ class Call {
   transport::BodyRead read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into);
   // The request a response asks to be sent next, within the origin and the redirect limit, or nothing.
   std::optional<transport::WireRequest> redirect_of(const CallResult& outcome) const;
-  Step follow(transport::WireRequest next);
+  Step follow(transport::WireRequest next, int status);  // status: of the 3xx that asked for it
   uint64_t body_size() const;  // of the request, for the metrics (0 when unknown)
   telemetry::Span attempt_span(WallTime start) const;  // the attributes known before the attempt is sent
   transport::InjectedFault draw_fault() const;          // what the call's fault scenario does to this attempt
@@ -99,7 +99,7 @@ class Call {
   bool unprocessed_may_resend_ = true;
   int attempt_ = 0;      // of the current request (a redirect starts again at 1)
   int attempts_ = 0;     // of the whole call
-  int redirects_ = 0;
+  std::vector<Redirect> history_;  // the redirects followed so far (at most kMaxRedirects)
   Instant attempt_started_{};  // when admit() let the current attempt go (http.client.request.duration)
   breaker::Permit permit_;
   std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (docs/bodies.md §7)

@@ -2,6 +2,7 @@
 // another origin is handed back to the caller as the 3xx it is.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 
 #include "client/request.h"
@@ -10,7 +11,7 @@
 
 namespace humus::client {
 
-inline constexpr int kMaxRedirects = 10;
+inline constexpr size_t kMaxRedirects = 10;
 
 // The request a 3xx response asks for, or nullopt when it is not followed: not a redirect status, no or a
 // malformed Location, or a Location on another origin (credentials never leave the origin). 303 turns any

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/headers.h"
@@ -31,11 +32,19 @@ struct Request {
   // Or a body the caller streams (replayable only with a rewind); one call at a time reads it.
   std::shared_ptr<transport::BodySource> body_source;
   retry::RetryOverride retry = retry::RetryOverride::kDefault;
+  // false: a redirect is returned as the 3xx it is, for the caller to follow or not (docs/origin.md §2).
+  bool follow_redirects = true;
   std::optional<Duration> timeout;  // the caller's bound on the whole call; the earlier of it and `timeout`
   CallContext context;
 };
 
 class ResponseStream;
+
+// A redirect the call followed: the 3xx status and the URL of the request that got it.
+struct Redirect {
+  int status = 0;
+  std::string url;
+};
 
 // What the last attempt brought off the wire (transport::WireResponse: status, headers, body, HTTP version),
 // plus what only the call knows. One-way: the transport never sees a Response. For a streamed body
@@ -43,6 +52,7 @@ class ResponseStream;
 struct Response : transport::WireResponse {
   std::string url;           // of the last request (after redirects)
   int attempts = 0;          // attempts the call made, every redirect's included
+  std::vector<Redirect> history;  // the redirects followed, oldest first
   // The rest of the body, still on its connection (Client::open only); nullptr when `body` is all of it.
   // Shared so a Response stays a copyable value; copies read one stream.
   std::shared_ptr<ResponseStream> stream;

@@ -14,6 +14,7 @@ struct Scripted {
   std::atomic<int> calls{0};
   std::atomic<int> destroyed{0};
   int fail_first = 0;  // answer 503 this many times, then 200
+  int redirect_first = 0;  // before that, answer 302 to /hopN this many times
   std::string last_key;
 };
 
@@ -22,7 +23,12 @@ humus_status respond(void* user, const humus_mock_request* req, humus_mock_reply
   const int n = ++s->calls;
   const char* key = humus_mock_request_header(req, "Idempotency-Key");
   s->last_key = key != nullptr ? key : "";
-  if (n <= s->fail_first) {
+  if (n <= s->redirect_first) {
+    humus_mock_reply_set_status(reply, 302);
+    humus_mock_reply_add_header(reply, "Location", ("/hop" + std::to_string(n)).c_str());
+    return HUMUS_OK;
+  }
+  if (n - s->redirect_first <= s->fail_first) {
     humus_mock_reply_set_status(reply, 503);
     humus_mock_reply_add_header(reply, "Retry-After", "1");
     return HUMUS_OK;
@@ -103,6 +109,43 @@ TEST_F(CapiClientTest, PostWithIdempotencyKeyIsRetriedAndCarriesTheKey) {
   ASSERT_EQ(humus_client_do(client_, req, &resp, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_response_attempts(resp), 2);
   EXPECT_EQ(script_.last_key, "order-42");
+  humus_response_free(resp);
+  humus_request_free(req);
+}
+
+TEST_F(CapiClientTest, RedirectsFollowedAreListedAndFollowingCanBeTurnedOff) {
+  script_.redirect_first = 2;
+  make_client(R"({"base_url": "https://payments:8443"})");
+  humus_request* req = nullptr;
+  ASSERT_EQ(humus_request_new("GET", "https://payments:8443/start", &req, nullptr), HUMUS_OK);
+  humus_response* resp = nullptr;
+  ASSERT_EQ(humus_client_do(client_, req, &resp, nullptr), HUMUS_OK);
+  EXPECT_EQ(humus_response_status(resp), 200);
+  EXPECT_STREQ(humus_response_url(resp), "https://payments:8443/hop2");
+  ASSERT_EQ(humus_response_redirect_count(resp), 2u);
+  int32_t status = 0;
+  const char* url = nullptr;
+  ASSERT_EQ(humus_response_redirect_at(resp, 0, &status, &url), HUMUS_OK);
+  EXPECT_EQ(status, 302);
+  EXPECT_STREQ(url, "https://payments:8443/start");
+  ASSERT_EQ(humus_response_redirect_at(resp, 1, &status, &url), HUMUS_OK);
+  EXPECT_STREQ(url, "https://payments:8443/hop1");
+  EXPECT_EQ(humus_response_redirect_at(resp, 2, &status, &url), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_response_redirect_at(resp, 0, nullptr, &url), HUMUS_E_INVALID_ARGUMENT);
+  humus_response_free(resp);
+
+  // Off: the first 3xx is the answer, nothing listed, one request on the wire.
+  script_.calls = 0;
+  humus_error* err = nullptr;
+  EXPECT_EQ(humus_request_set_follow_redirects(req, 2, &err), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(humus_error_message(err), "follow_redirects"), nullptr);
+  humus_error_free(err);
+  ASSERT_EQ(humus_request_set_follow_redirects(req, 0, nullptr), HUMUS_OK);
+  ASSERT_EQ(humus_client_do(client_, req, &resp, nullptr), HUMUS_OK);
+  EXPECT_EQ(humus_response_status(resp), 302);
+  EXPECT_STREQ(humus_response_header(resp, "Location"), "/hop1");
+  EXPECT_EQ(humus_response_redirect_count(resp), 0u);
+  EXPECT_EQ(script_.calls.load(), 1);
   humus_response_free(resp);
   humus_request_free(req);
 }

@@ -240,6 +240,7 @@ void call_everything(const Bad& b) {
   expect_misuse(humus_request_set_idempotency_key(b.request, "k", &err), &err, "r");
   expect_misuse(humus_request_set_retry(b.request, HUMUS_RETRY_MODE_FORBID, &err), &err, "r");
   expect_misuse(humus_request_set_timeout_ms(b.request, 100, &err), &err, "r");
+  expect_misuse(humus_request_set_follow_redirects(b.request, 0, &err), &err, "r");
   expect_misuse(humus_request_set_context(b.request, nullptr, nullptr, "a=b", nullptr, nullptr, &err), &err, "r");
   humus_cancel* live_cancel = nullptr;
   ASSERT_EQ(humus_cancel_new(&live_cancel), HUMUS_OK);
@@ -276,6 +277,9 @@ void call_everything(const Bad& b) {
   EXPECT_EQ(len, 99u);
   EXPECT_STREQ(humus_response_http_version(b.response), "");
   EXPECT_STREQ(humus_response_url(b.response), "");
+  EXPECT_EQ(humus_response_redirect_count(b.response), 0u);
+  int32_t redirect_status = 0;
+  EXPECT_EQ(humus_response_redirect_at(b.response, 0, &redirect_status, &name), HUMUS_E_MISUSE);
   humus_response_free(b.response);
 
   // Calls.

@@ -21,8 +21,21 @@ def cli_path() -> Path:
     return path if path.is_absolute() else ROOT / path
 
 
+# The sanitizers the binary was built with (ctest passes the build's HUMUS_SANITIZE), empty for a plain build.
+SANITIZERS = os.environ.get("HUMUS_CLI_SANITIZE", "")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "large: moves a gigabyte on loopback (a few seconds); -m 'not large' skips it")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Under ThreadSanitizer a gigabyte through the CLI takes minutes; the C++ stream tests skip it there too.
+    if "thread" in SANITIZERS:
+        skip = pytest.mark.skip(reason="a gigabyte under ThreadSanitizer takes minutes; run in the other builds")
+        for item in items:
+            if "large" in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

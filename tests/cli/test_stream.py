@@ -20,10 +20,14 @@ from pathlib import Path
 import pytest
 
 from bulk_server import BLOCK, GZIP_TEXT, BulkServer, sha256_of, write_file
+from conftest import SANITIZERS
 from server_harness import TestServer
 
 GIB = 1 << 30
-PEAK_RSS_LIMIT_KIB = 32 * 1024  # a 1 GiB body buffered whole would be over 1 GiB
+# A 1 GiB body buffered whole would be over 1 GiB. AddressSanitizer holds up to 256 MiB of freed blocks in its
+# quarantine before reusing any (a streamed download measured 287 MiB there), so its bound only proves the body
+# was not held whole; the plain build's is the real one.
+PEAK_RSS_LIMIT_KIB = (512 if "address" in SANITIZERS else 32) * 1024
 
 
 @pytest.fixture(scope="module")

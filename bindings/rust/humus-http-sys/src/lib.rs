@@ -386,6 +386,11 @@ extern "C" {
     ) -> humus_status;
     pub fn humus_request_set_retry(r: *mut humus_request, mode: i32, err: *mut *mut humus_error) -> humus_status;
     pub fn humus_request_set_timeout_ms(r: *mut humus_request, ms: i64, err: *mut *mut humus_error) -> humus_status;
+    pub fn humus_request_set_follow_redirects(
+        r: *mut humus_request,
+        follow: i32,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_request_set_context(
         r: *mut humus_request,
         traceparent: *const c_char,
@@ -455,6 +460,13 @@ extern "C" {
     ) -> humus_status;
     pub fn humus_response_http_version(resp: *const humus_response) -> *const c_char;
     pub fn humus_response_url(resp: *const humus_response) -> *const c_char;
+    pub fn humus_response_redirect_count(resp: *const humus_response) -> usize;
+    pub fn humus_response_redirect_at(
+        resp: *const humus_response,
+        i: usize,
+        status: *mut i32,
+        url: *mut *const c_char,
+    ) -> humus_status;
     pub fn humus_response_free(resp: *mut humus_response);
 }
 
