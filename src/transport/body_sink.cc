@@ -77,16 +77,22 @@ size_t BodySink::drain(char* buf, size_t cap) {
 }
 
 void grow_within(std::string& body, size_t needed, uint64_t limit) {
-  constexpr size_t kJump = size_t{1} << 20;
-  if (needed <= body.capacity()) return;
-  if (needed <= kJump || limit <= kJump) {
-    body.reserve(std::max(needed, body.capacity() * 2));  // at most twice a limit of 1 MiB or less
-    return;
-  }
-  std::string whole;
-  whole.reserve(static_cast<size_t>(std::max<uint64_t>(limit, needed)));  // a fresh string: exactly this
-  whole.append(body);
-  body.swap(whole);
+  constexpr size_t kLarge = size_t{1} << 20;
+  const size_t have = body.capacity();
+  if (needed <= have) return;
+  const uint64_t grown = have < kLarge ? uint64_t{have} * 2 : uint64_t{have} * 4;
+  const uint64_t target = std::max<uint64_t>(needed, std::min(grown, limit));
+  // std::string::reserve would round a request up to twice its capacity: a fresh string takes exactly this.
+  std::string fresh;
+  fresh.reserve(static_cast<size_t>(target));
+  fresh.append(body);
+  body.swap(fresh);
+}
+
+void BodySink::expect(uint64_t length) {
+  constexpr uint64_t kUpFront = uint64_t{1} << 20;  // a peer's Content-Length is a hint, not a promise
+  if (streaming_ || body_ == nullptr || length > limit_ || body_->capacity() >= length) return;
+  if (body_->empty()) body_->reserve(static_cast<size_t>(std::min(length, kUpFront)));
 }
 
 bool strip_decoded_headers(Headers& headers) {

@@ -55,6 +55,9 @@ class BodySink {
   void stream();
   bool streaming() const { return streaming_; }
 
+  // The response's Content-Length, once its headers are in: a buffered body reserves it (up to 1 MiB), so a
+  // typical body lands in one allocation instead of growing through several copies.
+  void expect(uint64_t length);
   // The write callback's result: `n`, 0 to abort (over the limit), or CURL_WRITEFUNC_PAUSE.
   size_t write(const char* data, size_t n);
   bool over_limit() const { return over_limit_; }
@@ -83,9 +86,10 @@ class BodySink {
 };
 
 // Makes room in `body` for `needed` bytes in all, never more than `limit`. std::string's own growth doubles
-// (reserve() too, in libstdc++), which would take a body near its limit to twice it, and its copy holds old
-// and new at once; so past 1 MiB the body moves once into a string reserved at exactly `limit`, whose pages
-// stay untouched (not resident) until bytes land on them.
+// (reserve() too, in libstdc++), which would take a body near its limit to twice it; so the capacity grows
+// by hand: doubling up to 1 MiB, then four times over (fewer copies of a large body, pages untouched until
+// bytes land on them), and never past `limit` — nor reserved at `limit` up front, which for a limit of a
+// TiB would fail an allocation for a 2 MiB body.
 void grow_within(std::string& body, size_t needed, uint64_t limit);
 
 // libcurl decodes a Content-Encoding it was asked for: once decoded, the body's Content-Encoding and

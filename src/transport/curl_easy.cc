@@ -118,6 +118,12 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (line.empty()) {
     if (st.response.status >= 200 && !st.headers_done) {
       st.headers_done = true;
+      uint64_t length = 0;
+      const char* end = st.content_length.data() + st.content_length.size();
+      if (!st.head && st.response.status != 204 && st.response.status != 304 && !st.content_length.empty() &&
+          std::from_chars(st.content_length.data(), end, length).ptr == end) {
+        st.sink.expect(length);
+      }
       curl_tlssessioninfo* tls = nullptr;
       if (curl_easy_getinfo(st.easy, CURLINFO_TLS_SSL_PTR, &tls) == CURLE_OK && tls != nullptr &&
           tls->backend == CURLSSLBACKEND_OPENSSL) {
@@ -501,6 +507,7 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
   state_.sink.buffer_into(&state_.response.body, max_body_);
   state_.source = r.body_source.get();
   state_.decoding = decode;
+  state_.head = r.method == "HEAD";
   error_[0] = '\0';
 }
 

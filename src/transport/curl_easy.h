@@ -51,6 +51,7 @@ struct AttemptState {
   std::vector<int> opened;         // sockets libcurl opened during this transfer
   int local_errno = 0;             // why opening a socket failed (a local shortage, docs/transport.md §10.7)
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
+  bool head = false;               // a HEAD: its Content-Length announces no body
   size_t header_bytes = 0;         // of the status lines and fields so far (interim responses included)
   size_t header_fields = 0;
   bool saw_transfer_encoding = false;  // with a Content-Length too, the connection is not reused

@@ -502,6 +502,17 @@ TEST_F(ClientServerTest, DifferingDuplicateContentLengthIsRefused) {
   EXPECT_EQ(out.error.code(), Code::kProtocol) << out.error.message();
 }
 
+// The setting's maximum, a TiB, bounds a body without being allocated (it once failed a 2 MiB body).
+TEST_F(ClientServerTest, TheLargestBodyLimitStillTakesAnOrdinaryBody) {
+  server().script("/big", json::array({{{"status", 200}, {"body_size", 3 * 1024 * 1024}}}));
+  settings::Settings s;
+  s.max_response_body = uint64_t{1} << 40;
+  auto c = make("http", s);
+  CallResult out = c->execute(req("http", "/big"));
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  EXPECT_EQ(out.response->body.size(), 3u * 1024u * 1024u);
+}
+
 // Decoded by default, within max_response_body (docs/libcurl-traps.md §19: a gzip body can expand far past what was sent).
 TEST_F(ClientServerTest, GzipBodiesAreDecodedWithinTheLimit) {
   server().script("/bomb", json::array({{{"status", 200}, {"gzip_bomb", 50 * 1024 * 1024}}}));

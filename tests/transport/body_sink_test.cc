@@ -37,6 +37,39 @@ TEST(BodySinkTest, ASmallLimitBoundsTheCapacityToTwiceIt) {
   EXPECT_LE(body.capacity(), 2u * 100000);
 }
 
+// A limit of a TiB (the setting's maximum) is not an allocation: a 2 MiB body once failed with
+// HUMUS_E_NO_MEMORY because the sink reserved the whole limit up front.
+TEST(BodySinkTest, AHugeLimitReservesOnlyWhatTheBodyNeeds) {
+  std::string body;
+  BodySink sink;
+  sink.buffer_into(&body, uint64_t{1} << 40);
+  const std::string piece(16384, 'a');
+  for (int i = 0; i < 128; ++i) ASSERT_EQ(sink.write(piece.data(), piece.size()), piece.size());
+  EXPECT_EQ(body.size(), 2u << 20);
+  EXPECT_LE(body.capacity(), 8u << 20);
+}
+
+TEST(BodySinkTest, AContentLengthIsReservedOnceUpToOneMiB) {
+  std::string body;
+  BodySink sink;
+  sink.buffer_into(&body, 64 << 20);
+  sink.expect(65536);
+  ASSERT_GE(body.capacity(), 65536u);
+  const char* at = body.data();
+  const std::string piece(16384, 'a');
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(sink.write(piece.data(), piece.size()), piece.size());
+  EXPECT_EQ(body.data(), at);  // no growth, no copy
+
+  std::string large;
+  sink.buffer_into(&large, 64 << 20);
+  sink.expect(40 << 20);  // a hint, not a promise: only the first MiB is reserved
+  EXPECT_EQ(large.capacity(), 1u << 20);
+  std::string over;
+  sink.buffer_into(&over, 1000);
+  sink.expect(5000);  // past the limit: the write that passes it aborts; nothing reserved
+  EXPECT_LT(over.capacity(), 1000u);
+}
+
 TEST(BodySinkTest, ABodyOfExactlyTheLimitFits) {
   std::string body;
   BodySink sink;
