@@ -2,8 +2,9 @@
 # What CI runs for the Rust binding (bindings/rust, docs/bindings.md §17.4): stages the dev build of the library
 # (scripts/stage.sh: build/dev installed into build/stage-dev), then builds and tests both crates against it
 # through pkg-config, as a user's crate would build against the installed library: rustfmt's check, cargo
-# test (unit tests, the conformance vectors, integration tests against tests/server/), and clippy when it is
-# installed. Cargo's output goes to build/rust-target, so the source tree stays clean.
+# test (unit tests, the conformance vectors, integration tests against tests/server/, a built example run
+# without LD_LIBRARY_PATH), and clippy when it is installed, each with every cargo feature (json) on; the
+# crate is also built with none, as a user's default build is. Cargo's output goes to build/rust-target, so the source tree stays clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,10 +29,13 @@ if cargo fmt --version >/dev/null 2>&1; then
   echo "=== rust: cargo fmt --check"
   cargo fmt --all --check
 fi
-echo "=== rust: cargo test"
-cargo test --locked
+echo "=== rust: cargo test (all features)"
+cargo test --locked --all-features
+echo "=== rust: cargo build (no optional feature)"
+cargo build --locked
 if cargo clippy --version >/dev/null 2>&1; then
   echo "=== rust: cargo clippy"
+  cargo clippy --locked --all-targets --all-features -- -D warnings
   cargo clippy --locked --all-targets -- -D warnings
 else
   echo "=== rust: clippy is not installed: skipped"

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 func client(kind, target string) (*http.Client, error) {

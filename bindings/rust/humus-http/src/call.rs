@@ -142,7 +142,7 @@ impl Client {
         request: &Request,
         deliver: Box<dyn FnOnce(Result<Response, Error>) + Send>,
     ) -> Result<Arc<RawCall>, Error> {
-        let raw_request = request.raw()?;
+        let raw_request = self.request_for(request)?;
         let call = RawCall::new(self.runtime().clone());
         let user_data = Box::into_raw(Box::new(Completion { call: Arc::clone(&call), deliver }));
         let mut handle: *mut sys::humus_call = ptr::null_mut();
@@ -150,7 +150,14 @@ impl Client {
         // SAFETY: client and request are live; the library copies the request; `user_data` is handed over
         // for exactly one completion.
         let status = unsafe {
-            sys::humus_client_submit(self.raw(), raw_request, Some(on_done), user_data.cast(), &mut handle, &mut err)
+            sys::humus_client_submit(
+                self.raw(),
+                raw_request.as_ptr(),
+                Some(on_done),
+                user_data.cast(),
+                &mut handle,
+                &mut err,
+            )
         };
         if status != sys::HUMUS_OK {
             // SAFETY: a refused submit never completes: the completion is still ours to drop.
@@ -185,7 +192,7 @@ impl Client {
         let slot = Arc::new(Slot::default());
         let delivered = Arc::clone(&slot);
         let call = self.submit_raw(request, Box::new(move |outcome| delivered.fill(outcome)))?;
-        Ok(Call { handle: CallHandle { call }, slot })
+        Ok(Call { handle: CallHandle { call }, slot, cancel_on_drop: true })
     }
 }
 
@@ -226,11 +233,25 @@ impl Slot {
 /// An asynchronous call in flight, from [`Client::submit`]. Wait for its outcome with [`Call::wait`], or
 /// `.await` it: `Call` is a `Future` that any executor can poll (the library's event loop wakes it).
 ///
-/// Dropping a `Call` does not cancel it (like a thread's `JoinHandle`): cancel it with [`Call::cancel`], a
-/// [`CallHandle`], or the request's [`CancelToken`](crate::CancelToken).
+/// Dropping a `Call` before its outcome arrived cancels it, as dropping a future does under tokio (a
+/// `select!` that lost, a `timeout` that fired, an aborted task): the native call is cancelled
+/// (`humus_call_cancel`) and ends on the event loop soon after, giving back its bulkhead slot and, as for
+/// any cancelled call, counting nothing for the breaker. [`Call::detach`] lets it run to its end instead;
+/// [`Call::cancel`], a [`CallHandle`] and the request's [`CancelToken`](crate::CancelToken) cancel it
+/// while it is kept.
 pub struct Call {
     handle: CallHandle,
     slot: Arc<Slot>,
+    /// False once detached: dropping then leaves the call running.
+    cancel_on_drop: bool,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if self.cancel_on_drop && !self.slot.lock().finished {
+            self.handle.cancel();
+        }
+    }
 }
 
 impl Call {
@@ -244,6 +265,13 @@ impl Call {
         self.handle.clone()
     }
 
+    /// Lets the call run to its end without anyone waiting for it, as dropping a `Call` did before it
+    /// cancelled (the outcome is dropped when it arrives). Returns a handle to cancel it still.
+    pub fn detach(mut self) -> CallHandle {
+        self.cancel_on_drop = false;
+        self.handle.clone()
+    }
+
     /// Whether the outcome has arrived.
     pub fn is_finished(&self) -> bool {
         self.slot.lock().finished
@@ -252,6 +280,7 @@ impl Call {
     /// Blocks the thread until the outcome arrives: the response, or why there is none (as
     /// [`Client::execute`] returns them). Must not be called on the event-loop thread (from a callback).
     pub fn wait(self) -> Result<Response, Error> {
+        // `self` drops after the outcome arrived: nothing is cancelled.
         let mut state = self.slot.lock();
         while state.outcome.is_none() {
             state = self.slot.filled.wait(state).unwrap_or_else(|e| e.into_inner());

@@ -1,6 +1,7 @@
 //! `Client`: one per dependency (docs/README.md §1), shared by every caller and thread. Blocking calls are here;
 //! asynchronous ones are in `call.rs`.
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 use humus_http_sys as sys;
 
@@ -8,7 +9,7 @@ use crate::breaker::{BreakerCounts, CircuitState};
 use crate::error::{Error, ErrorKind};
 use crate::ffi;
 use crate::panic;
-use crate::request::Request;
+use crate::request::{base_prefix, RawRequest, Request};
 use crate::response::{Response, StreamingResponse};
 use crate::runtime::Runtime;
 use crate::settings::Settings;
@@ -18,6 +19,9 @@ use crate::settings::Settings;
 pub struct Client {
     raw: NonNull<sys::humus_client>,
     runtime: Runtime,
+    /// What relative request URLs are joined onto: the settings' base_url up to its path, ending in `/`.
+    /// `None` for a registry's client (see [`Request`]).
+    prefix: Option<String>,
     /// False for a view of a client an [`Upstreams`](crate::Upstreams) registry owns and frees.
     owned: bool,
 }
@@ -51,12 +55,18 @@ impl Client {
         ffi::check(status, err)?;
         let raw = NonNull::new(raw)
             .ok_or_else(|| Error::new(ErrorKind::Internal, "humus_client_new: returned no client", Vec::new()))?;
-        Ok(Client { raw, runtime: runtime.clone(), owned: true })
+        let prefix = settings.base_url()?.map(|base| base_prefix(&base));
+        Ok(Client { raw, runtime: runtime.clone(), prefix, owned: true })
     }
 
     /// A view of a client the caller keeps alive and frees (an upstreams registry's).
     pub(crate) fn borrowed(raw: NonNull<sys::humus_client>, runtime: Runtime) -> Client {
-        Client { raw, runtime, owned: false }
+        Client { raw, runtime, prefix: None, owned: false }
+    }
+
+    /// The C request for `request` on this client: a relative URL joined onto its base_url.
+    pub(crate) fn request_for(&self, request: &Request) -> Result<Arc<RawRequest>, Error> {
+        request.raw_for(self.prefix.as_deref())
     }
 
     /// Makes one call on this thread: every attempt, wait and redirect (docs/retries.md §6), cancelled through the
@@ -102,14 +112,14 @@ impl Client {
             *mut *mut sys::humus_error,
         ) -> sys::humus_status,
     ) -> Result<*mut sys::humus_response, Error> {
-        let raw_request = request.raw()?;
+        let raw_request = self.request_for(request)?;
         // A panic left by a callback of an earlier call that did not fail must not be blamed on this one.
         let _ = panic::take();
         let mut resp: *mut sys::humus_response = ptr::null_mut();
         let mut err: *mut sys::humus_error = ptr::null_mut();
         // SAFETY: client and request are live; the request is only read, the token it names outlives the
         // call (the request holds it); out-parameters are ours.
-        let status = unsafe { run(self.raw(), raw_request, &mut resp, &mut err) };
+        let status = unsafe { run(self.raw(), raw_request.as_ptr(), &mut resp, &mut err) };
         let panicked = panic::take();
         if status != sys::HUMUS_OK {
             // SAFETY: the error is ours.

@@ -61,6 +61,10 @@ pub enum ErrorKind {
     TlsClientCert,
     /// A status this binding does not know (a newer library); the number is the C status.
     Unknown(i32),
+    /// Not a C status: a response whose HTTP status (the number) is 4xx or 5xx, made an error by
+    /// [`Response::error_for_status`](crate::Response::error_for_status). Its [`status`](ErrorKind::status)
+    /// is 0 and its [`name`](ErrorKind::name) `"HTTP_STATUS"`.
+    HttpStatus(u16),
 }
 
 /// Every kind this binding knows, with its pinned C number.
@@ -102,6 +106,7 @@ impl ErrorKind {
     pub fn status(self) -> i32 {
         match self {
             ErrorKind::Unknown(status) => status,
+            ErrorKind::HttpStatus(_) => 0,
             known => KINDS.iter().find(|(k, _)| *k == known).map_or(sys::HUMUS_E_INTERNAL, |(_, s)| *s),
         }
     }
@@ -109,6 +114,9 @@ impl ErrorKind {
     /// The C enumerator's name as the library gives it (`humus_status_name`), e.g. `"HUMUS_E_TIMEOUT"`;
     /// `"HUMUS_E_UNKNOWN"` for a number the library does not know either.
     pub fn name(self) -> &'static str {
+        if let ErrorKind::HttpStatus(_) = self {
+            return "HTTP_STATUS";
+        }
         // SAFETY: humus_status_name accepts any number and returns static storage, never NULL.
         unsafe { ffi::static_str(sys::humus_status_name(self.status())) }
     }
@@ -188,6 +196,10 @@ impl Error {
         }
     }
 
+    pub(crate) fn set_attempts(&mut self, attempts: u32) {
+        self.attempts = attempts;
+    }
+
     /// Attaches the message of the Rust callback that panicked and made the call fail.
     pub(crate) fn with_panic(mut self, panic: Option<String>) -> Error {
         if self.kind == ErrorKind::Callback {
@@ -204,6 +216,15 @@ impl Error {
     /// The C status number (`humus_error_status`).
     pub fn status(&self) -> i32 {
         self.kind.status()
+    }
+
+    /// For [`ErrorKind::HttpStatus`] (from [`Response::error_for_status`](crate::Response::error_for_status)):
+    /// the response's HTTP status, as reqwest's `Error::status`; otherwise `None`.
+    pub fn http_status(&self) -> Option<u16> {
+        match self.kind {
+            ErrorKind::HttpStatus(status) => Some(status),
+            _ => None,
+        }
     }
 
     /// What was wrong, naming the setting, header or URL (`humus_error_message`).

@@ -119,6 +119,33 @@ fn write_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// The string value of the first member `key` in JSON `text` (the library's own output: what is read is
+/// well-formed), unescaped; `None` when there is none or its value is not a string.
+pub(crate) fn string_member(text: &str, key: &str) -> Option<String> {
+    let quoted = format!("\"{key}\"");
+    let rest = text[text.find(&quoted)? + quoted.len()..].trim_start().strip_prefix(':')?.trim_start();
+    let mut chars = rest.strip_prefix('"')?.chars();
+    let mut out = String::new();
+    loop {
+        match chars.next()? {
+            '"' => return Some(out),
+            '\\' => match chars.next()? {
+                'b' => out.push('\u{8}'),
+                'f' => out.push('\u{c}'),
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    out.push(u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32).unwrap_or('\u{fffd}'));
+                }
+                other => out.push(other), // \" \\ \/
+            },
+            c => out.push(c),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +168,13 @@ mod tests {
         assert_eq!(Json::duration(Duration::from_micros(1500)).text(), r#""1500us""#);
         assert_eq!(Json::duration(Duration::new(1, 5)).text(), r#""1000000005ns""#);
         assert_eq!(Json::duration(Duration::ZERO).text(), r#""0s""#);
+    }
+
+    #[test]
+    fn a_string_member_is_read_unescaped() {
+        let text = r#"{"timeout": "5s", "base_url" : "http://a\/b\u0041\"", "x": 1}"#;
+        assert_eq!(string_member(text, "base_url").as_deref(), Some("http://a/bA\""));
+        assert_eq!(string_member(text, "x"), None);
+        assert_eq!(string_member(text, "nope"), None);
     }
 }

@@ -1,10 +1,14 @@
 //! `Request`: one call's request, built with chained methods. The C request is built as they run; the first
 //! refusal (a bad header, a zero timeout) is kept and becomes the outcome of every call made with the
 //! request, as the conformance vectors expect ("that refusal is the call's outcome").
+//!
+//! Each step is also kept, so the C request can be made again for another URL: `query` changes the URL,
+//! and a relative URL is joined onto the base_url of the client that sends it (the C ABI takes the URL
+//! only at `humus_request_new`).
 use std::ffi::c_void;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ptr::{self, NonNull};
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use humus_http_sys as sys;
@@ -43,58 +47,154 @@ pub struct CallContext {
     pub authorization: Option<String>,
 }
 
-/// One call's request (method, absolute URL, headers, body, per-call options). Send it with
+/// One call's request (method, URL, headers, body, per-call options). Send it with
 /// [`Client::execute`](crate::Client::execute) or [`Client::submit`](crate::Client::submit), as many times
 /// and from as many threads as you like.
 ///
+/// The URL is absolute (`https://payments:8443/v1/x`), or relative (`/v1/x`, `v1/x?a=1`): a relative one is
+/// joined onto the `base_url` of the client that sends it, as Python's client joins it — `base_url`'s scheme,
+/// authority and path, a `/` added after the path if it has none, then the URL without its leading `/`s (so
+/// `/v1/x` on `https://payments:8443/api` is `https://payments:8443/api/v1/x`). A client of an
+/// [`Upstreams`](crate::Upstreams) registry does not know its base_url: a relative URL sent through one fails
+/// with [`ErrorKind::InvalidArgument`] naming `url`.
+///
 /// Building never fails on the spot: the first refusal is kept (see [`Request::error`]) and every call made
-/// with the request fails with it, having sent nothing.
+/// with the request fails with it, having sent nothing. A relative request's steps are checked as they
+/// run too, on a C request for the placeholder origin `http://relative.invalid`, which is never sent.
 pub struct Request {
-    raw: Option<NonNull<sys::humus_request>>,
+    raw: Option<Arc<RawRequest>>,
+    /// The C request of a relative URL joined onto the last client's base_url: (that prefix, the request).
+    joined: Mutex<Option<(String, Arc<RawRequest>)>>,
+    /// Every step applied, to build the C request again for another URL.
+    steps: Vec<Step>,
     error: Option<Error>,
     method: String,
     url: String,
 }
 
-// SAFETY: a C request is not bound to a thread.
-unsafe impl Send for Request {}
-// SAFETY: the header: "Not thread-safe: build it on one thread; humus_client_do only reads it, so one
-// request may then be sent by several threads at once." Every change here takes `self` by value, so only
-// reads (humus_client_do, humus_client_submit, which copies it) are reachable through `&Request`.
-unsafe impl Sync for Request {}
+/// One builder step on a C request, kept to be applied again.
+type Step = Arc<dyn Fn(*mut sys::humus_request) -> Result<(), Error> + Send + Sync>;
 
-impl Drop for Request {
+/// A C request this binding owns, freed on drop. Shared (`Arc`) by a [`Request`] and the calls using it.
+pub(crate) struct RawRequest(NonNull<sys::humus_request>);
+
+// SAFETY: a C request is not bound to a thread.
+unsafe impl Send for RawRequest {}
+// SAFETY: the header: "Not thread-safe: build it on one thread; humus_client_do only reads it, so one
+// request may then be sent by several threads at once." A RawRequest is changed only while being built,
+// before it is shared; afterwards only reads (humus_client_do, humus_client_submit, which copies it) reach it.
+unsafe impl Sync for RawRequest {}
+
+impl Drop for RawRequest {
     fn drop(&mut self) {
-        if let Some(raw) = self.raw {
-            // SAFETY: ours; no call is using it (calls borrow the request).
-            unsafe { sys::humus_request_free(raw.as_ptr()) }
-        }
+        // SAFETY: ours; no call is using it (calls hold the Arc).
+        unsafe { sys::humus_request_free(self.0.as_ptr()) }
     }
 }
 
-impl Request {
-    /// A request of `method` (an RFC 9110 token, case-sensitive: `"GET"`) for an absolute http/https `url`
-    /// on the client's origin (another origin fails with [`ErrorKind::CrossOrigin`] when sent).
-    pub fn new(method: &str, url: &str) -> Request {
-        let mut request = Request { raw: None, error: None, method: method.into(), url: url.into() };
-        let made = check_scheme(url)
-            .and_then(|()| ffi::c_string(method, "method"))
-            .and_then(|m| Ok((m, ffi::c_string(url, "url")?)))
-            .and_then(|(method, url)| {
-                let mut raw: *mut sys::humus_request = ptr::null_mut();
-                let mut err: *mut sys::humus_error = ptr::null_mut();
-                // SAFETY: both strings are valid during the call; out-parameters are ours.
-                let status = unsafe { sys::humus_request_new(method.as_ptr(), url.as_ptr(), &mut raw, &mut err) };
-                ffi::check(status, err)?;
-                NonNull::new(raw).ok_or_else(|| {
-                    Error::new(ErrorKind::Internal, "humus_request_new: returned no request", Vec::new())
-                })
-            });
-        match made {
-            Ok(raw) => request.raw = Some(raw),
-            Err(e) => request.error = Some(e),
+impl RawRequest {
+    /// `humus_request_new` of `method` and `url`, then every step in order.
+    fn build(method: &str, url: &str, steps: &[Step]) -> Result<RawRequest, Error> {
+        check_scheme(url)?;
+        let (m, u) = (ffi::c_string(method, "method")?, ffi::c_string(url, "url")?);
+        let mut raw: *mut sys::humus_request = ptr::null_mut();
+        let mut err: *mut sys::humus_error = ptr::null_mut();
+        // SAFETY: both strings are valid during the call; out-parameters are ours.
+        let status = unsafe { sys::humus_request_new(m.as_ptr(), u.as_ptr(), &mut raw, &mut err) };
+        ffi::check(status, err)?;
+        let raw = NonNull::new(raw)
+            .map(RawRequest)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "humus_request_new: returned no request", Vec::new()))?;
+        for step in steps {
+            step(raw.0.as_ptr())?;
         }
+        Ok(raw)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const sys::humus_request {
+        self.0.as_ptr()
+    }
+}
+
+/// The origin a relative request is checked on while it is built (never sent: a client joins it).
+const PLACEHOLDER_PREFIX: &str = "http://relative.invalid/";
+
+/// Whether `url` is absolute (has a scheme), as opposed to a path to join onto a base_url.
+fn is_absolute(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    })
+}
+
+/// `prefix` (a base_url's scheme://authority/path/, see [`base_prefix`]) and a relative URL, joined.
+fn join(prefix: &str, relative: &str) -> String {
+    format!("{prefix}{}", relative.trim_start_matches('/'))
+}
+
+/// What relative URLs are joined onto: `base_url`'s scheme, authority and path, ending in `/` (its query and
+/// fragment dropped), as Python's `_prefix_of`.
+pub(crate) fn base_prefix(base_url: &str) -> String {
+    let after_scheme = base_url.find("://").map_or(0, |i| i + 3);
+    let end = base_url[after_scheme..].find(['?', '#']).map_or(base_url.len(), |i| after_scheme + i);
+    let base = &base_url[..end];
+    if base.ends_with('/') {
+        base.to_string()
+    } else {
+        format!("{base}/")
+    }
+}
+
+/// `application/x-www-form-urlencoded` (the WHATWG serializer, as reqwest's `serde_urlencoded`): ASCII
+/// letters, digits and `*-._` kept, a space as `+`, every other byte of the UTF-8 as `%XX`.
+fn form_encode<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> String {
+    fn push(out: &mut String, s: &str) {
+        for b in s.bytes() {
+            match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => out.push(char::from(b)),
+                b' ' => out.push('+'),
+                _ => out.push_str(&format!("%{b:02X}")),
+            }
+        }
+    }
+    let mut out = String::new();
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        push(&mut out, k.as_ref());
+        out.push('=');
+        push(&mut out, v.as_ref());
+    }
+    out
+}
+
+impl Request {
+    /// A request of `method` (an RFC 9110 token, case-sensitive: `"GET"`) for `url`: an absolute http/https
+    /// URL on the client's origin (another origin fails with [`ErrorKind::CrossOrigin`] when sent), or a
+    /// relative one that the client joins onto its base_url (see [`Request`]).
+    pub fn new(method: &str, url: &str) -> Request {
+        let mut request = Request {
+            raw: None,
+            joined: Mutex::new(None),
+            steps: Vec::new(),
+            error: None,
+            method: method.into(),
+            url: url.into(),
+        };
+        request.rebuild();
         request
+    }
+
+    /// Builds the C request for the current URL again (a relative one on the placeholder origin), with
+    /// every step so far.
+    fn rebuild(&mut self) {
+        let url = if is_absolute(&self.url) { self.url.clone() } else { join(PLACEHOLDER_PREFIX, &self.url) };
+        self.raw = None;
+        *self.joined.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        match RawRequest::build(&self.method, &url, &self.steps) {
+            Ok(raw) => self.raw = Some(Arc::new(raw)),
+            Err(e) => self.error = Some(e),
+        }
     }
 
     /// A GET request.
@@ -127,14 +227,18 @@ impl Request {
         Request::new("DELETE", url)
     }
 
-    /// Applies one C setter unless an earlier step failed; its failure becomes the request's error.
-    fn apply(mut self, step: impl FnOnce(*mut sys::humus_request) -> Result<(), Error>) -> Request {
+    /// Applies one C setter unless an earlier step failed; its failure becomes the request's error. The
+    /// step is kept, to be applied again to a C request built for another URL.
+    fn apply(mut self, step: impl Fn(*mut sys::humus_request) -> Result<(), Error> + Send + Sync + 'static) -> Request {
         if self.error.is_none() {
-            if let Some(raw) = self.raw {
-                if let Err(e) = step(raw.as_ptr()) {
+            if let Some(raw) = &self.raw {
+                // Not shared yet: only this request holds the Arc while it is being built.
+                if let Err(e) = step(raw.0.as_ptr()) {
                     self.error = Some(e);
+                    return self;
                 }
             }
+            self.steps.push(Arc::new(step));
         }
         self
     }
@@ -142,18 +246,66 @@ impl Request {
     /// Adds a header (repeat for several values). An invalid name, or a value with CR, LF or NUL, is refused
     /// naming the header (docs/transport.md §10.5).
     pub fn header(self, name: &str, value: &str) -> Request {
-        self.apply(|raw| {
-            let (n, v) = (ffi::c_string(name, name)?, ffi::c_string(value, name)?);
+        let (name, value) = (name.to_string(), value.to_string());
+        self.apply(move |raw| {
+            let (n, v) = (ffi::c_string(&name, &name)?, ffi::c_string(&value, &name)?);
             let mut err: *mut sys::humus_error = ptr::null_mut();
             // SAFETY: we own the request; strings are valid during the call.
             ffi::check(unsafe { sys::humus_request_set_header(raw, n.as_ptr(), v.as_ptr(), &mut err) }, err)
         })
     }
 
+    /// Appends `pairs` to the URL's query, form-encoded (`?a=1&b=x+y`; after a query the URL has, before its
+    /// fragment), as reqwest's `RequestBuilder::query`. Repeat for more; an empty slice changes nothing. The
+    /// C request is built again for the new URL, with every step so far.
+    pub fn query<K: AsRef<str>, V: AsRef<str>>(mut self, pairs: &[(K, V)]) -> Request {
+        let encoded = form_encode(pairs);
+        if encoded.is_empty() {
+            return self;
+        }
+        let (base, fragment) = self.url.split_at(self.url.find('#').unwrap_or(self.url.len()));
+        let separator = match base.find('?') {
+            None => "?",
+            Some(_) if base.ends_with('?') || base.ends_with('&') => "",
+            Some(_) => "&",
+        };
+        self.url = format!("{base}{separator}{encoded}{fragment}");
+        if self.error.is_none() {
+            self.rebuild();
+        }
+        self
+    }
+
+    /// Sets `pairs` form-encoded as the body, with `Content-Type: application/x-www-form-urlencoded`, as
+    /// reqwest's `RequestBuilder::form`.
+    pub fn form<K: AsRef<str>, V: AsRef<str>>(self, pairs: &[(K, V)]) -> Request {
+        self.header("Content-Type", "application/x-www-form-urlencoded").body(form_encode(pairs))
+    }
+
+    /// Sets `value` serialised as JSON as the body, with `Content-Type: application/json`, as reqwest's
+    /// `RequestBuilder::json` (cargo feature `json`). A value serde cannot serialise (a map with non-string
+    /// keys) is the request's refusal: [`ErrorKind::InvalidArgument`] naming `body`.
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::Serialize + ?Sized>(mut self, value: &T) -> Request {
+        match serde_json::to_vec(value) {
+            Ok(body) => self.header("Content-Type", "application/json").body(body),
+            Err(e) => {
+                if self.error.is_none() {
+                    self.error = Some(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("body: the value cannot be serialised as JSON: {e}"),
+                        vec!["body".to_string()],
+                    ));
+                }
+                self
+            }
+        }
+    }
+
     /// Sets the body; the bytes are copied, so every attempt can replay them.
     pub fn body(self, body: impl AsRef<[u8]>) -> Request {
-        self.apply(|raw| {
-            let body = body.as_ref();
+        let body = body.as_ref().to_vec();
+        self.apply(move |raw| {
             // SAFETY: we own the request; `body` is valid for `len` bytes during the call (copied).
             ffi::check(unsafe { sys::humus_request_set_body(raw, body.as_ptr().cast(), body.len()) }, ptr::null_mut())
         })
@@ -169,22 +321,26 @@ impl Request {
     /// the event loop for [`Client::submit`](crate::Client::submit), where it must not block — and is
     /// dropped once, when the request and its calls are done with it. Replaces a body set before.
     pub fn body_stream(self, body: Body) -> Request {
-        self.apply(|raw| {
+        let length = body.length.and_then(|n| i64::try_from(n).ok()).unwrap_or(-1);
+        let seekable = matches!(body.source, Source::Seekable(_));
+        // One reader, shared by every C request built for this request (another URL builds another).
+        let reader = Arc::new(BodyReader { source: Mutex::new(body.source) });
+        self.apply(move |raw| {
             let mut table = sys::HUMUS_BODY_READER_INIT;
-            table.length = body.length.and_then(|n| i64::try_from(n).ok()).unwrap_or(-1);
+            table.length = length;
             table.read = Some(read_body);
-            if matches!(body.source, Source::Seekable(_)) {
+            if seekable {
                 table.rewind = Some(rewind_body);
             }
-            table.destroy = Some(panic::destroy_box::<BodyReader>);
-            let reader = Box::into_raw(Box::new(BodyReader { source: Mutex::new(body.source) }));
-            table.user_data = reader.cast();
+            table.destroy = Some(release_body);
+            let user_data = Arc::into_raw(Arc::clone(&reader));
+            table.user_data = user_data.cast_mut().cast();
             let mut err: *mut sys::humus_error = ptr::null_mut();
-            // SAFETY: we own the request; the table is copied; user_data is ours until destroy runs.
+            // SAFETY: we own the request; the table is copied; user_data is the library's until destroy runs.
             let status = unsafe { sys::humus_request_set_body_reader(raw, &table, &mut err) };
             if status != sys::HUMUS_OK {
-                // SAFETY: refused, so the library will never call destroy: the box is still ours alone.
-                drop(unsafe { Box::from_raw(reader) });
+                // SAFETY: refused, so the library will never call destroy: that reference is still ours.
+                drop(unsafe { Arc::from_raw(user_data) });
             }
             ffi::check(status, err)
         })
@@ -193,8 +349,9 @@ impl Request {
     /// Sets the `Idempotency-Key` header: the request becomes safe to send twice (docs/retries.md §4). The key must
     /// be non-empty, without CR, LF or NUL.
     pub fn idempotency_key(self, key: &str) -> Request {
-        self.apply(|raw| {
-            let key = ffi::c_string(key, "Idempotency-Key")?;
+        let key = key.to_string();
+        self.apply(move |raw| {
+            let key = ffi::c_string(&key, "Idempotency-Key")?;
             let mut err: *mut sys::humus_error = ptr::null_mut();
             // SAFETY: we own the request; `key` is valid during the call.
             ffi::check(unsafe { sys::humus_request_set_idempotency_key(raw, key.as_ptr(), &mut err) }, err)
@@ -203,7 +360,7 @@ impl Request {
 
     /// Overrides the retry rules for this request (docs/retries.md §4).
     pub fn retry(self, mode: RetryMode) -> Request {
-        self.apply(|raw| {
+        self.apply(move |raw| {
             let mode = match mode {
                 RetryMode::Default => sys::HUMUS_RETRY_MODE_DEFAULT,
                 RetryMode::Forbid => sys::HUMUS_RETRY_MODE_FORBID,
@@ -225,7 +382,7 @@ impl Request {
 
     /// [`timeout`](Request::timeout) in milliseconds, as the C ABI takes it: values ≤ 0 are refused.
     pub fn timeout_ms(self, ms: i64) -> Request {
-        self.apply(|raw| {
+        self.apply(move |raw| {
             let mut err = ptr::null_mut();
             // SAFETY: we own the request; `err` is our out-parameter.
             let status = unsafe { sys::humus_request_set_timeout_ms(raw, ms, &mut err) };
@@ -235,7 +392,8 @@ impl Request {
 
     /// Sets the call context (docs/telemetry.md §12). A value with CR, LF or NUL is refused, naming it.
     pub fn context(self, context: &CallContext) -> Request {
-        self.apply(|raw| {
+        let context = context.clone();
+        self.apply(move |raw| {
             let part =
                 |value: &Option<String>, name: &str| value.as_deref().map(|v| ffi::c_string(v, name)).transpose();
             let traceparent = part(&context.traceparent, "traceparent")?;
@@ -264,7 +422,8 @@ impl Request {
     /// Calls made with this request — blocking and asynchronous — can be cancelled through `token` (the C
     /// request and every call made with it hold the library's token, so `token` may be dropped first).
     pub fn cancel_token(self, token: &CancelToken) -> Request {
-        self.apply(|raw| {
+        let token = token.clone();
+        self.apply(move |raw| {
             // SAFETY: we own the request and the token is live; humus_request_set_cancel has no err: its
             // only failure is a bad handle, which it reports by status alone.
             ffi::check(unsafe { sys::humus_request_set_cancel(raw, token.raw()) }, ptr::null_mut())
@@ -276,7 +435,8 @@ impl Request {
         &self.method
     }
 
-    /// The URL given.
+    /// The URL given, with the [`query`](Request::query) pairs added; a relative one as it is (the client
+    /// that sends it joins it onto its base_url).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -286,13 +446,36 @@ impl Request {
         self.error.as_ref()
     }
 
-    /// The C request to send, or the building error.
-    pub(crate) fn raw(&self) -> Result<*const sys::humus_request, Error> {
-        match (&self.error, self.raw) {
-            (Some(e), _) => Err(e.clone()),
-            (None, Some(raw)) => Ok(raw.as_ptr()),
-            (None, None) => Err(Error::new(ErrorKind::Internal, "request: not built", Vec::new())),
+    /// The C request to send through a client whose base_url gives `prefix` ([`base_prefix`]; `None`: the
+    /// client does not know it), or the building error. An absolute URL's is the one built step by step; a
+    /// relative URL's is built joined onto `prefix` the first time, and kept for the next call with it.
+    pub(crate) fn raw_for(&self, prefix: Option<&str>) -> Result<Arc<RawRequest>, Error> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
         }
+        let Some(raw) = &self.raw else {
+            return Err(Error::new(ErrorKind::Internal, "request: not built", Vec::new()));
+        };
+        if is_absolute(&self.url) {
+            return Ok(Arc::clone(raw));
+        }
+        let Some(prefix) = prefix else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "url: a relative URL needs a client that knows its base_url (Client::new); \
+                 a client of an Upstreams registry takes absolute URLs",
+                vec!["url".to_string()],
+            ));
+        };
+        let mut joined = self.joined.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((for_prefix, raw)) = joined.as_ref() {
+            if for_prefix == prefix {
+                return Ok(Arc::clone(raw));
+            }
+        }
+        let raw = Arc::new(RawRequest::build(&self.method, &join(prefix, &self.url), &self.steps)?);
+        *joined = Some((prefix.to_string(), Arc::clone(&raw)));
+        Ok(raw)
     }
 }
 
@@ -346,6 +529,17 @@ impl BodyReader {
             Err(TryLockError::Poisoned(_)) => Err(io::Error::other("the body's reader panicked before")),
         }
     }
+}
+
+/// `destroy` of the body reader: the library's reference to the shared reader goes.
+///
+/// # Safety
+/// `user_data` came from `Arc::<BodyReader>::into_raw` and the library calls `destroy` exactly once.
+unsafe extern "C" fn release_body(user_data: *mut c_void) {
+    // SAFETY: the caller's contract: one reference leaked by body_stream, released once.
+    let reader = unsafe { Arc::from_raw(user_data.cast_const().cast::<BodyReader>()) };
+    // The reader's Drop may panic; it must not unwind into the library.
+    let _ = panic::catch("the request body's destructor", Report::Drop, move || drop(reader));
 }
 
 /// `read` of the body reader: fills up to `cap` bytes, 0 at the end.
@@ -433,5 +627,33 @@ impl std::fmt::Debug for Request {
             .field("url", &self.url)
             .field("error", &self.error)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_are_form_encoded() {
+        assert_eq!(form_encode(&[("a b", "x&y=z"), ("é", "*-._~/")]), "a+b=x%26y%3Dz&%C3%A9=*-._%7E%2F");
+        assert_eq!(form_encode::<&str, &str>(&[]), "");
+    }
+
+    #[test]
+    fn relative_urls_join_as_in_python() {
+        assert_eq!(base_prefix("https://p:8443"), "https://p:8443/");
+        assert_eq!(base_prefix("https://p:8443/api?x=1#f"), "https://p:8443/api/");
+        assert_eq!(join(&base_prefix("https://p:8443/api/"), "//v1/x?q"), "https://p:8443/api/v1/x?q");
+        assert!(is_absolute("HTTPS://p/x") && !is_absolute("/a://b") && !is_absolute("v1/x"));
+    }
+
+    #[test]
+    fn query_goes_before_the_fragment_and_keeps_the_steps() {
+        let request = Request::get("http://p/x?a=1#top").header("X-A", "1").query(&[("b", "2")]);
+        assert_eq!(request.url(), "http://p/x?a=1&b=2#top");
+        assert!(request.error().is_none());
+        let refused = Request::get("http://p/x").header("Bad\nName", "v").query(&[("b", "2")]);
+        assert_eq!(refused.error().map(Error::kind), Some(ErrorKind::InvalidArgument));
     }
 }

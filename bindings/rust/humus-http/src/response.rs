@@ -106,7 +106,45 @@ macro_rules! head_accessors {
         pub fn url(&self) -> &str {
             &self.head.url
         }
+
+        /// The error a 4xx or 5xx status makes, as reqwest's `error_for_status_ref`:
+        /// [`ErrorKind::HttpStatus`] with the status ([`Error::http_status`]) and the attempts made, the
+        /// response kept; `Ok` for any other status. The URL is not repeated in the message (it may carry a
+        /// token in its query).
+        pub fn error_for_status_ref(&self) -> Result<&Self, Error> {
+            match self.head.status_error() {
+                Some(e) => Err(e),
+                None => Ok(self),
+            }
+        }
     };
+}
+
+impl Head {
+    fn status_error(&self) -> Option<Error> {
+        let status = self.status;
+        let side = match status {
+            400..=499 => "a client error",
+            500..=599 => "a server error",
+            _ => return None,
+        };
+        let mut e = Error::new(
+            ErrorKind::HttpStatus(status),
+            format!("the response's status is {status} ({side})"),
+            vec!["status".to_string()],
+        );
+        e.set_attempts(self.attempts);
+        Some(e)
+    }
+}
+
+/// [`serde_json::from_slice`] as the `json` methods report it: [`ErrorKind::Protocol`], the body not being the
+/// JSON asked for.
+#[cfg(feature = "json")]
+fn decode_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::new(ErrorKind::Protocol, format!("the body is not the JSON asked for: {e}"), vec!["body".to_string()])
+    })
 }
 
 /// The response a call returned: whatever its status (404, 500, the last 503 — the caller decides what it
@@ -148,6 +186,22 @@ impl Response {
     /// The body, moved out.
     pub fn into_body(self) -> Vec<u8> {
         self.body
+    }
+
+    /// The response itself for a status below 400, or the error a 4xx or 5xx makes (see
+    /// [`error_for_status_ref`](Response::error_for_status_ref)), as reqwest's `error_for_status`.
+    pub fn error_for_status(self) -> Result<Response, Error> {
+        match self.head.status_error() {
+            Some(e) => Err(e),
+            None => Ok(self),
+        }
+    }
+
+    /// The body deserialised from JSON (cargo feature `json`), as reqwest's `Response::json`; a body that
+    /// is not that JSON is [`ErrorKind::Protocol`] naming `body`, with serde's reason.
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
+        decode_json(&self.body)
     }
 }
 
@@ -209,6 +263,13 @@ impl<'c> StreamingResponse<'c> {
     pub fn text(self) -> Result<String, Error> {
         String::from_utf8(self.bytes()?)
             .map_err(|e| Error::new(ErrorKind::Protocol, format!("the body is not UTF-8: {e}"), Vec::new()))
+    }
+
+    /// The rest of the body deserialised from JSON (cargo feature `json`): [`bytes`](StreamingResponse::bytes),
+    /// then as [`Response::json`].
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::de::DeserializeOwned>(self) -> Result<T, Error> {
+        decode_json(&self.bytes()?)
     }
 
     /// The buffered [`Response`]: the head and the rest of the body, as [`bytes`](StreamingResponse::bytes).

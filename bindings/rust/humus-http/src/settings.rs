@@ -96,6 +96,11 @@ impl Settings {
         ffi::library_string(|out, len, err| unsafe { sys::humus_settings_to_json(self.raw.as_ptr(), out, len, err) })
     }
 
+    /// The base_url, read from the library's JSON form of the settings; `None` when it has none.
+    pub(crate) fn base_url(&self) -> Result<Option<String>, Error> {
+        Ok(crate::json::string_member(&self.to_json()?, "base_url"))
+    }
+
     fn wrap(raw: *mut sys::humus_settings, function: &str) -> Result<Settings, Error> {
         NonNull::new(raw)
             .map(|raw| Settings { raw })

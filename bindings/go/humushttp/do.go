@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"runtime/cgo"
 	"time"
@@ -217,15 +218,19 @@ func (s *callState) free() {
 }
 
 // Transport is the http.RoundTripper whose calls are the C core's (Client.Do); get one from
-// Client.Transport. It is what NewClient's *http.Client uses; it may also serve any *http.Client, whose
-// CheckRedirect should then return http.ErrUseLastResponse (a 3xx reaching net/http is another origin's,
-// which this client refuses). Safe for concurrent use.
+// Client.Transport. It is what NewClient's *http.Client uses; it may also serve any *http.Client (give it
+// CheckRedirect: FollowWithinOrigin for the core's redirect rule; net/http's default follows up to 10
+// redirects, and one to another origin then fails with ErrCrossOrigin). Safe for concurrent use.
 type Transport struct {
 	client *Client
 }
 
-// RoundTrip makes the call (Client.Do) and returns its *http.Response; errors are *Error values. Safe for
-// concurrent use.
+// noFollow is the option RoundTrip adds last: a RoundTripper follows no redirect (net/http's loop does).
+var noFollow = FollowRedirects(false)
+
+// RoundTrip makes one call (Client.Do) and returns its *http.Response, a 3xx included: as http.RoundTripper
+// says, it follows no redirect, so net/http's loop and the client's CheckRedirect decide (see
+// Client.HTTPClient). Errors are *Error values. Safe for concurrent use.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.client == nil {
 		if req.Body != nil {
@@ -233,8 +238,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &Error{Status: StatusMisuse, Message: "a zero humushttp.Transport has no client: use Client.Transport"}
 	}
-	resp, err := t.client.Do(req)
+	resp, err := t.client.Do(req, noFollow)
 	if err != nil {
+		var e *Error
+		// req.Response is set while net/http follows a redirect: say what to do instead of following it.
+		if req.Response != nil && errors.As(err, &e) && e.Status == StatusCrossOrigin {
+			e.Message += "; a redirect (" + req.Response.Status + ") that CheckRedirect allowed: this client " +
+				"sends nothing to another origin (docs/origin.md §2), so return http.ErrUseLastResponse from " +
+				"CheckRedirect (as FollowWithinOrigin does) to get the 3xx, or call that origin with a client of its own"
+		}
 		return nil, err
 	}
 	return resp.Response, nil

@@ -38,7 +38,8 @@ func (c *streamCall) end() {
 // it (see Client.decodes).
 func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, decodes bool) *Response {
 	live.responses.Add(1)
-	out, info := responseHead(call.resp, req, sentURL, false)
+	r, _ := responseHead(call.resp, req, sentURL, false)
+	out := r.Response
 	out.ContentLength = -1
 	if v, err := strconv.ParseInt(out.Header.Get("Content-Length"), 10, 64); err == nil && v >= 0 {
 		out.ContentLength = v
@@ -61,7 +62,7 @@ func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, de
 		s.cleanup = runtime.AddCleanup(s, (*streamCall).end, call)
 		out.Body = s
 	}
-	return &Response{Response: out, Attempts: int(info.attempts)}
+	return r
 }
 
 // stream is the Body of a blocking call: each Read is one humus_response_read into the caller's buffer.

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package humushttp
 
 import (
@@ -54,6 +56,9 @@ type callOptions struct {
 	timeout        time.Duration
 	hasTimeout     bool
 	context        *CallContext
+	// follow is humus_request_set_follow_redirects' argument: -1 leaves the core's default (follow), and
+	// collectCallOptions starts from it.
+	follow int32
 }
 
 // RetryMode is the caller's per-call override of the retry rules (docs/retries.md §4). A RetryMode is itself a
@@ -80,6 +85,20 @@ func IdempotencyKey(key string) CallOption {
 // anything else is refused with ErrInvalidArgument (deadlines cannot be turned off, docs/timeouts.md §8).
 func Timeout(d time.Duration) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.timeout = d; o.hasTimeout = true })
+}
+
+// FollowRedirects(false) makes a call of Client.Do or Client.Start return its first 3xx as the response,
+// whatever origin its Location names, for the caller to decide; FollowRedirects(true) is the default: the core
+// follows redirects within the origin, at most 10 (docs/origin.md §2), and Response.Redirects lists them. A
+// call through *http.Client (Transport.RoundTrip) never has the core follow, whatever this option says:
+// net/http follows there, asking the client's CheckRedirect (see Client.HTTPClient).
+func FollowRedirects(follow bool) CallOption {
+	return callOptionFunc(func(o *callOptions) {
+		o.follow = 0
+		if follow {
+			o.follow = 1
+		}
+	})
 }
 
 // CallContext is what the request being served carries, passed on to the dependency (docs/telemetry.md §12): its W3C
@@ -125,7 +144,7 @@ func WithCallOptions(ctx context.Context, opts ...CallOption) context.Context {
 }
 
 func collectCallOptions(ctx context.Context, opts []CallOption) callOptions {
-	var o callOptions
+	o := callOptions{follow: -1}
 	if fromCtx, ok := ctx.Value(callOptionsKey{}).([]CallOption); ok {
 		for _, opt := range fromCtx {
 			opt.applyCall(&o)

@@ -106,7 +106,7 @@ func nativeRequest(req *http.Request, body requestBody, o *callOptions, timeoutM
 	var cerr *C.humus_error
 	st := C.humusgo_request_new((*C.char)(unsafe.Pointer(&p.buf[0])), (*C.uint32_t)(unsafe.Pointer(&p.offsets[0])),
 		C.size_t(headers), cbool(hasContext), cbytes(body.data), C.size_t(len(body.data)), C.int32_t(o.retry),
-		cbool(hasTimeout), C.int64_t(timeoutMs), cancel, &native, &cerr)
+		cbool(hasTimeout), C.int64_t(timeoutMs), C.int32_t(o.follow), cancel, &native, &cerr)
 	if st != C.HUMUS_OK {
 		return nil, "", takeError(st, cerr)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 func ok200(*humushttp.MockRequest) (humushttp.MockReply, error) {

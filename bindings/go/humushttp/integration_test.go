@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 func TestGetOverHTTPS(t *testing.T) {

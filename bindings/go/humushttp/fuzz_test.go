@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 // What the library reads, SettingsFromJSON reads too, and the settings survive their own JSON form and the

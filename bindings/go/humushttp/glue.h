@@ -29,12 +29,14 @@ enum {
 
 /* Builds a request from NUL-terminated strings at `offsets` into `buf` (Go memory, read during the call only):
  * method, url, then the optional parts, then `header_count` (name, value) pairs. `has_context` says whether
- * humus_request_set_context is called. `retry` 0 leaves the default; `has_timeout` sets timeout_ms.
+ * humus_request_set_context is called. `retry` 0 leaves the default; `has_timeout` sets timeout_ms;
+ * `follow_redirects` 0 or 1 is humus_request_set_follow_redirects, -1 leaves the default (follow).
  * On failure *err is set, except after humus_request_set_body or humus_request_set_cancel, which have no err
  * and whose status then says everything. */
 humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_t header_count, int has_context,
                                  const void *body, size_t body_len, int32_t retry, int has_timeout,
-                                 int64_t timeout_ms, humus_cancel *cancel, humus_request **out, humus_error **err);
+                                 int64_t timeout_ms, int32_t follow_redirects, humus_cancel *cancel,
+                                 humus_request **out, humus_error **err);
 
 /* humus_client_do, marking this thread as inside a blocking call so Go callbacks it runs can hand back their
  * failure (*callback_error: a handle to the first one, or 0) and see the call's state (`call_state`, a
@@ -80,6 +82,7 @@ typedef struct humusgo_response_info {
   size_t body_len;
   const char *http_version;
   const char *url;
+  size_t redirect_count; /* humus_response_redirect_count: read each with humus_response_redirect_at */
 } humusgo_response_info;
 void humusgo_response_read(humus_response *resp, humusgo_response_info *info, int with_body);
 /* One response header: borrowed strings with their lengths, so Go copies them without a strlen call each. */

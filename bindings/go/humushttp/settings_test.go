@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 func ptr[T any](v T) *T { return &v }

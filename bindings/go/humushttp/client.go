@@ -8,7 +8,9 @@ import "C"
 
 import (
 	"net/http"
+	"net/url"
 	"runtime"
+	"strings"
 )
 
 // Client is one dependency's client (docs/README.md §1): its connections, circuit breaker, retry budget and bulkhead,
@@ -74,9 +76,9 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 }
 
 // NewClient is docs/bindings.md §17.4's constructor: a standard *http.Client whose Transport is the C core, so Go code,
-// generated clients and SDKs use it as any client. Its CheckRedirect returns the 3xx the core did not follow
-// (another origin's, docs/origin.md §2); its Timeout and the request context's deadline bound the call; cancelling the
-// context cancels the native call. The native client is freed by a cleanup once the *http.Client and its
+// generated clients and SDKs use it as any client. Redirects are followed by net/http's loop, under the
+// client's CheckRedirect, as with any *http.Client (see Client.HTTPClient); its Timeout and the request
+// context's deadline bound the call; cancelling the context cancels the native call. The native client is freed by a cleanup once the *http.Client and its
 // Transport are unreachable; use Open and Client.Close to free it at a moment of your choosing, and
 // ClientOf to reach the breaker. Safe for concurrent use.
 func NewClient(settings Settings, opts ...Option) (*http.Client, error) {
@@ -176,16 +178,52 @@ func (c *clientCore) releaseOffLoop() {
 	}
 }
 
-// HTTPClient is a new *http.Client over this client (see NewClient): its Transport is the C core and its
-// CheckRedirect hands back the 3xx the core did not follow. Each call returns a fresh *http.Client sharing
-// this Client; set its Timeout or Jar as you like. Safe for concurrent use.
+// HTTPClient is a new *http.Client over this client (see NewClient): its Transport is the C core, and each
+// call returns a fresh *http.Client sharing this Client; set its Timeout, Jar or CheckRedirect as you like.
+// Safe for concurrent use.
+//
+// Redirects are net/http's to follow, as with any *http.Client: the Transport returns every 3xx (the core
+// follows nothing for it), and net/http asks CheckRedirect with the next request and the via chain, changes
+// the method and carries the headers and the Jar's cookies as it always does. The CheckRedirect set here,
+// FollowWithinOrigin, is the core's own rule (docs/origin.md §2): follow within the origin, at most 10 per
+// call, and hand back a 3xx to another origin. Set your own and it decides instead: http.ErrUseLastResponse
+// returns the 3xx, another error is returned inside a *url.Error, and nil follows — except to another
+// origin, which this client never sends to: that redirect fails with ErrCrossOrigin, nothing sent, its
+// message saying to return http.ErrUseLastResponse for the 3xx. One difference from the core's rule comes
+// from net/http: a malformed Location is an error there, where the core returns the 3xx.
 func (c *Client) HTTPClient() *http.Client {
-	return &http.Client{
-		Transport: c.Transport(),
-		// The core follows redirects within the origin itself (docs/origin.md §2); what reaches net/http is a 3xx to
-		// another origin, which this client must not follow.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	return &http.Client{Transport: c.Transport(), CheckRedirect: FollowWithinOrigin}
+}
+
+// maxRedirects is the core's limit of redirects followed per call (docs/origin.md §2).
+const maxRedirects = 10
+
+// FollowWithinOrigin is the CheckRedirect of the *http.Client that NewClient and HTTPClient make: the core's
+// redirect rule applied by net/http's loop (docs/origin.md §2). A redirect within the origin of the first
+// request is followed, at most 10 per call; one to another origin, and the 11th, come back as the 3xx
+// (http.ErrUseLastResponse). Use it in a CheckRedirect of your own to keep that rule and add yours. Safe for
+// concurrent use.
+func FollowWithinOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) == 0 || len(via) > maxRedirects || !sameOrigin(req.URL, via[0].URL) {
+		return http.ErrUseLastResponse
 	}
+	return nil
+}
+
+// sameOrigin compares scheme, host (case-insensitively) and port, the scheme's default filled in.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // Transport is the http.RoundTripper over this client. Safe for concurrent use.

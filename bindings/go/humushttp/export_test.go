@@ -1,3 +1,5 @@
+//go:build cgo
+
 package humushttp
 
 // Counts of the native objects and handles the package holds, for the tests' leak checks.

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 // A standard *http.Client whose transport is the C core: retries, breaker, bulkhead and deadlines included.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 // TestMain stops the shared test server after every test has run, then checks that nothing native leaked:
@@ -47,8 +47,8 @@ func settle(done func(humushttp.LiveCounts) bool) (humushttp.LiveCounts, bool) {
 	}
 }
 
-// repoRoot is the repository's root: this package lives in bindings/go.
+// repoRoot is the repository's root: this package lives in bindings/go/humushttp.
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }

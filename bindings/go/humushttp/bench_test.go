@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 const benchServerEnv = "HUMUSHTTP_BENCH_SERVER"

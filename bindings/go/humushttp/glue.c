@@ -60,7 +60,8 @@ humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uint
 
 humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_t header_count, int has_context,
                                  const void *body, size_t body_len, int32_t retry, int has_timeout,
-                                 int64_t timeout_ms, humus_cancel *cancel, humus_request **out, humus_error **err) {
+                                 int64_t timeout_ms, int32_t follow_redirects, humus_cancel *cancel,
+                                 humus_request **out, humus_error **err) {
 #define AT(i) (offsets[(i)] == HUMUSGO_NONE ? NULL : buf + offsets[(i)])
   humus_request *r = NULL;
   humus_status status = humus_request_new(AT(HUMUSGO_OFF_METHOD), AT(HUMUSGO_OFF_URL), &r, err);
@@ -79,6 +80,9 @@ humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_
   }
   if (status == HUMUS_OK && retry != 0) status = humus_request_set_retry(r, retry, err);
   if (status == HUMUS_OK && has_timeout) status = humus_request_set_timeout_ms(r, timeout_ms, err);
+  if (status == HUMUS_OK && follow_redirects >= 0) {
+    status = humus_request_set_follow_redirects(r, follow_redirects, err);
+  }
   /* These two have no err: their only failures (a bad handle, NULL data) cannot happen here. */
   if (status == HUMUS_OK && body_len > 0) status = humus_request_set_body(r, body, body_len);
   if (status == HUMUS_OK && cancel != NULL) status = humus_request_set_cancel(r, cancel);
@@ -103,6 +107,7 @@ void humusgo_response_read(humus_response *resp, humusgo_response_info *info, in
   }
   info->http_version = humus_response_http_version(resp);
   info->url = humus_response_url(resp);
+  info->redirect_count = humus_response_redirect_count(resp);
 }
 
 void humusgo_response_headers(const humus_response *resp, humusgo_header *out, size_t n) {

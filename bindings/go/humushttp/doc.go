@@ -19,6 +19,13 @@
 // reads it). Callbacks (Classifier, BreakerPolicy, MockTransport, SpanSink, LogSink) may run on several threads at once and must be safe
 // for concurrent use. Each identifier's comment says more.
 //
+// Redirects through *http.Client are net/http's to follow: the Transport follows none, so a CheckRedirect
+// of yours decides as with any *http.Client, and the default, FollowWithinOrigin, is the core's rule
+// (docs/origin.md §2). A redirect to another origin is never sent, whatever CheckRedirect says.
+//
+// Without cgo (CGO_ENABLED=0, or no C compiler) the package is a stub whose build stops with a sentence
+// saying that cgo and libhumus_http are needed.
+//
 // Bodies stream as with net/http (docs/bodies.md §7): a blocking call's resp.Body reads from the connection
 // (close it: that, or reading to io.EOF, is when the breaker counts the result), and req.Body is sent as it
 // is read, req.GetBody replaying it (none: one attempt). Bodies arrive decoded, as with Go's own Transport:

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 // mockRuntime is a virtual-clock runtime answering with mock, closed when the test ends.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	humushttp "github.com/humus-http/humus_http/bindings/go"
+	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
 
 // collector gathers what a sink receives, from whichever thread delivers it.

@@ -42,13 +42,25 @@ import (
 type Response struct {
 	*http.Response
 	Attempts int // attempts the call made, every redirect's included
+	// Redirects are the redirects the core followed within the origin, oldest first (docs/origin.md §2).
+	// None with FollowRedirects(false), and none through *http.Client, where net/http follows them (its
+	// CheckRedirect's via chain).
+	Redirects []Redirect
+}
+
+// Redirect is one redirect the core followed (Response.Redirects): the 3xx status and the URL of the request
+// that got it. A plain value.
+type Redirect struct {
+	StatusCode int
+	URL        string
 }
 
 // newResponse takes ownership of resp, a buffered response (humus_client_do, humus_client_submit); sentURL
 // is the URL the request was made with.
 func newResponse(resp *C.humus_response, req *http.Request, sentURL string) *Response {
 	live.responses.Add(1)
-	out, info := responseHead(resp, req, sentURL, true)
+	r, info := responseHead(resp, req, sentURL, true)
+	out := r.Response
 	if info.body_len == 0 {
 		out.Body = http.NoBody
 		out.ContentLength = contentLength(req, out.Header, 0)
@@ -59,11 +71,12 @@ func newResponse(resp *C.humus_response, req *http.Request, sentURL string) *Res
 		out.Body = b
 		out.ContentLength = int64(info.body_len)
 	}
-	return &Response{Response: out, Attempts: int(info.attempts)}
+	return r
 }
 
-// responseHead is everything of a response but its body: status, protocol, headers, the final URL.
-func responseHead(resp *C.humus_response, req *http.Request, sentURL string, withBody bool) (*http.Response,
+// responseHead is everything of a response but its body: status, protocol, headers, the final URL, the
+// attempts and the redirects followed.
+func responseHead(resp *C.humus_response, req *http.Request, sentURL string, withBody bool) (*Response,
 	C.humusgo_response_info) {
 	var info C.humusgo_response_info
 	C.humusgo_response_read(resp, &info, cbool(withBody))
@@ -89,7 +102,24 @@ func responseHead(resp *C.humus_response, req *http.Request, sentURL string, wit
 			out.Request = moved
 		}
 	}
-	return out, info
+	return &Response{Response: out, Attempts: int(info.attempts), Redirects: readRedirects(resp, int(info.redirect_count))},
+		info
+}
+
+// readRedirects copies the redirects the core followed (humus_response_redirect_at); nil when there were none.
+func readRedirects(resp *C.humus_response, n int) []Redirect {
+	if n == 0 {
+		return nil
+	}
+	out := make([]Redirect, 0, n)
+	for i := range n {
+		var status C.int32_t
+		var u *C.char
+		if C.humus_response_redirect_at(resp, C.size_t(i), &status, &u) == C.HUMUS_OK {
+			out = append(out, Redirect{StatusCode: int(status), URL: C.GoString(u)})
+		}
+	}
+	return out
 }
 
 // readHeaders copies every header into an http.Header (names canonicalised, repeated names in order) with
