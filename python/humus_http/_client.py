@@ -441,8 +441,8 @@ class Client(_BaseClient, Closing):
     As httpx.Client: ``auth`` (a ``(user, password)`` tuple, BasicAuth, BearerAuth, or a callable that sets the
     Request's headers) authenticates every call, ``follow_redirects`` (default True: redirects within the
     origin are followed, docs/origin.md §2) and ``event_hooks`` (``{"request": [...], "response": [...]}``) apply
-    to every call unless the call says otherwise. These three and the settings are read-only once built, except
-    ``auth``, ``follow_redirects`` and ``event_hooks``, which may be reassigned (a call reads them as it starts).
+    to every call unless the call says otherwise. The settings are fixed once built; ``auth``,
+    ``follow_redirects`` and ``event_hooks`` may be reassigned from any thread (a call reads them as it starts).
     """
 
     def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,

@@ -1,6 +1,6 @@
 """The httpx probe: the idioms httpx users write first, run as the same code under httpx and under humus_http
 against the test server; each must behave the same — what the server saw and what the code got back — except
-the documented design differences (docs/python.md), each of which must fail under humus_http with a message
+the documented design differences (docs/bindings.md §17.3), each of which must fail under humus_http with a message
 naming what to write instead. Prints "httpx probe: N idioms, N same, K documented differences" in the summary.
 
 Every idiom is a function of the module under test (``hx``: httpx or humus_http) and an Env; it returns what it
