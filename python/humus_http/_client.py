@@ -127,8 +127,9 @@ def _hooks(event_hooks: EventHooks | None) -> tuple[tuple[Callable[..., Any], ..
         return (), ()
     unknown = sorted(set(event_hooks) - set(_HOOK_KINDS))
     if unknown:
-        raise ConfigError(f"event_hooks takes the kinds 'request' and 'response', not {', '.join(map(repr, unknown))}",
-                          status="HUMUS_E_CONFIG", fields=tuple(f"event_hooks.{k}" for k in unknown))
+        raise ConfigError(f"event_hooks takes the kinds 'request' and 'response', not "
+                          f"{', '.join(map(repr, unknown))}", status="HUMUS_E_CONFIG",
+                          fields=tuple(f"event_hooks.{k}" for k in unknown))
     out = []
     for kind in _HOOK_KINDS:
         hooks = tuple(event_hooks.get(kind, ()))
@@ -156,10 +157,10 @@ def _timeout_settings(timeout: Duration | Timeout | UseClientDefault | None, att
     given); ConfigError for ``timeout=None`` and for a Timeout part given twice."""
     if timeout is None:
         raise refuse_no_timeout("Client(timeout=None)")
-    if timeout is USE_CLIENT_DEFAULT:
+    if isinstance(timeout, UseClientDefault):
         return None, attempt_timeout, connect_timeout
     if not isinstance(timeout, Timeout):
-        return timeout, attempt_timeout, connect_timeout  # type: ignore[return-value]
+        return timeout, attempt_timeout, connect_timeout
     twice = [key for key, given, part in (("attempt_timeout", attempt_timeout, timeout.attempt),
                                           ("connect_timeout", connect_timeout, timeout.connect))
              if given is not None and part is not None]

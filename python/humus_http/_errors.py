@@ -2,7 +2,7 @@
 client's origin and the attempts the call made. httpx's family names are bases or aliases of this tree:
 
     HTTPError = UpstreamError
-    ├── RequestError                 no response came (what httpx.RequestError covers, and the resilience verdicts)
+    ├── RequestError                 no response came (httpx's RequestError, and the client's own verdicts)
     │   ├── TransportError
     │   │   ├── TimeoutException     UpstreamTimeoutError
     │   │   ├── ConnectError         UpstreamConnectError, UpstreamTLSError

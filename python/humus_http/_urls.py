@@ -9,7 +9,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def origin_of(url: str) -> str:
-    """scheme://host:port with the scheme's default port filled in (docs/origin.md §2); the URL itself if unparsable."""
+    """scheme://host:port, the scheme's default port filled in (docs/origin.md §2); the URL itself if unparsable."""
     try:
         parts = urllib.parse.urlsplit(url)
         scheme = parts.scheme.lower()

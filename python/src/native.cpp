@@ -94,8 +94,9 @@ struct ErrorInfo {
   int32_t attempts = 0;
   std::vector<std::string> fields;
   int64_t retry_after_ms = 0;
-  // How long the call took on the runtime's clock (docs/testing-kit.md §16.1), in microseconds (Runtime::now_us); -1
-  // when the error did not come from a call (settings, a request refused before it was sent).
+  // How long the call took on the runtime's clock (docs/testing-kit.md §16.1), in microseconds
+  // (Runtime::now_us); -1 when the error did not come from a call (settings, a request refused before it was
+  // sent).
   int64_t elapsed_us = -1;
   py::object exception = py::none();
 };
@@ -165,9 +166,9 @@ class Runtime {
     if (st != HUMUS_OK) fail(st, ErrorPtr(err));
   }
   int64_t elapsed_ms() const { return humus_runtime_elapsed_ms(rt_); }
-  // What a call's elapsed time is measured on, in microseconds: a virtual clock's own time, or on a real clock
-  // the steady clock (the C ABI reads the runtime's clock in whole milliseconds; Response.elapsed is finer).
-  // Any thread, no GIL needed.
+  // What a call's elapsed time is measured on, in microseconds: a virtual clock's own time, or on a real
+  // clock the steady clock (the C ABI reads the runtime's clock in whole milliseconds; Response.elapsed is
+  // finer). Any thread, no GIL needed.
   int64_t now_us() const {
     if (virtual_clock_) return humus_runtime_elapsed_ms(rt_) * 1000;
     return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -373,7 +374,9 @@ class Response {
     for (size_t i = 0; i < n; ++i) {
       int32_t status = 0;
       const char* url = nullptr;
-      if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) throw std::runtime_error("redirect index");
+      if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) {
+        throw std::runtime_error("redirect index");
+      }
       out[i] = py::make_tuple(status, py::str(url));
     }
     return out;
@@ -1001,7 +1004,8 @@ class Client {
               int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
               py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
-    RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, follow, timeout_ms, context));
+    RequestPtr req =
+        build_or_fail(prepare(method, url, headers, body, key, retry, follow, timeout_ms, context));
     // The core cancels the submitted call through the token (one already triggered: before anything is sent).
     if (cancel) humus_request_set_cancel(req.get(), cancel->token());
     auto pending = std::make_unique<AsyncPending>(
@@ -1097,7 +1101,8 @@ class Client {
 
   // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
   static Prepared prepare(const char* method, const char* url, py::handle headers, py::handle body,
-                          py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context) {
+                          py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms,
+                          py::handle context) {
     Prepared p;
     p.method = method;
     p.url = url;
@@ -1199,7 +1204,8 @@ class Client {
         (st = humus_request_set_retry(b.req.get(), p.retry, &err)) != HUMUS_OK) {
       return failed(st);
     }
-    if (p.follow != -1 && (st = humus_request_set_follow_redirects(b.req.get(), p.follow, &err)) != HUMUS_OK) {
+    if (p.follow != -1 &&
+        (st = humus_request_set_follow_redirects(b.req.get(), p.follow, &err)) != HUMUS_OK) {
       return failed(st);
     }
     // 0: none given; the core refuses a negative one.
@@ -1503,14 +1509,15 @@ PYBIND11_MODULE(_native, m) {
       .def("budget_tokens", &Client::budget_tokens)
       .def("share", &Client::share, "Another owner of the same C client.")
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
-           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
-           py::arg("context") = py::none(), py::arg("cancel") = py::none())
+           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"),
+           py::arg("timeout_ms"), py::arg("context") = py::none(), py::arg("cancel") = py::none())
       .def("open", &Client::open, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
            py::arg("context") = py::none(), py::arg("cancel") = py::none())
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
-           py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(), py::arg("cancel") = py::none());
+           py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(),
+           py::arg("cancel") = py::none());
 
   py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (docs/upstreams.md §15.1).")
       .def(py::init<std::shared_ptr<Runtime>, const std::string&>(), py::arg("runtime"), py::arg("document"))
