@@ -68,6 +68,34 @@ async def use_async(runtime: humus_http.Runtime) -> int:
         return sum(r.status_code for r in responses)
 
 
+def use_like_httpx(runtime: humus_http.Runtime) -> list[str]:
+    def sign(request: humus_http.Request) -> humus_http.Request:
+        request.headers["X-Signature"] = f"{request.method} {request.url.path}"
+        return request
+
+    def log_response(response: humus_http.Response) -> None:
+        print(response.status_code, response.elapsed.microseconds, response.request.method)
+
+    hooks: humus_http.EventHooks = {"request": [sign], "response": [log_response]}
+    with humus_http.Client("https://payments:8443", timeout=humus_http.Timeout(5.0, attempt=2.0, connect=0.5),
+                           auth=humus_http.BearerAuth("token"), follow_redirects=True, event_hooks=hooks,
+                           runtime=runtime) as client:
+        form = client.post("/v1/forms", data={"a": "1", "tags": ["x", "y"]}, cookies={"session": "s"})
+        upload = client.post("/v1/uploads", files={"file": ("report.csv", b"a,b\n", "text/csv")},
+                             auth=("user", "password"), timeout=humus_http.Timeout(2.0))
+        moved = client.get("/v1/moved", follow_redirects=False, timeout=1.0)
+        history: list[humus_http.Redirect] = upload.history
+        url: humus_http.URL = form.url
+        try:
+            moved.raise_for_status()
+        except humus_http.RequestError as error:  # httpx's names
+            print(error.status)
+        except humus_http.HTTPError:
+            pass
+        return [url.host, url.path, url.query.decode(), *(str(h.url) for h in history),
+                str(moved.is_redirect), str(form.is_client_error)]
+
+
 def main() -> None:
     runtime = humus_http.Runtime(resolve={"payments:8443": "127.0.0.1:8443"})
     try:
@@ -78,6 +106,7 @@ def main() -> None:
     except humus_http.HTTPStatusError as error:
         print(error.status_code, error.response.text)
     print(asyncio.run(use_async(runtime)))
+    print(use_like_httpx(runtime))
 
 
 if __name__ == "__main__":

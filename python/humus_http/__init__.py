@@ -16,22 +16,31 @@ the Prometheus format, readiness, and failure injection (``faults=True``, docs/f
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _native, otel
-from ._async import AsyncClient
+from ._async import AsyncBodyOptions, AsyncClient
+from ._auth import AuthTypes, BasicAuth, BearerAuth
 from ._cancel import CancelToken
-from ._client import Client, QueryParams
+from ._client import BodyOptions, CallOptions, Client, EventHooks, QueryParams
 from ._context import CallContext
 from ._errors import (
     BulkheadFullError,
     CancelledCallError,
     CircuitOpenError,
     ConfigError,
+    ConnectError,
     CrossOriginError,
+    HTTPError,
     HTTPStatusError,
     InvalidRequestError,
     ProtocolError,
+    RemoteProtocolError,
+    RequestError,
     ResourceError,
     ResponseTooLargeError,
+    TimeoutException,
+    TransportError,
     UnknownUpstreamError,
     UpstreamConnectError,
     UpstreamError,
@@ -39,8 +48,9 @@ from ._errors import (
     UpstreamTLSError,
     call_error,
 )
+from ._forms import CookieTypes, DataTypes, FilesTypes, FileTypes
 from ._mock import MockHandler, MockReply, MockRequest
-from ._response import Headers, HeaderTypes, Response
+from ._response import Headers, HeaderTypes, MutableHeaders, Redirect, Request, Response
 from ._settings import (
     TLS,
     Attempt,
@@ -60,7 +70,9 @@ from ._settings import (
     preset_classify,
 )
 from ._telemetry import LogRecord, LogSink, Span, SpanSink
+from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 from ._upstreams import Upstreams
+from ._urls import URL
 
 __version__ = "0.1.0"
 #: The version of the C core linked into the extension.
@@ -68,14 +80,22 @@ core_version: str = _native.VERSION
 
 __all__ = [
     "TLS",
+    "URL",
+    "USE_CLIENT_DEFAULT",
+    "AsyncBodyOptions",
     "AsyncClient",
     "Attempt",
+    "AuthTypes",
+    "BasicAuth",
+    "BearerAuth",
+    "BodyOptions",
     "Breaker",
     "BreakerCounts",
     "BreakerPolicy",
     "Bulkhead",
     "BulkheadFullError",
     "CallContext",
+    "CallOptions",
     "CancelToken",
     "CancelledCallError",
     "CircuitOpenError",
@@ -83,8 +103,15 @@ __all__ = [
     "Classifier",
     "Client",
     "ConfigError",
+    "ConnectError",
+    "CookieTypes",
     "CrossOriginError",
+    "DataTypes",
     "Duration",
+    "EventHooks",
+    "FileTypes",
+    "FilesTypes",
+    "HTTPError",
     "HTTPStatusError",
     "HeaderTypes",
     "Headers",
@@ -94,10 +121,15 @@ __all__ = [
     "MockHandler",
     "MockReply",
     "MockRequest",
+    "MutableHeaders",
     "Probe",
     "ProbeDecision",
     "ProtocolError",
     "QueryParams",
+    "Redirect",
+    "RemoteProtocolError",
+    "Request",
+    "RequestError",
     "ResourceError",
     "Response",
     "ResponseTooLargeError",
@@ -105,6 +137,9 @@ __all__ = [
     "Runtime",
     "Span",
     "SpanSink",
+    "Timeout",
+    "TimeoutException",
+    "TransportError",
     "Trip",
     "UnknownUpstreamError",
     "UpstreamConnectError",
@@ -112,9 +147,24 @@ __all__ = [
     "UpstreamTLSError",
     "UpstreamTimeoutError",
     "Upstreams",
+    "UseClientDefault",
     "call_error",
     "core_version",
     "default_classify",
     "otel",
     "preset_classify",
 ]
+
+# httpx's module-level calls (httpx.get(url), ...) build a client per call; humus_http has none on purpose, and
+# says what to write instead. Hidden from type checkers, so that a misspelt name stays a type error.
+_MODULE_CALLS = frozenset(("request", "stream", "get", "head", "options", "delete", "post", "put", "patch"))
+
+if not TYPE_CHECKING:
+    def __getattr__(name: str) -> object:
+        if name in _MODULE_CALLS:
+            raise AttributeError(
+                f"humus_http has no module-level {name}(): a client is made once per dependency, for one origin "
+                f"(docs/origin.md §2), and holds its breaker, retry budget and connections — build one and call "
+                f"it: with humus_http.Client(\"https://host\", timeout=10.0) as client: client.{name}(\"/path\") "
+                f"(or humus_http.Upstreams for several dependencies)", name=name)
+        raise AttributeError(f"module 'humus_http' has no attribute {name!r}", name=name)

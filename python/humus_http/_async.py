@@ -3,19 +3,38 @@ loop that made them."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from . import _native
+from ._auth import AuthTypes
 from ._cancel import CancelToken
-from ._client import _RETRY_MODES, QueryParams, _BaseClient, _timeout_ms
+from ._client import _RETRY_MODES, CallOptions, QueryParams, _BaseClient
 from ._context import ContextTypes, context_parts
 from ._errors import from_native
+from ._forms import CookieTypes, DataTypes, FilesTypes
 from ._response import HeaderTypes, Response
+from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncBodyOptions", "AsyncClient"]
 
-_NativeResponse = _native.Response
+
+class AsyncBodyOptions(CallOptions, total=False):
+    """The keyword arguments of an asynchronous call with a body (``post``, ``put``, ``patch``): a body is
+    bytes or str, since an asynchronous call buffers it; see ``AsyncClient.request``."""
+
+    content: bytes | str | None
+    data: DataTypes | None
+    files: FilesTypes | None
+    json: Any
+
+
+async def _run_hook(hook: Callable[..., Any], value: object) -> None:
+    result = hook(value)
+    if inspect.isawaitable(result):
+        await result
 
 
 class AsyncClient(_BaseClient):
@@ -39,89 +58,82 @@ class AsyncClient(_BaseClient):
         return cached[1]
 
     async def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
-                      params: QueryParams | None = None, content: bytes | str | None = None, json: Any = None,
+                      params: QueryParams | None = None, cookies: CookieTypes | None = None,
+                      content: bytes | str | None = None, data: DataTypes | None = None,
+                      files: FilesTypes | None = None, json: Any = None,
+                      auth: AuthTypes | UseClientDefault | None = USE_CLIENT_DEFAULT,
+                      follow_redirects: bool | UseClientDefault = USE_CLIENT_DEFAULT,
+                      timeout: float | Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
                       idempotency_key: str | None = None, retry: bool | None = None,
-                      timeout: float | None = None, context: ContextTypes | None = None,
-                      cancel: CancelToken | None = None) -> Response:
-        """Makes one call, as Client.request() does, without blocking the asyncio loop. ``cancel`` (a
-        CancelToken) ends it early from any thread or callback, like cancelling the awaiting task does, except
-        that the call's own outcome is raised (CancelledCallError, with its attempts) instead of
-        asyncio.CancelledError."""
-        return await self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry,
-                                timeout, context, cancel)
+                      context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+        """Makes one call, as Client.request() does (the same arguments and event hooks; a hook that returns an
+        awaitable is awaited, so ``async def`` hooks work as in httpx.AsyncClient), without blocking the asyncio
+        loop. ``cancel`` (a CancelToken) ends it early from any thread or callback, like cancelling the
+        awaiting task does, except that the call's own outcome is raised (CancelledCallError, with its
+        attempts) instead of asyncio.CancelledError."""
+        return await self._send(method.upper(), url, {
+            "headers": headers, "params": params, "cookies": cookies, "content": content, "data": data,
+            "files": files, "json": json, "auth": auth, "follow_redirects": follow_redirects, "timeout": timeout,
+            "idempotency_key": idempotency_key, "retry": retry, "context": context, "cancel": cancel})
 
-    async def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
-                    content: bytes | str | None, json: Any, idempotency_key: str | None, retry: bool | None,
-                    timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
-        target, hdrs, body = self._encode(url, headers, params, content, json)
+    async def _send(self, method: str, url: str, options: Mapping[str, Any]) -> Response:
+        call, request = self._prepare(method, url, options)
+        if request is not None:
+            for hook in self._request_hooks:
+                await _run_hook(hook, request)
+            self._sent(call, request)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
+        cancel = options.get("cancel")
         try:
-            call = self._native.submit(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
-                                       0 if timeout is None else _timeout_ms(timeout), self._bridge_for(loop),
-                                       future, context_parts(context), None if cancel is None else cancel.native)
+            native_call = self._native.submit(call.method, call.target, call.headers, call.body,
+                                              options.get("idempotency_key"), _RETRY_MODES[options.get("retry")],
+                                              call.follow, call.timeout_ms, self._bridge_for(loop), future,
+                                              context_parts(options.get("context")),
+                                              None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         try:
             raw = await future
         except asyncio.CancelledError:
-            call.cancel()
+            native_call.cancel()
             raise
-        if type(raw) is _NativeResponse:
-            return Response(raw, self.origin)
-        raise from_native(raw, self.origin)
+        response = self._response(raw, call)
+        try:
+            for hook in self._response_hooks:
+                await _run_hook(hook, response)
+        except BaseException:
+            response.close()
+            raise
+        return response
 
-    async def get(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                  idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-                  context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    async def get(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """A GET (see request())."""
-        return await self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("GET", url, options)
 
-    async def head(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                   idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-                   context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    async def head(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """A HEAD (see request())."""
-        return await self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("HEAD", url, options)
 
-    async def options(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                      idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-                      context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    async def options(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """An OPTIONS (see request())."""
-        return await self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("OPTIONS", url, options)
 
-    async def delete(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                     idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-                     context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    async def delete(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """A DELETE (see request())."""
-        return await self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("DELETE", url, options)
 
-    async def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                   content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-                   retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
-                   cancel: CancelToken | None = None) -> Response:
+    async def post(self, url: str, **options: Unpack[AsyncBodyOptions]) -> Response:
         """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return await self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("POST", url, options)
 
-    async def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                  content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-                  retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
-                  cancel: CancelToken | None = None) -> Response:
+    async def put(self, url: str, **options: Unpack[AsyncBodyOptions]) -> Response:
         """A PUT (see request())."""
-        return await self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("PUT", url, options)
 
-    async def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                    content: bytes | str | None = None, json: Any = None, idempotency_key: str | None = None,
-                    retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
-                    cancel: CancelToken | None = None) -> Response:
+    async def patch(self, url: str, **options: Unpack[AsyncBodyOptions]) -> Response:
         """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return await self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout,
-                                context, cancel)
+        return await self._send("PATCH", url, options)
 
     async def aclose(self) -> None:
         """Closes the client: calls still in flight are cancelled (they raise CancelledCallError) and later

@@ -2,19 +2,30 @@
 from __future__ import annotations
 
 import json as jsonlib
-import math
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypedDict, Unpack
 
 from . import _native
 from ._at_exit import CloseAtExit
+from ._auth import AuthTypes, auth_callable
 from ._cancel import CancelToken
 from ._closing import Closing
 from ._context import ContextTypes, context_parts
-from ._errors import from_native
-from ._response import BodyReader, ContentTypes, HeaderTypes, Response, encode_body, request_headers
+from ._errors import ConfigError, from_native
+from ._forms import CookieTypes, DataTypes, FilesTypes, cookie_header, encode_form
+from ._response import (
+    BodyReader,
+    ContentTypes,
+    HeaderTypes,
+    Request,
+    RequestParts,
+    Response,
+    encode_body,
+    merge_headers,
+    request_headers,
+)
 from ._settings import (
     _STATES,
     TLS,
@@ -33,35 +44,54 @@ from ._settings import (
     default_runtime,
     settings_json,
 )
+from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault, call_timeout_ms, refuse_no_timeout
+from ._urls import origin_of
 
-__all__ = ["Client", "QueryParams"]
+__all__ = ["BodyOptions", "CallOptions", "Client", "EventHooks", "QueryParams"]
 
 #: What ``params=`` accepts: a mapping (a value may be a sequence for repeated keys), (key, value) pairs, or an
 #: already encoded query string.
 QueryParams = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
 
+#: What ``event_hooks=`` accepts: ``{"request": [hook, ...], "response": [hook, ...]}``; a request hook is called
+#: with the Request, a response hook with the Response (an AsyncClient awaits a hook that returns an awaitable).
+EventHooks = Mapping[str, Sequence[Callable[..., Any]]]
+
 _RETRY_MODES = {None: 0, False: 1, True: 2}  # HUMUS_RETRY_MODE_DEFAULT, _FORBID, _FORCE
 _ABSOLUTE = ("http://", "https://", "HTTP://", "HTTPS://")
+_HOOK_KINDS = ("request", "response")
 _NativeResponse = _native.Response
 
 # Closed at exit before Python finalizes (see _at_exit.py).
 _open_clients: CloseAtExit[_BaseClient] = CloseAtExit(lambda client: client._close_native())
 
 
-def _origin_of(base_url: str) -> str:
-    """scheme://host:port with the scheme's default port filled in (docs/origin.md §2); the URL itself if unparsable."""
-    try:
-        parts = urllib.parse.urlsplit(base_url)
-        scheme = parts.scheme.lower()
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
-        host = parts.hostname or ""
-    except ValueError:
-        return base_url
-    if not scheme or not host or port is None:
-        return base_url
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"
+class CallOptions(TypedDict, total=False):
+    """The keyword arguments of a call without a body (``get``, ``head``, ``options``, ``delete``); see
+    ``Client.request``."""
+
+    headers: HeaderTypes | None
+    params: QueryParams | None
+    cookies: CookieTypes | None
+    auth: AuthTypes | UseClientDefault | None
+    follow_redirects: bool | UseClientDefault
+    timeout: float | Timeout | UseClientDefault
+    idempotency_key: str | None
+    retry: bool | None
+    context: ContextTypes | None
+    cancel: CancelToken | None
+
+
+class BodyOptions(CallOptions, total=False):
+    """The keyword arguments of a call with a body (``post``, ``put``, ``patch``); see ``Client.request``."""
+
+    content: ContentTypes | None
+    data: DataTypes | None
+    files: FilesTypes | None
+    json: Any
+
+
+_CALL_KEYS = frozenset(BodyOptions.__annotations__) | frozenset(CallOptions.__annotations__)
 
 
 def _prefix_of(base_url: str) -> str:
@@ -90,20 +120,81 @@ def _encode_query(params: QueryParams) -> str:
     return urllib.parse.urlencode(pairs)
 
 
-def _timeout_ms(timeout: float | None) -> int:
-    """0 for none; a value the core refuses (-1) for one <= 0 so that its message names the field."""
+def _hooks(event_hooks: EventHooks | None) -> tuple[tuple[Callable[..., Any], ...], tuple[Callable[..., Any], ...]]:
+    """(request hooks, response hooks) of ``event_hooks=``; a ConfigError naming an unknown kind or a hook that
+    is not callable."""
+    if event_hooks is None:
+        return (), ()
+    unknown = sorted(set(event_hooks) - set(_HOOK_KINDS))
+    if unknown:
+        raise ConfigError(f"event_hooks takes the kinds 'request' and 'response', not "
+                          f"{', '.join(map(repr, unknown))}", status="HUMUS_E_CONFIG",
+                          fields=tuple(f"event_hooks.{k}" for k in unknown))
+    out = []
+    for kind in _HOOK_KINDS:
+        hooks = tuple(event_hooks.get(kind, ()))
+        for hook in hooks:
+            if not callable(hook):
+                raise ConfigError(f"event_hooks[{kind!r}] holds {type(hook).__name__}, not a callable",
+                                  status="HUMUS_E_CONFIG", fields=(f"event_hooks.{kind}",))
+        out.append(hooks)
+    return out[0], out[1]
+
+
+def _with_cookies(hdrs: list[tuple[str, str]] | None, cookies: str) -> list[tuple[str, str]]:
+    """The headers with ``cookies`` added to the call's own Cookie header, or as one."""
+    out = list(hdrs or ())
+    for i, (name, value) in enumerate(out):
+        if name.lower() == "cookie":
+            out[i] = (name, f"{value}; {cookies}")
+            return out
+    return out + [("Cookie", cookies)]
+
+
+def _timeout_settings(timeout: Duration | Timeout | UseClientDefault | None, attempt_timeout: Duration | None,
+                      connect_timeout: Duration | None) -> tuple[Duration | None, Duration | None, Duration | None]:
+    """The settings ``timeout``, ``attempt_timeout``, ``connect_timeout`` of a client's arguments (None: not
+    given); ConfigError for ``timeout=None`` and for a Timeout part given twice."""
     if timeout is None:
-        return 0
-    if not timeout > 0:
-        return -1
-    # Rounded to the microsecond first: 2.007 s * 1000 is 2007.0000000000002 in binary floating point.
-    return max(1, math.ceil(round(timeout * 1000, 3)))
+        raise refuse_no_timeout("Client(timeout=None)")
+    if isinstance(timeout, UseClientDefault):
+        return None, attempt_timeout, connect_timeout
+    if not isinstance(timeout, Timeout):
+        return timeout, attempt_timeout, connect_timeout
+    twice = [key for key, given, part in (("attempt_timeout", attempt_timeout, timeout.attempt),
+                                          ("connect_timeout", connect_timeout, timeout.connect))
+             if given is not None and part is not None]
+    if twice:
+        raise ConfigError(f"{' and '.join(twice)} given twice: in Timeout(...) and as an argument; give one",
+                          status="HUMUS_E_CONFIG", fields=tuple(twice))
+    return (timeout.total, attempt_timeout if timeout.attempt is None else timeout.attempt,
+            connect_timeout if timeout.connect is None else timeout.connect)
+
+
+class _Call:
+    """One call as the extension takes it, once its request hooks ran."""
+
+    __slots__ = ("body", "follow", "headers", "method", "request", "target", "timeout_ms")
+
+    def __init__(self, method: str, target: str, headers: list[tuple[str, str]] | None,
+                 body: bytes | BodyReader | None, request: RequestParts, follow: int, timeout_ms: int) -> None:
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.request = request
+        self.follow = follow
+        self.timeout_ms = timeout_ms
 
 
 class _BaseClient:
     """What Client and AsyncClient share: building the native client and encoding requests."""
 
-    def __init__(self, base_url: str, *, timeout: Duration | None = None, attempt_timeout: Duration | None = None,
+    #: Whether calls follow redirects within the origin (docs/origin.md §2) unless a call says otherwise.
+    follow_redirects: bool
+
+    def __init__(self, base_url: str, *, timeout: Duration | Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
+                 attempt_timeout: Duration | None = None,
                  connect_timeout: Duration | None = None, max_attempts: int | None = None,
                  backoff_base: Duration | None = None, backoff_max: Duration | None = None,
                  max_retry_after: Duration | None = None, retry_budget: RetryBudget | None = None,
@@ -115,10 +206,13 @@ class _BaseClient:
                  http_version: Literal["auto", "1.1", "2"] | None = None, headers: Mapping[str, str] | None = None,
                  classify: Literal["humus", "jfast", "strict"] | Classifier | None = None,
                  breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
-                 forward_authorization: bool | None = None, forward_scenario: bool | None = None) -> None:
+                 forward_authorization: bool | None = None, forward_scenario: bool | None = None,
+                 auth: AuthTypes | None = None, follow_redirects: bool = True,
+                 event_hooks: EventHooks | None = None) -> None:
+        total, attempt_timeout, connect_timeout = _timeout_settings(timeout, attempt_timeout, connect_timeout)
         # None is "not given": the core applies its defaults (docs/settings.md §3) and checks exactly what was given.
         values: dict[str, object] = {
-            "timeout": timeout, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
+            "timeout": total, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
             "max_attempts": max_attempts, "backoff_base": backoff_base, "backoff_max": backoff_max,
             "max_retry_after": max_retry_after, "retry_budget": retry_budget, "breaker": breaker, "trip": trip,
             "probe": probe, "bulkhead": bulkhead, "max_idle_connections": max_idle_connections,
@@ -130,24 +224,40 @@ class _BaseClient:
         if isinstance(classify, str):
             values["classify"] = classify
             classify = None
+        self._options(auth, follow_redirects, event_hooks, headers)
         self._build(base_url, settings_json(base_url, values), classify, breaker_policy, runtime)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, classify: Classifier | None = None,
-                      breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None) -> Self:
+                      breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
+                      auth: AuthTypes | None = None, follow_redirects: bool = True,
+                      event_hooks: EventHooks | None = None) -> Self:
         """A client from the settings' JSON form (docs/settings.md) of settings (``{"base_url": ..., "timeout": "5s", "breaker":
-        {...}}``, as in an upstreams file); ``classify`` and ``breaker_policy`` add what JSON cannot carry.
-        Every bad key is reported at once (ConfigError.fields)."""
+        {...}}``, as in an upstreams file); ``classify``, ``breaker_policy``, ``auth``, ``follow_redirects`` and
+        ``event_hooks`` add what JSON cannot carry. Every bad key is reported at once (ConfigError.fields)."""
         document = check_settings_mapping(settings)
+        if "timeout" in document and document["timeout"] is None:
+            raise refuse_no_timeout('from_settings({"timeout": None})')
         client = cls.__new__(cls)
         base_url = document.get("base_url")
+        configured = document.get("headers")
+        client._options(auth, follow_redirects, event_hooks,
+                        configured if isinstance(configured, Mapping) else None)
         client._build(base_url if isinstance(base_url, str) else "", document, classify, breaker_policy, runtime)
         return client
+
+    def _options(self, auth: AuthTypes | None, follow_redirects: bool, event_hooks: EventHooks | None,
+                 headers: Mapping[str, str] | None) -> None:
+        """The options kept in Python: checked before the native client is built."""
+        self._auth = auth_callable(auth)
+        self.follow_redirects = bool(follow_redirects)
+        self._request_hooks, self._response_hooks = _hooks(event_hooks)
+        self._default_headers: list[tuple[str, str]] = [(str(k), str(v)) for k, v in (headers or {}).items()]
 
     def _build(self, base_url: str, document: Mapping[str, object], classify: Classifier | None,
                breaker_policy: BreakerPolicy | None, runtime: Runtime | None) -> None:
         self.base_url = base_url
-        self.origin = _origin_of(base_url)
+        self.origin = origin_of(base_url)
         self._prefix = _prefix_of(base_url)
         self._runtime = runtime if runtime is not None else default_runtime()
         trip_fn, probe_fn = breaker_policy.adapters() if breaker_policy is not None else (None, None)
@@ -158,6 +268,27 @@ class _BaseClient:
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         _open_clients.add(self)
+
+    # --- httpx-shaped options -------------------------------------------------------------------------------
+
+    @property
+    def event_hooks(self) -> dict[str, list[Callable[..., Any]]]:
+        """The event hooks, ``{"request": [...], "response": [...]}`` (a copy); assign a mapping to replace them.
+        Request hooks run before the call starts, response hooks once its response is in (see request())."""
+        return {"request": list(self._request_hooks), "response": list(self._response_hooks)}
+
+    @event_hooks.setter
+    def event_hooks(self, event_hooks: EventHooks) -> None:
+        self._request_hooks, self._response_hooks = _hooks(event_hooks)
+
+    @property
+    def auth(self) -> Callable[[Request], Request | None] | None:
+        """The client's ``auth=`` as a callable (a tuple reads as BasicAuth), or None; assignable."""
+        return self._auth
+
+    @auth.setter
+    def auth(self, auth: AuthTypes | None) -> None:
+        self._auth = auth_callable(auth)
 
     # --- requests -------------------------------------------------------------------------------------------
 
@@ -170,21 +301,68 @@ class _BaseClient:
                 url += ("&" if "?" in url else "?") + query
         return url
 
-    def _encode(self, url: str, headers: HeaderTypes | None, params: QueryParams | None,
-                content: ContentTypes | None, json: Any) -> tuple[str, list[tuple[str, str]] | None,
-                                                               bytes | BodyReader | None]:
-        """The target URL, the header list and the body bytes the extension takes."""
-        if headers is None and params is None and content is None and json is None:
+    def _prepare(self, method: str, url: str, options: Mapping[str, Any]) -> tuple[_Call, Request | None]:
+        """The call of ``options`` (a call's keyword arguments), and the Request its request hooks are to see
+        first (None when there are none): ``auth=`` has been applied to it."""
+        if len(options) > len(_CALL_KEYS) or not _CALL_KEYS.issuperset(options):
+            unknown = sorted(set(options) - _CALL_KEYS)
+            raise TypeError(f"{method.lower()}() got an unexpected keyword argument {unknown[0]!r}")
+        get = options.get
+        follow = get("follow_redirects", USE_CLIENT_DEFAULT)
+        follow_mode = -1 if (self.follow_redirects if follow is USE_CLIENT_DEFAULT else follow) else 0
+        timeout_ms = call_timeout_ms(get("timeout", USE_CLIENT_DEFAULT))
+        auth = get("auth", USE_CLIENT_DEFAULT)
+        auth_fn = self._auth if auth is USE_CLIENT_DEFAULT else auth_callable(auth)
+        headers, params, cookies = get("headers"), get("params"), get("cookies")
+        content, data, files, json = get("content"), get("data"), get("files"), get("json")
+        if (headers is None and params is None and cookies is None and content is None and data is None
+                and files is None and json is None):
             # The common call, a bare URL: kept short, since it runs holding the GIL.
-            return (url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")), None, None
-        target = self._target(url, params)
-        if content is None and json is None:
-            return target, (None if headers is None else request_headers(headers)), None
-        body, content_type = encode_body(content, json)
-        hdrs = request_headers(headers)
-        if content_type is not None and not any(k.lower() == "content-type" for k, _ in hdrs or ()):
-            hdrs = (hdrs or []) + [("Content-Type", content_type)]
-        return target, hdrs, body
+            target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
+            hdrs: list[tuple[str, str]] | None = None
+            body: bytes | BodyReader | None = None
+        else:
+            target = self._target(url, params)
+            hdrs = request_headers(headers)
+            body, content_type = self._body(content, data, files, json, hdrs)
+            if content_type is not None and not any(k.lower() == "content-type" for k, _ in hdrs or ()):
+                hdrs = (hdrs or []) + [("Content-Type", content_type)]
+            if cookies:
+                hdrs = _with_cookies(hdrs, cookie_header(cookies))
+        if auth_fn is None and not self._request_hooks:
+            return _Call(method, target, hdrs, body, (method, target, self._default_headers, hdrs), follow_mode,
+                         timeout_ms), None
+        request = Request(method, target, merge_headers(self._default_headers, hdrs))
+        if auth_fn is not None:
+            returned = auth_fn(request)
+            if returned is not None:
+                if not isinstance(returned, Request):
+                    raise TypeError(f"an auth= callable returns the Request (or None), not {type(returned).__name__}")
+                request = returned
+        return _Call(method, target, None, body, request, follow_mode, timeout_ms), request
+
+    @staticmethod
+    def _body(content: ContentTypes | None, data: DataTypes | None, files: FilesTypes | None, json: Any,
+              hdrs: list[tuple[str, str]] | None) -> tuple[bytes | BodyReader | None, str | None]:
+        if data is None and not files:
+            return encode_body(content, json)
+        if content is not None or json is not None:
+            raise TypeError("pass one of content=, json= or data=/files=")
+        given = next((v for k, v in hdrs or () if k.lower() == "content-type"), None)
+        return encode_form(data, files, given)
+
+    @staticmethod
+    def _sent(call: _Call, request: Request) -> None:
+        """What the request hooks left of the Request becomes the call."""
+        call.method = request.method
+        call.target = str(request.url)
+        call.headers = request.headers.multi_items() or None
+        call.request = request
+
+    def _response(self, raw: _native.Response | _native.ErrorInfo, call: _Call, stream: bool = False) -> Response:
+        if type(raw) is _NativeResponse:
+            return Response(raw, self.origin, call.request, stream=stream)
+        raise from_native(raw, self.origin)  # type: ignore[arg-type]
 
     # --- state ----------------------------------------------------------------------------------------------
 
@@ -211,16 +389,22 @@ class _BaseClient:
     def from_client(cls, other: _BaseClient) -> Self:
         """A client of this class over the same dependency client as ``other`` (a Client or an AsyncClient):
         the same connections, circuit breaker, retry budget and bulkhead, so blocking and asyncio code calling
-        one dependency count against one breaker. Each closes independently; the connections close with the
-        last. RuntimeError when ``other`` is closed."""
+        one dependency count against one breaker; ``other``'s auth, follow_redirects, event hooks and configured
+        headers carry over. Each closes independently; the connections close with the last. RuntimeError when
+        ``other`` is closed."""
         if not isinstance(other, _BaseClient):
             raise TypeError(f"from_client takes a humus_http Client or AsyncClient, not {type(other).__name__}")
-        return cls._adopt(other._native.share(), other.base_url, other.origin, other._runtime)
+        client = cls._adopt(other._native.share(), other.base_url, other.origin, other._runtime)
+        client._auth, client.follow_redirects = other._auth, other.follow_redirects
+        client._request_hooks, client._response_hooks = other._request_hooks, other._response_hooks
+        client._default_headers = other._default_headers
+        return client
 
     @classmethod
     def _adopt(cls, native: _native.Client, base_url: str, origin: str, runtime: Runtime) -> Self:
         """A client of this class over a native client made elsewhere (another client's share, a registry's)."""
         client = cls.__new__(cls)
+        client._options(None, True, None, None)
         client.base_url = base_url
         client.origin = origin
         client._prefix = _prefix_of(base_url)
@@ -239,6 +423,8 @@ class _BaseClient:
         _open_clients.discard(self)
 
 
+
+
 class Client(_BaseClient, Closing):
     """A blocking client for one dependency (docs/README.md §1): its connections, circuit breaker, retry budget and
     bulkhead. Build it once and share it: every method is thread-safe, and the GIL is released while a call
@@ -250,116 +436,138 @@ class Client(_BaseClient, Closing):
     None is not given: the core's default applies (docs/settings.md §3), and only the values given are checked against
     each other (``timeout=1.0`` alone caps the default ``attempt_timeout``; ``timeout=1.0,
     attempt_timeout=5.0`` is a ConfigError naming both). Invalid settings raise ConfigError listing every bad
-    field.
+    field. ``timeout`` is seconds or a ``Timeout(total, attempt=, connect=)``; ``timeout=None`` is a ConfigError
+    (deadlines are mandatory, docs/timeouts.md §8).
+
+    As httpx.Client: ``auth`` (a ``(user, password)`` tuple, BasicAuth, BearerAuth, or a callable that sets the
+    Request's headers) authenticates every call, ``follow_redirects`` (default True: redirects within the
+    origin are followed, docs/origin.md §2) and ``event_hooks`` (``{"request": [...], "response": [...]}``) apply
+    to every call unless the call says otherwise. The settings are fixed once built; ``auth``,
+    ``follow_redirects`` and ``event_hooks`` may be reassigned from any thread (a call reads them as it starts).
     """
 
     def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
-                params: QueryParams | None = None, content: ContentTypes | None = None, json: Any = None,
-                idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-                context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+                params: QueryParams | None = None, cookies: CookieTypes | None = None,
+                content: ContentTypes | None = None, data: DataTypes | None = None, files: FilesTypes | None = None,
+                json: Any = None, auth: AuthTypes | UseClientDefault | None = USE_CLIENT_DEFAULT,
+                follow_redirects: bool | UseClientDefault = USE_CLIENT_DEFAULT,
+                timeout: float | Timeout | UseClientDefault = USE_CLIENT_DEFAULT, idempotency_key: str | None = None,
+                retry: bool | None = None, context: ContextTypes | None = None,
+                cancel: CancelToken | None = None) -> Response:
         """Makes one call: every attempt, wait and redirect, and returns the response whatever its status (the
         last 503 included). ``url`` is joined onto ``base_url`` unless absolute (then it must be on the
         client's origin). ``idempotency_key`` sets the Idempotency-Key header, making the request safe to send
         twice; ``retry=False`` makes one attempt, ``retry=True`` vouches for a request the rules would not
-        retry; ``timeout`` (seconds) bounds this call below the client's; ``context`` (a CallContext, or the
-        incoming request's headers) carries the request being served on to the dependency (docs/telemetry.md §12);
-        ``cancel`` (a CancelToken) lets another thread or a callback end the call early. ``content`` is bytes,
-        str (UTF-8), an iterator of bytes (sent chunked on HTTP/1.1; one attempt, since it cannot be replayed)
-        or a file opened in binary mode (read as it is sent, the GIL released between reads; a seekable one has
-        its length sent and is replayed from where it stood for a retry, a pipe makes one attempt). Raises an
-        UpstreamError subclass when no response came, or the exception a callback raised."""
-        return self._send(method.upper(), url, headers, params, content, json, idempotency_key, retry, timeout,
-                          context, cancel)
+        retry; ``timeout`` (seconds, or a Timeout with only ``total``) bounds this call below the client's
+        (None is a ConfigError: deadlines are mandatory); ``context`` (a CallContext, or the incoming request's
+        headers) carries the request being served on to the dependency (docs/telemetry.md §12); ``cancel`` (a
+        CancelToken) lets another thread or a callback end the call early. ``content`` is bytes, str (UTF-8),
+        an iterator of bytes (sent chunked on HTTP/1.1; one attempt, since it cannot be replayed) or a file
+        opened in binary mode (read as it is sent, the GIL released between reads; a seekable one has its
+        length sent and is replayed from where it stood for a retry, a pipe makes one attempt).
+
+        As httpx: ``json=`` sends JSON; ``data=`` form fields (``application/x-www-form-urlencoded``) and with
+        ``files=`` (``{"field": (filename, content, content_type)}``) ``multipart/form-data``, files read into
+        memory, the boundary taken from a multipart Content-Type of ``headers`` when it names one;
+        ``cookies=`` a Cookie header, as given (there is no cookie jar); ``auth=`` this call's authentication
+        (None: none; the client's otherwise). The Authorization it sets goes to the client's origin only: a
+        request to another origin is refused, a redirect to one is not followed. ``follow_redirects=False``
+        returns a 3xx as the response; ``Response.history`` lists the redirects followed.
+
+        Event hooks: each request hook is called with the Request (``method``, ``url``, ``headers``,
+        ``attempt``) before the call starts, after ``auth=``, and may change it; each response hook with the
+        Response before it is returned. They run once per call, not per attempt: the core retries and follows
+        redirects without calling back into Python before an attempt is sent, so ``attempt`` is always 1 and a
+        retry or a redirect is seen only in ``Response.attempts`` and ``Response.history``. An exception a hook
+        raises ends the call (before anything is sent, for a request hook). Raises an UpstreamError subclass
+        when no response came, or the exception a callback raised."""
+        return self._send(method.upper(), url, {
+            "headers": headers, "params": params, "cookies": cookies, "content": content, "data": data,
+            "files": files, "json": json, "auth": auth, "follow_redirects": follow_redirects, "timeout": timeout,
+            "idempotency_key": idempotency_key, "retry": retry, "context": context, "cancel": cancel})
+
+    def _start(self, method: str, url: str, options: Mapping[str, Any]) -> _Call:
+        call, request = self._prepare(method, url, options)
+        if request is not None:
+            for hook in self._request_hooks:
+                hook(request)
+            self._sent(call, request)
+        return call
+
+    def _hooked(self, response: Response) -> Response:
+        try:
+            for hook in self._response_hooks:
+                hook(response)
+        except BaseException:
+            response.close()
+            raise
+        return response
 
     @contextmanager
-    def stream(self, method: str, url: str, *, headers: HeaderTypes | None = None,
-               params: QueryParams | None = None, content: ContentTypes | None = None, json: Any = None,
-               idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-               context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Iterator[Response]:
-        """As request(), but the response comes once its headers are in, its body still on its connection:
-        ``with client.stream("GET", "/export") as resp: for chunk in resp.iter_bytes(): ...`` (also
-        ``iter_text()``, ``iter_lines()``, ``read()``). Reads release the GIL and hold one chunk at a time;
-        ``timeout`` and ``cancel`` bound them too. Leaving the block closes the response: a body not read to
-        its end is closed with its connection, and the breaker counts the call's result when the body ends or
-        closes. Raises as request() does; a read failing mid-body raises ProtocolError for a lost connection,
+    def stream(self, method: str, url: str, **options: Unpack[BodyOptions]) -> Iterator[Response]:
+        """As request() (the same keyword arguments), but the response comes once its headers are in, its body
+        still on its connection: ``with client.stream("GET", "/export") as resp: for chunk in
+        resp.iter_bytes(): ...`` (also ``iter_text()``, ``iter_lines()``, ``read()``). Reads release the GIL
+        and hold one chunk at a time; ``timeout`` and ``cancel`` bound them too. Response hooks see the response
+        before its body is read. Leaving the block closes the response: a body not read to its end is closed
+        with its connection, and the breaker counts the call's result when the body ends or closes. Raises as
+        request() does; a read failing mid-body raises ProtocolError for a lost connection,
         UpstreamTimeoutError once ``timeout`` passed, or the cancellation's error."""
-        target, hdrs, body = self._encode(url, headers, params, content, json)
+        call = self._start(method.upper(), url, options)
+        cancel = options.get("cancel")
         try:
-            raw = self._native.open(method.upper(), target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
-                                    0 if timeout is None else _timeout_ms(timeout), context_parts(context),
-                                    None if cancel is None else cancel.native)
+            raw = self._native.open(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
+                                    _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
+                                    context_parts(options.get("context")), None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
-        if type(raw) is not _NativeResponse:
-            raise from_native(raw, self.origin)  # type: ignore[arg-type]
-        response = Response(raw, self.origin, stream=True)
+        response = self._hooked(self._response(raw, call, stream=True))
         try:
             yield response
         finally:
             response.close()
 
-    def _send(self, method: str, url: str, headers: HeaderTypes | None, params: QueryParams | None,
-              content: ContentTypes | None, json: Any, idempotency_key: str | None, retry: bool | None,
-              timeout: float | None, context: ContextTypes | None, cancel: CancelToken | None) -> Response:
+    def _send(self, method: str, url: str, options: Mapping[str, Any]) -> Response:
         # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
-        target, hdrs, body = self._encode(url, headers, params, content, json)
+        call = self._start(method, url, options)
+        cancel = options.get("cancel")
         try:
-            raw = self._native.request(method, target, hdrs, body, idempotency_key, _RETRY_MODES[retry],
-                                       0 if timeout is None else _timeout_ms(timeout), context_parts(context),
+            raw = self._native.request(call.method, call.target, call.headers, call.body,
+                                       options.get("idempotency_key"), _RETRY_MODES[options.get("retry")],
+                                       call.follow, call.timeout_ms, context_parts(options.get("context")),
                                        None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
-        if type(raw) is _NativeResponse:
-            return Response(raw, self.origin)
-        raise from_native(raw, self.origin)  # type: ignore[arg-type]
+        response = self._response(raw, call)
+        return self._hooked(response) if self._response_hooks else response
 
-    def get(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-            idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-            context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
-        """A GET (see request())."""
-        return self._send("GET", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
+    def get(self, url: str, **options: Unpack[CallOptions]) -> Response:
+        """A GET (see request() for the keyword arguments)."""
+        return self._send("GET", url, options)
 
-    def head(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-             idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-             context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    def head(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """A HEAD (see request())."""
-        return self._send("HEAD", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
+        return self._send("HEAD", url, options)
 
-    def options(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-                idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-                context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    def options(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """An OPTIONS (see request())."""
-        return self._send("OPTIONS", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
+        return self._send("OPTIONS", url, options)
 
-    def delete(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-               idempotency_key: str | None = None, retry: bool | None = None, timeout: float | None = None,
-               context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
+    def delete(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """A DELETE (see request())."""
-        return self._send("DELETE", url, headers, params, None, None, idempotency_key, retry, timeout, context, cancel)
+        return self._send("DELETE", url, options)
 
-    def post(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-             content: ContentTypes | None = None, json: Any = None, idempotency_key: str | None = None,
-             retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
-             cancel: CancelToken | None = None) -> Response:
+    def post(self, url: str, **options: Unpack[BodyOptions]) -> Response:
         """A POST (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return self._send("POST", url, headers, params, content, json, idempotency_key, retry, timeout, context,
-                          cancel)
+        return self._send("POST", url, options)
 
-    def put(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-            content: ContentTypes | None = None, json: Any = None, idempotency_key: str | None = None,
-            retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
-            cancel: CancelToken | None = None) -> Response:
+    def put(self, url: str, **options: Unpack[BodyOptions]) -> Response:
         """A PUT (see request())."""
-        return self._send("PUT", url, headers, params, content, json, idempotency_key, retry, timeout, context,
-                          cancel)
+        return self._send("PUT", url, options)
 
-    def patch(self, url: str, *, headers: HeaderTypes | None = None, params: QueryParams | None = None,
-              content: ContentTypes | None = None, json: Any = None, idempotency_key: str | None = None,
-              retry: bool | None = None, timeout: float | None = None, context: ContextTypes | None = None,
-              cancel: CancelToken | None = None) -> Response:
+    def patch(self, url: str, **options: Unpack[BodyOptions]) -> Response:
         """A PATCH (see request()); made once unless it has an idempotency key or ``retry=True``."""
-        return self._send("PATCH", url, headers, params, content, json, idempotency_key, retry, timeout, context,
-                          cancel)
+        return self._send("PATCH", url, options)
 
     def close(self) -> None:
         """Closes the client: later calls raise RuntimeError; a call in flight on another thread finishes

@@ -1,5 +1,15 @@
 """The exceptions of humus_http: every one is an UpstreamError carrying the C status name, the message, the
-client's origin and the attempts the call made.
+client's origin and the attempts the call made. httpx's family names are bases or aliases of this tree:
+
+    HTTPError = UpstreamError
+    ├── RequestError                 no response came (httpx's RequestError, and the client's own verdicts)
+    │   ├── TransportError
+    │   │   ├── TimeoutException     UpstreamTimeoutError
+    │   │   ├── ConnectError         UpstreamConnectError, UpstreamTLSError
+    │   │   ├── ProtocolError = RemoteProtocolError
+    │   │   └── ResourceError
+    │   ├── ResponseTooLargeError, CircuitOpenError, BulkheadFullError, CancelledCallError
+    ├── HTTPStatusError, ConfigError, CrossOriginError, InvalidRequestError, UnknownUpstreamError
 
 Exceptions are plain values: create, raise and read them from any thread.
 """
@@ -18,12 +28,18 @@ __all__ = [
     "CancelledCallError",
     "CircuitOpenError",
     "ConfigError",
+    "ConnectError",
     "CrossOriginError",
+    "HTTPError",
     "HTTPStatusError",
     "InvalidRequestError",
     "ProtocolError",
+    "RemoteProtocolError",
+    "RequestError",
     "ResourceError",
     "ResponseTooLargeError",
+    "TimeoutException",
+    "TransportError",
     "UnknownUpstreamError",
     "UpstreamConnectError",
     "UpstreamError",
@@ -39,8 +55,8 @@ class UpstreamError(Exception):
     ``status`` is the C status name (``"HUMUS_E_TIMEOUT"``), ``message`` what went wrong, ``origin`` the
     client's origin (``"https://payments:8443"``, empty when none is known yet), ``attempts`` the attempts the
     call made (0 when it failed before sending anything), ``fields`` the settings keys or header names the
-    error is about, and ``elapsed`` how long the call took on its runtime's clock (whole milliseconds; virtual
-    time on a virtual clock), None when the error did not come from a call (settings, a request refused before
+    error is about, and ``elapsed`` how long the call took on its runtime's clock (to the microsecond;
+    virtual time on a virtual clock), None when the error did not come from a call (settings, a request refused before
     it was sent). Exceptions are plain values, safe to read from any thread.
     """
 
@@ -60,36 +76,64 @@ class UpstreamError(Exception):
         return f"{self.message} [{self.status}{where}{tries}]"
 
 
-class UpstreamTimeoutError(UpstreamError, TimeoutError):
+#: httpx's name of the base of its exceptions; here every exception of humus_http.
+HTTPError = UpstreamError
+
+
+class RequestError(UpstreamError):
+    """No response came (httpx's RequestError): a transport failure, or a verdict of the client's own — breaker
+    open, bulkhead full, the response past its size limit, the call cancelled."""
+
+
+class TransportError(RequestError):
+    """The network exchange failed: a timeout, no connection, a broken exchange, a local shortage (httpx's
+    TransportError)."""
+
+
+class TimeoutException(TransportError):
+    """httpx's name of a timeout's base; here UpstreamTimeoutError is the one raised."""
+
+
+class ConnectError(TransportError):
+    """httpx's name of a failure to connect, TLS handshake included; here UpstreamConnectError or
+    UpstreamTLSError is the one raised."""
+
+
+class UpstreamTimeoutError(TimeoutException, TimeoutError):
     """The call's deadline (``timeout``, or the per-call ``timeout=``) passed before a response came; an attempt
     that ran past ``attempt_timeout`` and could not be retried ends this way too."""
 
 
-class UpstreamConnectError(UpstreamError):
+class UpstreamConnectError(ConnectError):
     """No connection could be made: refused, unreachable, or the host name did not resolve."""
 
 
-class UpstreamTLSError(UpstreamError):
+class UpstreamTLSError(ConnectError):
     """The TLS handshake failed: an untrusted certificate, a hostname mismatch, a refused TLS version, or a
     client certificate the server refused or required."""
 
 
-class ProtocolError(UpstreamError):
+class ProtocolError(TransportError):
     """The exchange broke after the connection was made: the peer broke HTTP, reset or closed the connection
-    before a whole response, or refused the HTTP/2 stream."""
+    before a whole response, or refused the HTTP/2 stream. Also reachable as RemoteProtocolError (httpx's
+    name; httpx would raise ReadError for a reset connection)."""
 
 
-class ResponseTooLargeError(UpstreamError):
+#: httpx's name of the peer breaking the protocol.
+RemoteProtocolError = ProtocolError
+
+
+class ResponseTooLargeError(RequestError):
     """The response's header block passed ``max_response_headers`` (or a buffered body ``max_response_body``):
     the client's own limit, so the call was not retried and the breaker was not told."""
 
 
-class ResourceError(UpstreamError):
+class ResourceError(TransportError):
     """A local shortage — out of file descriptors, local ports or socket buffers — stopped the call. Not the
     dependency's fault: not retried, no breaker verdict, no budget charge."""
 
 
-class CircuitOpenError(UpstreamError):
+class CircuitOpenError(RequestError):
     """The client's circuit breaker is open: nothing was sent. ``retry_after`` is how long (seconds) it stays
     open."""
 
@@ -99,12 +143,18 @@ class CircuitOpenError(UpstreamError):
         self.retry_after = retry_after
 
 
-class BulkheadFullError(UpstreamError):
+class BulkheadFullError(RequestError):
     """No bulkhead slot came free within ``bulkhead.wait``: nothing was sent."""
 
 
 class CrossOriginError(UpstreamError):
-    """The request's URL is on another origin than the client's ``base_url``: nothing was sent."""
+    """The request's URL is on another origin than the client's ``base_url``: nothing was sent. ``message`` is
+    the core's (naming both origins); str() adds what to do instead."""
+
+    def __str__(self) -> str:
+        return (super().__str__() + " — a client serves one origin (docs/origin.md §2): make a client for the "
+                "other origin, e.g. humus_http.Client(\"scheme://host:port\", timeout=...), or name both in "
+                "humus_http.Upstreams")
 
 
 class ConfigError(UpstreamError, ValueError):
@@ -128,7 +178,7 @@ class InvalidRequestError(UpstreamError, ValueError):
     """The request itself is invalid (a bad method, URL or header, e.g. a CR or LF in a header value)."""
 
 
-class CancelledCallError(UpstreamError):
+class CancelledCallError(RequestError):
     """The native call was cancelled: its CancelToken was cancelled, or its client was closed while it was in
     flight."""
 
@@ -181,7 +231,8 @@ def call_error(exc: BaseException) -> UpstreamError | None:
 
 
 def _elapsed(info: _native.ErrorInfo) -> timedelta | None:
-    return None if info.elapsed_ms < 0 else timedelta(milliseconds=info.elapsed_ms)
+    return None if info.elapsed_us < 0 else timedelta(microseconds=info.elapsed_us)
+
 
 
 def from_native(info: _native.ErrorInfo, origin: str) -> BaseException:

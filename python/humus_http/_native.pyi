@@ -26,8 +26,9 @@ class ErrorInfo:
     @property
     def retry_after_ms(self) -> int: ...
     @property
-    def elapsed_ms(self) -> int:
-        """The call's duration on the runtime's clock; -1 when the error did not come from a call."""
+    def elapsed_us(self) -> int:
+        """The call's duration in microseconds on the runtime's clock; -1 when the error did not come from a
+        call."""
     @property
     def exception(self) -> BaseException | None: ...
 
@@ -70,7 +71,9 @@ class Response:
     @property
     def attempts(self) -> int: ...
     @property
-    def elapsed_ms(self) -> int: ...
+    def elapsed_us(self) -> int: ...
+    def redirects(self) -> list[tuple[int, str]]:
+        """The redirects followed, oldest first: (3xx status, URL of the request that got it)."""
     @property
     def http_version(self) -> str: ...
     @property
@@ -115,16 +118,16 @@ class Client:
     def share(self) -> Client:
         """Another owner of the same C client."""
     def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
-                idempotency_key: str | None, retry: int, timeout_ms: int,
+                idempotency_key: str | None, retry: int, follow: int, timeout_ms: int,
                 context: tuple[str | None, ...] | None = None,
                 cancel: Cancel | None = None) -> Response | ErrorInfo: ...
     def open(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
-             idempotency_key: str | None, retry: int, timeout_ms: int,
+             idempotency_key: str | None, retry: int, follow: int, timeout_ms: int,
              context: tuple[str | None, ...] | None = None,
              cancel: Cancel | None = None) -> Response | ErrorInfo:
         """humus_client_open: the response once its headers are in; its body through Response.read()."""
     def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
-               idempotency_key: str | None, retry: int, timeout_ms: int, bridge: Bridge,
+               idempotency_key: str | None, retry: int, follow: int, timeout_ms: int, bridge: Bridge,
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
 
 class Upstreams:

@@ -1,4 +1,4 @@
-"""Responses shaped like httpx.Response, and case-insensitive multi-value headers."""
+"""Responses and requests shaped like httpx's, and case-insensitive multi-value headers."""
 from __future__ import annotations
 
 import codecs
@@ -7,15 +7,18 @@ import io
 import json as jsonlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from datetime import timedelta
 from typing import Any, BinaryIO, cast, overload
 
 from . import _native
 from ._closing import Closing
 from ._errors import HTTPStatusError, from_native
+from ._urls import URL, origin_of
 
-__all__ = ["ContentTypes", "HeaderTypes", "Headers", "Response"]
+__all__ = ["ContentTypes", "HeaderTypes", "Headers", "MutableHeaders", "Redirect", "Request", "RequestParts",
+           "Response", "merge_headers"]
 
 
 class Headers(Mapping[str, str]):
@@ -85,6 +88,36 @@ class Headers(Mapping[str, str]):
         return f"Headers({self._items!r})"
 
 
+class MutableHeaders(Headers, MutableMapping[str, str]):
+    """Headers that can be changed, as a request's are for ``auth=`` callables and request event hooks:
+    ``headers[name] = value`` replaces every value of ``name`` (keeping the first one's place), ``del
+    headers[name]`` removes them all. Not thread-safe: change it from one thread at a time."""
+
+    __slots__ = ()
+
+    def __setitem__(self, name: str, value: str) -> None:
+        lower = name.lower()
+        items: list[tuple[str, str]] = []
+        placed = False
+        for key, old in self._items:
+            if key.lower() != lower:
+                items.append((key, old))
+            elif not placed:
+                items.append((key, str(value)))
+                placed = True
+        if not placed:
+            items.append((name, str(value)))
+        self._items = items
+        self._index = None
+
+    def __delitem__(self, name: str) -> None:
+        lower = name.lower()
+        if lower not in self._lookup():
+            raise KeyError(name)
+        self._items = [(k, v) for k, v in self._items if k.lower() != lower]
+        self._index = None
+
+
 #: What ``headers=`` accepts: a mapping, a sequence of (name, value) pairs, or Headers.
 HeaderTypes = Headers | Mapping[str, str] | Sequence[tuple[str, str]]
 
@@ -96,31 +129,156 @@ def _reason(status: int) -> str:
         return ""
 
 
-class Response(Closing):
+class Request:
+    """A request as the client sends it, shaped like httpx.Request: ``method``, ``url`` (a URL), ``headers``
+    (the client's configured headers, then the call's, with what ``json=``, ``data=``, ``files=``, ``cookies=``
+    and ``auth=`` add; not the ones the transport adds, such as Host, Content-Length or User-Agent) and
+    ``attempt``, the attempt it is sent as (1: the first). ``auth=`` callables and request event hooks get
+    it before the call starts and may change its headers (MutableHeaders), method or URL. One thread at a time.
+    """
+
+    __slots__ = ("attempt", "headers", "method", "url")
+
+    def __init__(self, method: str, url: URL | str, headers: HeaderTypes | None = None, *,
+                 attempt: int = 1) -> None:
+        self.method: str = method.upper()
+        self.url: URL = url if isinstance(url, URL) else URL(url)
+        self.headers: MutableHeaders = MutableHeaders(headers)
+        self.attempt: int = attempt
+
+    def __repr__(self) -> str:
+        return f"<Request({self.method!r}, {str(self.url)!r})>"
+
+
+# The statuses of a redirect (httpx.codes.is_redirect).
+_REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
+
+
+class _StatusPredicates:
+    """The status predicates a Response and a Redirect share (httpx's names)."""
+
+    __slots__ = ()
+    status_code: int
+
+    @property
+    def reason_phrase(self) -> str:
+        """The standard reason phrase of the status ("Not Found"), empty for an unknown status."""
+        return _reason(self.status_code)
+
+    @property
+    def is_informational(self) -> bool:
+        """True for a 1xx status."""
+        return 100 <= self.status_code < 200
+
+    @property
+    def is_success(self) -> bool:
+        """True for a 2xx status."""
+        return 200 <= self.status_code < 300
+
+    @property
+    def is_redirect(self) -> bool:
+        """True for a 301, 302, 303, 307 or 308 with a Location header (as httpx)."""
+        return self.status_code in _REDIRECT_STATUSES
+
+    @property
+    def is_client_error(self) -> bool:
+        """True for a 4xx status."""
+        return 400 <= self.status_code < 500
+
+    @property
+    def is_server_error(self) -> bool:
+        """True for a 5xx status."""
+        return 500 <= self.status_code < 600
+
+    @property
+    def is_error(self) -> bool:
+        """True for a 4xx or 5xx status."""
+        return 400 <= self.status_code < 600
+
+
+class Redirect(_StatusPredicates):
+    """One redirect a call followed, an entry of ``Response.history``: its 3xx ``status_code`` and the ``url``
+    of the request that got it, with the status predicates of a Response (``is_redirect`` is True). Unlike
+    httpx's history, which holds whole Responses, the core keeps only these two: a redirect's headers and body
+    are not kept. Immutable."""
+
+    __slots__ = ("status_code", "url")
+
+    def __init__(self, status_code: int, url: URL | str) -> None:
+        self.status_code: int = status_code
+        self.url: URL = url if isinstance(url, URL) else URL(url)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Redirect):
+            return (self.status_code, self.url) == (other.status_code, other.url)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.status_code, self.url))
+
+    def __repr__(self) -> str:
+        return f"<Redirect [{self.status_code} {self.reason_phrase}] {str(self.url)!r}>"
+
+
+#: What a Response keeps of its request until ``.request`` is read: the Request, or (method, URL, the client's
+#: configured headers, the call's headers).
+RequestParts = Request | tuple[str, str, list[tuple[str, str]], list[tuple[str, str]] | None]
+
+
+def merge_headers(configured: list[tuple[str, str]], own: list[tuple[str, str]] | None) -> list[tuple[str, str]]:
+    """A request's headers: the configured ones, then its own, which replace configured ones of their name."""
+    if not own:
+        return list(configured)
+    names = {name.lower() for name, _ in own}
+    return [(k, v) for k, v in configured if k.lower() not in names] + own
+
+
+def _redirected(first: Request, history: list[Redirect], url: URL) -> Request:
+    """The last request of a call whose first was ``first``, after the redirects of ``history`` (the rules of
+    docs/origin.md §2)."""
+    method = first.method
+    headers = MutableHeaders(first.headers)
+    for redirect in history:
+        status = redirect.status_code
+        if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+            method = "GET"
+            for name in ("Content-Type", "Content-Length"):
+                if name in headers:
+                    del headers[name]
+    return Request(method, url, headers, attempt=first.attempt)
+
+
+class Response(_StatusPredicates, Closing):
     """One call's response, whole in memory, shaped like httpx.Response.
 
     ``status_code``, ``headers`` (case-insensitive, multi-value), ``content`` (bytes), ``text``, ``json()``,
     ``raise_for_status()`` (returns the response when 2xx), ``iter_bytes()``, ``http_version`` (``"HTTP/1.1"``
-    or ``"HTTP/2"``), ``url`` (after redirects within the origin), ``attempts`` (attempts the call made),
-    ``elapsed`` (the call's duration on its runtime's clock). ``close()`` (or leaving a ``with`` block) frees
-    the native buffer; what was read stays readable. Read it from one thread at a time.
+    or ``"HTTP/2"``), ``url`` (a URL, after redirects within the origin), ``request`` (the Request sent),
+    ``history`` (the redirects followed, as Redirect entries), ``attempts`` (attempts the call made),
+    ``elapsed`` (the call's duration on its runtime's clock), and httpx's status predicates (``is_success``,
+    ``is_redirect``, ``is_client_error``, ...). ``close()`` (or leaving a ``with`` block) frees the native
+    buffer; what was read stays readable. Read it from one thread at a time.
     """
 
-    __slots__ = ("_attempts", "_content", "_elapsed_ms", "_headers", "_http_version", "_native", "_streamed",
-                 "_url", "origin", "status_code")
+    __slots__ = ("_attempts", "_content", "_elapsed_us", "_final_request", "_headers", "_history",
+                 "_http_version", "_native", "_request", "_streamed", "_url", "origin", "status_code")
 
-    def __init__(self, native: _native.Response, origin: str, *, stream: bool = False) -> None:
+    def __init__(self, native: _native.Response, origin: str, request: RequestParts, *,
+                 stream: bool = False) -> None:
         self._native: _native.Response | None = native
         #: True for Client.stream(): the body is still on its connection (read it with iter_bytes() or read()).
         self._streamed = stream
         self.status_code: int = native.status
-        self._elapsed_ms: int = native.elapsed_ms
+        self._elapsed_us: int = native.elapsed_us
+        self._request: RequestParts = request
+        self._final_request: Request | None = None
         #: The origin of the client that made the call.
         self.origin = origin
         self._content: bytes | None = None
         self._headers: Headers | None = None
         self._http_version: str | None = None
-        self._url: str | None = None
+        self._url: URL | None = None
+        self._history: list[Redirect] | None = None
         self._attempts: int | None = None
 
     def _live(self) -> _native.Response:
@@ -157,12 +315,44 @@ class Response(Closing):
         return version
 
     @property
-    def url(self) -> str:
-        """The URL of the last request, after redirects within the origin."""
+    def url(self) -> URL:
+        """The URL of the last request, after redirects within the origin: a URL (``.path``, ``.query``,
+        ``.host``, ...) whose str() is the URL as sent, and which equals that string."""
         url = self._url
         if url is None:
-            url = self._url = self._live().url
+            url = self._url = URL(self._live().url)
         return url
+
+    @property
+    def history(self) -> list[Redirect]:
+        """The redirects the call followed to get this response, oldest first (empty when none): each a
+        Redirect with the 3xx ``status_code`` and the ``url`` that got it. Their headers and bodies are not
+        kept (httpx's history holds whole Responses)."""
+        history = self._history
+        if history is None:
+            history = self._history = [Redirect(status, url) for status, url in self._live().redirects()]
+        return list(history)
+
+    @property
+    def request(self) -> Request:
+        """The Request that got this response, as httpx's: the call's own, or after redirects the last one the
+        core sent (to ``url``, its method and headers changed as docs/origin.md §2 says: a 303, or a 301/302
+        after a POST, turns it into a GET without Content-Type)."""
+        final = self._final_request
+        if final is None:
+            first = self._request
+            if not isinstance(first, Request):
+                method, url, configured, own = first
+                first = Request(method, url, merge_headers(configured, own))
+            history = self.history
+            final = self._final_request = _redirected(first, history, self.url) if history else first
+        return final
+
+    @property
+    def is_redirect(self) -> bool:
+        """True for a 301, 302, 303, 307 or 308 with a Location header (as httpx): a redirect that was not
+        followed (``follow_redirects=False``, another origin, or the 11th)."""
+        return self.status_code in _REDIRECT_STATUSES and "location" in self.headers
 
     @property
     def attempts(self) -> int:
@@ -174,14 +364,10 @@ class Response(Closing):
 
     @property
     def elapsed(self) -> timedelta:
-        """How long the call took, from its start to this response, every attempt, wait and redirect included:
-        whole milliseconds on the runtime's clock (virtual time on a virtual clock). Readable after close()."""
-        return timedelta(milliseconds=self._elapsed_ms)
-
-    @property
-    def reason_phrase(self) -> str:
-        """The standard reason phrase of the status ("Not Found"), empty for an unknown status."""
-        return _reason(self.status_code)
+        """How long the call took, from its start to this response, every attempt, wait and redirect included,
+        to the microsecond (on a virtual clock: its virtual time, in whole milliseconds). Readable after
+        close()."""
+        return timedelta(microseconds=self._elapsed_us)
 
     @property
     def encoding(self) -> str:
@@ -206,16 +392,6 @@ class Response(Closing):
         """The body parsed as JSON (``json.loads`` keyword arguments pass through)."""
         return jsonlib.loads(self.content, **kwargs)
 
-    @property
-    def is_success(self) -> bool:
-        """True for a 2xx status."""
-        return 200 <= self.status_code < 300
-
-    @property
-    def is_error(self) -> bool:
-        """True for a 4xx or 5xx status."""
-        return 400 <= self.status_code < 600
-
     def raise_for_status(self) -> Response:
         """Returns the response when it is 2xx; otherwise raises HTTPStatusError naming the status and URL."""
         if self.is_success:
@@ -225,7 +401,13 @@ class Response(Closing):
             status // 100, "Invalid status code")
         message = f"{kind} '{status} {self.reason_phrase}' for url '{self.url}'"
         if status // 100 == 3 and "location" in self.headers:
-            message += f"\nRedirect location: '{self.headers['location']}'"
+            location = self.headers["location"]
+            message += f"\nRedirect location: '{location}'"
+            target = origin_of(urllib.parse.urljoin(str(self.url), location))
+            if target != self.origin and self.origin:
+                message += (f"\nhumus_http follows redirects within the client's origin only (docs/origin.md §2), "
+                            f"so this one to {target} was not: to follow it, make a client for {target} (one "
+                            f"client per dependency, or humus_http.Upstreams) and call it there")
         raise HTTPStatusError(message, response=self)
 
     def iter_bytes(self, chunk_size: int | None = None) -> Iterator[bytes]:
@@ -320,7 +502,9 @@ class Response(Closing):
         if self._http_version is None:
             self._http_version = "HTTP/" + native.http_version
         if self._url is None:
-            self._url = native.url
+            self._url = URL(native.url)
+        if self._history is None:
+            self._history = [Redirect(status, url) for status, url in native.redirects()]
         if self._attempts is None:
             self._attempts = native.attempts
         self._native = None

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 from . import _native
 from ._async import AsyncClient
 from ._at_exit import CloseAtExit
-from ._client import Client, _BaseClient, _origin_of
+from ._client import Client, _BaseClient
+from ._urls import origin_of
 from ._closing import Closing
 from ._errors import ConfigError, UnknownUpstreamError, from_native
 from ._settings import Runtime, default_runtime
@@ -90,7 +91,7 @@ class Upstreams(Closing):
             origin = origins.get(name, "")
             base_url = base_urls.get(name, "")
             # The path is kept only from a base_url whose origin is the one the core built the client for.
-            self._base_urls[name] = base_url if _origin_of(base_url).lower() == origin.lower() else origin
+            self._base_urls[name] = base_url if origin_of(base_url).lower() == origin.lower() else origin
         self._lock = threading.Lock()
         self._clients: weakref.WeakSet[_BaseClient] = weakref.WeakSet()
         _open_registries.add(self)

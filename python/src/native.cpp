@@ -94,9 +94,10 @@ struct ErrorInfo {
   int32_t attempts = 0;
   std::vector<std::string> fields;
   int64_t retry_after_ms = 0;
-  // How long the call took on the runtime's clock (docs/testing-kit.md §16.1), whole milliseconds; -1 when the error did not
-  // come from a call (settings, a request refused before it was sent).
-  int64_t elapsed_ms = -1;
+  // How long the call took on the runtime's clock (docs/testing-kit.md §16.1), in microseconds
+  // (Runtime::now_us); -1 when the error did not come from a call (settings, a request refused before it was
+  // sent).
+  int64_t elapsed_us = -1;
   py::object exception = py::none();
 };
 
@@ -142,6 +143,8 @@ class Runtime {
     humus_error* err = nullptr;
     const humus_status st = humus_runtime_new(options_json.data(), options_json.size(), &rt_, &err);
     if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    // Advancing by 0 changes nothing on a virtual clock; a real clock refuses it with HUMUS_E_MISUSE.
+    virtual_clock_ = humus_runtime_advance_ms(rt_, 0, nullptr) == HUMUS_OK;
   }
   ~Runtime() {
     // Joins the event-loop thread, which may be waiting for the GIL in a callback.
@@ -163,9 +166,19 @@ class Runtime {
     if (st != HUMUS_OK) fail(st, ErrorPtr(err));
   }
   int64_t elapsed_ms() const { return humus_runtime_elapsed_ms(rt_); }
+  // What a call's elapsed time is measured on, in microseconds: a virtual clock's own time, or on a real
+  // clock the steady clock (the C ABI reads the runtime's clock in whole milliseconds; Response.elapsed is
+  // finer). Any thread, no GIL needed.
+  int64_t now_us() const {
+    if (virtual_clock_) return humus_runtime_elapsed_ms(rt_) * 1000;
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 
  private:
   humus_runtime* rt_ = nullptr;
+  bool virtual_clock_ = false;  // set once at construction
 };
 
 // ---- Callbacks: the classifier and the breaker policy -----------------------------------------------------
@@ -339,8 +352,8 @@ class ClientHandle;
 // ABI wants it freed before its client.
 class Response {
  public:
-  Response(humus_response* r, int64_t elapsed_ms, std::shared_ptr<ClientHandle> client = nullptr)
-      : client_(std::move(client)), r_(r), elapsed_ms_(elapsed_ms) {}
+  Response(humus_response* r, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr)
+      : client_(std::move(client)), r_(r), elapsed_us_(elapsed_us) {}
   ~Response() {
     if (r_) without_gil([this] { r_.reset(); });  // closing a body may close its connection
   }
@@ -350,9 +363,24 @@ class Response {
   }
   int32_t status() const { return humus_response_status(get()); }
   int32_t attempts() const { return humus_response_attempts(get()); }
-  int64_t elapsed_ms() const { return elapsed_ms_; }
+  int64_t elapsed_us() const { return elapsed_us_; }
   std::string http_version() const { return humus_response_http_version(get()); }
   std::string url() const { return humus_response_url(get()); }
+  // The redirects the call followed, oldest first: (3xx status, URL of the request that got it).
+  py::list redirects() const {
+    const humus_response* r = get();
+    const size_t n = humus_response_redirect_count(r);
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) {
+      int32_t status = 0;
+      const char* url = nullptr;
+      if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) {
+        throw std::runtime_error("redirect index");
+      }
+      out[i] = py::make_tuple(status, py::str(url));
+    }
+    return out;
+  }
   py::bytes body() const {
     const void* data = nullptr;
     size_t len = 0;
@@ -414,16 +442,16 @@ class Response {
  private:
   std::shared_ptr<ClientHandle> client_;  // streamed only; declared first so the response goes first
   ResponsePtr r_;
-  int64_t elapsed_ms_;  // the call's duration on the runtime's clock
+  int64_t elapsed_us_;  // the call's duration on the runtime's clock (Runtime::now_us)
 };
 
-// GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo. `elapsed_ms`: the call's
-// duration on the runtime's clock.
+// GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo. `elapsed_us`: the call's
+// duration on the runtime's clock (Runtime::now_us).
 py::object outcome(humus_status status, humus_response* resp, humus_error* err, PyObject* callback_exception,
-                   int64_t elapsed_ms) {
+                   int64_t elapsed_us) {
   if (status == HUMUS_OK) {
     Py_XDECREF(callback_exception);  // a callback failed yet the call succeeded: nothing to report
-    return py::cast(new Response(resp, elapsed_ms), py::return_value_policy::take_ownership);
+    return py::cast(new Response(resp, elapsed_us), py::return_value_policy::take_ownership);
   }
   ResponsePtr drop(resp);
   if (status != HUMUS_E_CALLBACK && callback_exception != nullptr) {
@@ -431,7 +459,7 @@ py::object outcome(humus_status status, humus_response* resp, humus_error* err, 
     callback_exception = nullptr;
   }
   ErrorInfo info = make_error(status, ErrorPtr(err), callback_exception);
-  info.elapsed_ms = elapsed_ms;
+  info.elapsed_us = elapsed_us;
   return py::cast(std::move(info));
 }
 
@@ -465,11 +493,11 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
 
   // Loop thread, no GIL. Takes ownership of every pointer.
   void push(PyObject* future, humus_status status, humus_response* resp, humus_error* err,
-            PyObject* exception, int64_t elapsed_ms) {
+            PyObject* exception, int64_t elapsed_us) {
     bool schedule = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      items_.push_back(Item{future, status, resp, err, exception, elapsed_ms});
+      items_.push_back(Item{future, status, resp, err, exception, elapsed_us});
       schedule = !scheduled_;
       scheduled_ = true;
     }
@@ -497,7 +525,7 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
     static PyObject* const set_result_name = PyUnicode_InternFromString("set_result");
     for (Item& item : batch) {
       py::object future = py::reinterpret_steal<py::object>(item.future);
-      py::object result = outcome(item.status, item.resp, item.err, item.exception, item.elapsed_ms);
+      py::object result = outcome(item.status, item.resp, item.err, item.exception, item.elapsed_us);
       if (!future.attr(py::handle(done_name))().cast<bool>())
         future.attr(py::handle(set_result_name))(result);
     }
@@ -510,7 +538,7 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
     humus_response* resp;
     humus_error* err;
     PyObject* exception;
-    int64_t elapsed_ms;
+    int64_t elapsed_us;
   };
   py::object call_soon_;
   std::mutex mu_;
@@ -521,13 +549,13 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
 struct AsyncPending {
   std::shared_ptr<Bridge> bridge;
   PyObject* future;   // owned
-  humus_runtime* rt;  // outlives the call (the client holds it)
-  int64_t start_ms;   // the runtime's clock when the call was submitted
+  const Runtime* clock;  // outlives the call (the client holds it)
+  int64_t start_us;     // Runtime::now_us when the call was submitted
 };
 
 void async_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
   std::unique_ptr<AsyncPending> pending(static_cast<AsyncPending*>(user_data));
-  const int64_t elapsed = humus_runtime_elapsed_ms(pending->rt) - pending->start_ms;
+  const int64_t elapsed = pending->clock->now_us() - pending->start_us;
   pending->bridge->push(pending->future, status, resp, err, take_callback_exception(), elapsed);
 }
 
@@ -542,22 +570,22 @@ struct SyncWaiter {
   humus_response* resp = nullptr;
   humus_error* err = nullptr;
   PyObject* exception = nullptr;
-  humus_runtime* rt = nullptr;
-  int64_t start_ms = 0;    // the runtime's clock when the call was submitted
-  int64_t elapsed_ms = 0;  // guarded by mu
+  const Runtime* clock = nullptr;
+  int64_t start_us = 0;    // Runtime::now_us when the call was submitted
+  int64_t elapsed_us = 0;  // guarded by mu
 };
 
 void sync_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
   auto* w = static_cast<SyncWaiter*>(user_data);
   PyObject* exception = take_callback_exception();
-  const int64_t end_ms = humus_runtime_elapsed_ms(w->rt);
+  const int64_t end_us = w->clock->now_us();
   std::lock_guard<std::mutex> lock(
       w->mu);  // notified under the lock: the waiter may free `w` once it sees done
   w->status = status;
   w->resp = resp;
   w->err = err;
   w->exception = exception;
-  w->elapsed_ms = end_ms - w->start_ms;
+  w->elapsed_us = end_us - w->start_us;
   w->done = true;
   w->cv.notify_one();
 }
@@ -745,6 +773,7 @@ class ClientHandle {
   ClientHandle& operator=(const ClientHandle&) = delete;
   humus_client* get() const { return c_; }
   humus_runtime* runtime() const { return runtime_->get(); }
+  const Runtime& clock() const { return *runtime_; }
 
  private:
   void release() {
@@ -895,10 +924,10 @@ class Client {
   // A blocking call: a Response, or an ErrorInfo when no response came. Argument errors raise Failure.
   // `cancel` (may be null) ends it early.
   py::object request(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
-                     int32_t retry, int64_t timeout_ms, py::handle context,
+                     int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context,
                      const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
-    const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms, context);
+    const Prepared p = prepare(method, url, headers, body, key, retry, follow, timeout_ms, context);
     Py_XDECREF(take_callback_exception());  // nothing stale from a call that ended otherwise
     if (PyThread_get_thread_ident() == g_main_thread) {
       // The main thread's own token is Ctrl-C's (SignalWatch); a caller's token goes on the request of a
@@ -921,9 +950,9 @@ class Client {
       b = build(p);
       if (b.status == HUMUS_OK) {
         if (cancel) humus_request_set_cancel(b.req.get(), cancel->token());
-        const int64_t start = humus_runtime_elapsed_ms(h->runtime());
+        const int64_t start = h->clock().now_us();
         st = humus_client_do(h->get(), b.req.get(), &resp, &err);
-        elapsed = humus_runtime_elapsed_ms(h->runtime()) - start;
+        elapsed = h->clock().now_us() - start;
         b.req.reset();
       }
       h.reset();  // may be the last share after a close(): frees the client without the GIL
@@ -935,9 +964,10 @@ class Client {
   // A streamed call (humus_client_open): a Response whose body is read with read(), or an ErrorInfo. Runs
   // without the GIL on any thread; `cancel` (may be null) ends it, its body reads included.
   py::object open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
-                  int32_t retry, int64_t timeout_ms, py::handle context, const std::shared_ptr<Cancel>& cancel) {
+                  int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context,
+                  const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
-    const Prepared p = prepare(method, url, headers, body, key, retry, timeout_ms, context);
+    const Prepared p = prepare(method, url, headers, body, key, retry, follow, timeout_ms, context);
     Py_XDECREF(take_callback_exception());
     Built b;
     humus_response* resp = nullptr;
@@ -949,9 +979,9 @@ class Client {
       b = build(p);
       if (b.status == HUMUS_OK) {
         if (cancel) humus_request_set_cancel(b.req.get(), cancel->token());
-        const int64_t start = humus_runtime_elapsed_ms(h->runtime());
+        const int64_t start = h->clock().now_us();
         st = humus_client_open(h->get(), b.req.get(), &resp, &err);
-        elapsed = humus_runtime_elapsed_ms(h->runtime()) - start;
+        elapsed = h->clock().now_us() - start;
         b.req.reset();
       }
     }
@@ -971,14 +1001,15 @@ class Client {
   // An asynchronous call: `future` (an asyncio.Future of `bridge`'s loop) receives a Response or an
   // ErrorInfo.
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
-              int32_t retry, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge, py::object future,
-              py::handle context, const std::shared_ptr<Cancel>& cancel) {
+              int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
+              py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
     std::shared_ptr<ClientHandle> h = acquire();
-    RequestPtr req = build_or_fail(prepare(method, url, headers, body, key, retry, timeout_ms, context));
+    RequestPtr req =
+        build_or_fail(prepare(method, url, headers, body, key, retry, follow, timeout_ms, context));
     // The core cancels the submitted call through the token (one already triggered: before anything is sent).
     if (cancel) humus_request_set_cancel(req.get(), cancel->token());
     auto pending = std::make_unique<AsyncPending>(
-        AsyncPending{bridge, future.release().ptr(), h->runtime(), humus_runtime_elapsed_ms(h->runtime())});
+        AsyncPending{bridge, future.release().ptr(), &h->clock(), h->clock().now_us()});
     humus_call* call = nullptr;
     humus_error* err = nullptr;
     const humus_status st = humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
@@ -999,9 +1030,9 @@ class Client {
     int64_t elapsed = 0;
     {
       py::gil_scoped_release nogil;
-      const int64_t start = humus_runtime_elapsed_ms(h->runtime());
+      const int64_t start = h->clock().now_us();
       st = humus_client_do(h->get(), req.get(), &resp, &err);
-      elapsed = humus_runtime_elapsed_ms(h->runtime()) - start;
+      elapsed = h->clock().now_us() - start;
       req.reset();
       h.reset();  // may be the last share after a close(): frees the client without the GIL
     }
@@ -1061,6 +1092,7 @@ class Client {
     int64_t reader_length = -1;
     const char* key = nullptr;
     int32_t retry = HUMUS_RETRY_MODE_DEFAULT;
+    int32_t follow = -1;  // follow_redirects: -1 not given (the core follows within the origin), else 0 or 1
     int64_t timeout_ms = 0;
     bool has_context = false;
     // traceparent, tracestate, baggage, X-Request-ID, Authorization of the request being served (docs/telemetry.md §12)
@@ -1069,11 +1101,13 @@ class Client {
 
   // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
   static Prepared prepare(const char* method, const char* url, py::handle headers, py::handle body,
-                          py::handle key, int32_t retry, int64_t timeout_ms, py::handle context) {
+                          py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms,
+                          py::handle context) {
     Prepared p;
     p.method = method;
     p.url = url;
     p.retry = retry;
+    p.follow = follow;
     p.timeout_ms = timeout_ms;
     if (!context.is_none()) {
       if (!PyTuple_Check(context.ptr()) || PyTuple_GET_SIZE(context.ptr()) != 5) {
@@ -1170,6 +1204,10 @@ class Client {
         (st = humus_request_set_retry(b.req.get(), p.retry, &err)) != HUMUS_OK) {
       return failed(st);
     }
+    if (p.follow != -1 &&
+        (st = humus_request_set_follow_redirects(b.req.get(), p.follow, &err)) != HUMUS_OK) {
+      return failed(st);
+    }
     // 0: none given; the core refuses a negative one.
     if (p.timeout_ms != 0 && (st = humus_request_set_timeout_ms(b.req.get(), p.timeout_ms, &err)) != HUMUS_OK) {
       return failed(st);
@@ -1192,8 +1230,8 @@ class Client {
   // `req` carries the caller's token, if any: the core cancels the submitted call through it.
   static py::object request_polling(std::shared_ptr<ClientHandle> h, RequestPtr req) {
     SyncWaiter w;
-    w.rt = h->runtime();
-    w.start_ms = humus_runtime_elapsed_ms(w.rt);
+    w.clock = &h->clock();
+    w.start_us = w.clock->now_us();
     humus_call* raw = nullptr;
     humus_error* err = nullptr;
     const humus_status st = humus_client_submit(h->get(), req.get(), sync_done, &w, &raw, &err);
@@ -1226,11 +1264,11 @@ class Client {
     if (interrupted) {
       PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
       PyErr_Fetch(&type, &value, &traceback);  // kept aside while the outcome is dropped
-      outcome(w.status, w.resp, w.err, w.exception, w.elapsed_ms);
+      outcome(w.status, w.resp, w.err, w.exception, w.elapsed_us);
       PyErr_Restore(type, value, traceback);
       throw py::error_already_set();
     }
-    return outcome(w.status, w.resp, w.err, w.exception, w.elapsed_ms);
+    return outcome(w.status, w.resp, w.err, w.exception, w.elapsed_us);
   }
 
   std::mutex mu_;
@@ -1369,7 +1407,7 @@ PYBIND11_MODULE(_native, m) {
                                return t;
                              })
       .def_readonly("retry_after_ms", &ErrorInfo::retry_after_ms)
-      .def_readonly("elapsed_ms", &ErrorInfo::elapsed_ms)
+      .def_readonly("elapsed_us", &ErrorInfo::elapsed_us)
       .def_readonly("exception", &ErrorInfo::exception);
 
   py::class_<Runtime, std::shared_ptr<Runtime>>(m, "Runtime",
@@ -1437,7 +1475,8 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Response>(m, "Response", "A whole response (humus_response); close() frees it.")
       .def_property_readonly("status", &Response::status)
       .def_property_readonly("attempts", &Response::attempts)
-      .def_property_readonly("elapsed_ms", &Response::elapsed_ms)
+      .def_property_readonly("elapsed_us", &Response::elapsed_us)
+      .def("redirects", &Response::redirects)
       .def_property_readonly("http_version", &Response::http_version)
       .def_property_readonly("url", &Response::url)
       .def("body", &Response::body)
@@ -1470,14 +1509,15 @@ PYBIND11_MODULE(_native, m) {
       .def("budget_tokens", &Client::budget_tokens)
       .def("share", &Client::share, "Another owner of the same C client.")
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
-           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"),
-           py::arg("context") = py::none(), py::arg("cancel") = py::none())
+           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"),
+           py::arg("timeout_ms"), py::arg("context") = py::none(), py::arg("cancel") = py::none())
       .def("open", &Client::open, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
-           py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("context") = py::none(),
-           py::arg("cancel") = py::none())
+           py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
+           py::arg("context") = py::none(), py::arg("cancel") = py::none())
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
-           py::arg("idempotency_key"), py::arg("retry"), py::arg("timeout_ms"), py::arg("bridge"),
-           py::arg("future"), py::arg("context") = py::none(), py::arg("cancel") = py::none());
+           py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
+           py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(),
+           py::arg("cancel") = py::none());
 
   py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (docs/upstreams.md §15.1).")
       .def(py::init<std::shared_ptr<Runtime>, const std::string&>(), py::arg("runtime"), py::arg("document"))

@@ -111,10 +111,26 @@ def report_vector(request: pytest.FixtureRequest) -> Callable[[str], None]:
     return report
 
 
+_PROBE_LINES = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def report_probe(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """report_probe(line): prints the httpx probe's count line (test_httpx_probe.py) and keeps it for the
+    summary."""
+    lines = request.config.stash.setdefault(_PROBE_LINES, [])
+
+    def report(line: str) -> None:
+        print(line)
+        lines.append(line)
+    return report
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
                             config: pytest.Config) -> None:
-    lines = config.stash.get(_VECTOR_LINES, [])
-    if lines:
-        terminalreporter.section("conformance vectors")
-        for line in lines:
-            terminalreporter.write_line(line)
+    for key, title in ((_VECTOR_LINES, "conformance vectors"), (_PROBE_LINES, "httpx probe")):
+        lines = config.stash.get(key, [])
+        if lines:
+            terminalreporter.section(title)
+            for line in lines:
+                terminalreporter.write_line(line)
