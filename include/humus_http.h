@@ -27,6 +27,11 @@
  *
  * Thread-safety is stated per function: "any thread" means concurrent calls are safe, including on the same
  * handle; "not concurrently" means calls on one handle must not overlap.
+ *
+ * Examples (bindings/c/examples/, each built and run against the test server by the tests): get.c (one
+ * call), async.c (humus_client_submit), classify.c (a classifier callback), stream.c (a body reader,
+ * humus_client_open and humus_response_read), dlopen.c (the library through dlopen/dlsym alone) and
+ * retry_409_plugin.c (a classifier and a breaker policy as a plugin named in the settings).
  */
 #ifndef HUMUS_HTTP_H
 #define HUMUS_HTTP_H
@@ -253,6 +258,8 @@ typedef struct humus_classifier {
  * keeps user_data. Not concurrently on one settings. */
 HUMUS_API humus_status humus_settings_set_classifier(humus_settings *s, const humus_classifier *classifier,
                                                      humus_error **err);
+/* Example: bindings/c/examples/classify.c. The table may also come from a plugin the settings JSON names
+ * ("Callbacks: plugins" below), which also replaces a plugin named before: the last one set wins. */
 
 /* ==== Callbacks: breaker policy ================================================================== */
 
@@ -514,6 +521,7 @@ HUMUS_API humus_status humus_client_open(humus_client *c, const humus_request *r
  * one response. */
 HUMUS_API humus_status humus_response_read(humus_response *resp, void *buf, size_t cap, size_t *n,
                                            humus_error **err);
+/* Example of humus_client_open, humus_response_read and a humus_body_reader: bindings/c/examples/stream.c. */
 
 /* Accessors: any thread, on a response no thread frees. Strings live as long as the response. A bad `resp`
  * reads as status 0, attempts 0, no header (NULL, count 0) and "" for strings. */
@@ -568,6 +576,7 @@ typedef void (*humus_call_done)(void *user_data, humus_status status, humus_resp
  * r; HUMUS_E_INVALID_ARGUMENT when on_done is NULL. Any thread. */
 HUMUS_API humus_status humus_client_submit(humus_client *c, const humus_request *r, humus_call_done on_done,
                                            void *user_data, humus_call **call, humus_error **err);
+/* Example: bindings/c/examples/async.c. */
 /* Cancels the call: it ends as soon as the event loop gets to it (HUMUS_E_CANCELLED, or the response
  * buffered before a retry). Nothing once it has ended — also after its client and runtime were freed: a
  * handle may outlive both — and nothing for a bad `call`. Any thread, including inside callbacks. */

@@ -41,7 +41,7 @@ type Settings struct {
 	ForwardAuthorization  bool              `json:"forward_authorization"`   // pass on the call context's bearer token
 	ForwardScenario       bool              `json:"forward_scenario"`        // keep the fault scenario in baggage
 	Classify              string            `json:"classify"`                // a preset: "humus" (default), "jfast", "strict"
-	ClassifyPlugin        *Plugin           `json:"classify"`                // or a plugin's classifier (not with Classify)
+	ClassifyPlugin        *Plugin           `json:"-" humus:"classify"`      // or a plugin's classifier (not with Classify)
 	BreakerPolicy         *Plugin           `json:"breaker_policy"`          // a plugin's trip/probe policy; nil: the built-in one
 }
 

@@ -204,7 +204,12 @@ func formatDuration(d time.Duration) string {
 	return strconv.FormatInt(int64(d), 10) + "ns"
 }
 
+// jsonName is the field's key: its json tag's name, or for a second field of one key (a preset name or a
+// plugin object, "classify") its humus tag, since two json tags may not name one key.
 func jsonName(f reflect.StructField) string {
+	if name := f.Tag.Get("humus"); name != "" {
+		return name
+	}
 	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	return name
 }
