@@ -164,10 +164,11 @@ int run_fetch(const FetchOptions& o) {
   // everything but the per-attempt lines.
   const Json classify = effective.value("classify", Json("humus"));
   const bool plugin_classifier = !classify.is_string();
-  Tracer tracer(plugin_classifier ? "humus" : classify.get<std::string>(), budget.value("policy", "token_bucket"),
-                budget.value("tokens", 0.0));
+  Tracer tracer(plugin_classifier ? "humus" : classify.get<std::string>(),
+                budget.value("policy", "token_bucket"), budget.value("tokens", 0.0));
   if (o.trace && plugin_classifier) {
-    std::fprintf(stderr, "humus-http: note: --trace: the classifier is a plugin, so attempts are not traced one "
+    std::fprintf(stderr,
+                 "humus-http: note: --trace: the classifier is a plugin, so attempts are not traced one "
                  "by one\n");
   } else if (o.trace && tracer.install(settings.get(), &raw_error) != HUMUS_OK) {
     Error e(raw_error);

@@ -160,7 +160,8 @@ Result<std::shared_ptr<const typename Kind<Table>::Object>> load(const Spec& spe
     std::string rule = "the entry point " + named + " failed with " + humus_status_name(rc);
     std::vector<std::string> fields;
     // Read through the accessors: a pointer that is no live error reads as none.
-    if (const std::string_view said = humus_error_message(reported); !said.empty()) rule += ": " + std::string(said);
+    if (const std::string_view said = humus_error_message(reported); !said.empty())
+      rule += ": " + std::string(said);
     for (size_t i = 0; i < humus_error_field_count(reported); ++i) {
       fields.push_back(key_of(key, "config." + std::string(humus_error_field(reported, i))));
     }
@@ -176,9 +177,9 @@ Result<std::shared_ptr<const typename Kind<Table>::Object>> load(const Spec& spe
     if (table.version >= 1 && table.version <= K::kNewest && table.destroy != nullptr) {
       table.destroy(table.user_data);
     }
-    return config_problem(key, "symbol",
-                          "the entry point " + named + " filled a table that is refused: " +
-                              adapted.status().message());
+    return config_problem(
+        key, "symbol",
+        "the entry point " + named + " filled a table that is refused: " + adapted.status().message());
   }
   try {
     auto held = std::make_shared<Held<typename K::Object>>(
@@ -201,7 +202,8 @@ Status check_spec(std::string_view key, const Spec& spec) {
   } else if (spec.path.front() != '/') {
     // A bare name would be searched for along LD_LIBRARY_PATH and the system's directories, a relative path
     // from whatever the working directory is: the configuration names the one file it trusts.
-    problems.push_back(config_problem(key, "plugin", "must be an absolute path, got " + quote_for_message(spec.path)));
+    problems.push_back(
+        config_problem(key, "plugin", "must be an absolute path, got " + quote_for_message(spec.path)));
   }
   if (spec.symbol.empty()) {
     problems.push_back(config_problem(key, "symbol", "required (the entry point's name)"));

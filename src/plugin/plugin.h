@@ -16,9 +16,9 @@ namespace humus::plugin {
 
 // What the settings name: "classify" or "breaker_policy": {"plugin": PATH, "symbol": NAME, "config": {...}}.
 struct Spec {
-  std::string path;            // the shared object, an absolute path
-  std::string symbol;          // its entry point
-  std::string config = "{}";   // the config object as compact JSON text, handed to the entry point
+  std::string path;           // the shared object, an absolute path
+  std::string symbol;         // its entry point
+  std::string config = "{}";  // the config object as compact JSON text, handed to the entry point
 
   bool operator==(const Spec&) const = default;
 };

@@ -163,8 +163,9 @@ void load_value(const Field& f, const Json& v, Settings& s, Problems& p) {
   }
   if (f.kind == Kind::kMap) return load_headers(v, key, s, p);
   if (f.kind == Kind::kPlugin) {
-    p.add(key, key + ": must be a plugin object {\"plugin\": PATH, \"symbol\": NAME, \"config\": {...}} or null, got " +
-                   schema::describe(v));
+    constexpr std::string_view kShape = R"({"plugin": PATH, "symbol": NAME, "config": {...}})";
+    p.add(key,
+          key + ": must be a plugin object " + std::string(kShape) + " or null, got " + schema::describe(v));
     return;
   }
   if (f.kind == Kind::kObject) {

@@ -4,7 +4,8 @@
  *
  *   plugin_test PLUGIN URL     PLUGIN: the example plugin's absolute path; URL: the plain listener
  *
- * Prints one "ok: ..." line per check and "plugin: ok" at the end, exit 0; otherwise says what failed, exit 1.
+ * Prints one "ok: ..." line per check and "plugin: ok" at the end, exit 0; otherwise says what failed,
+ * exit 1.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,8 +159,8 @@ static void round_trip(void) {
     check(0, "to_json of plugin settings", err);
     goto done;
   }
-  check(strstr(text, "\"classify\":{\"plugin\":") != NULL && strstr(text, "\"symbol\":\"retry_409_classifier\"") &&
-            strstr(text, "\"config\":{}") != NULL,
+  check(strstr(text, "\"classify\":{\"plugin\":") != NULL &&
+            strstr(text, "\"symbol\":\"retry_409_classifier\"") && strstr(text, "\"config\":{}") != NULL,
         "to_json writes the plugin object back", NULL);
   check(strstr(text, "breaker_policy") == NULL, "to_json leaves breaker_policy out when there is none", NULL);
   check(humus_settings_from_json(text, len, &again, &err) == HUMUS_OK, "to_json's text loads again", err);
@@ -189,11 +190,13 @@ static void failures_are_named(void) {
           "classify.plugin", "No such file");
   refused("a missing symbol", ", \"classify\": {\"plugin\": \"%s\", \"symbol\": \"no_such_entry\"}",
           "classify.symbol", "no_such_entry");
-  refused("a failing entry", ", \"classify\": {\"plugin\": \"%s\", \"symbol\": \"retry_409_classifier\", "
-                             "\"config\": {\"status\": 7}}",
+  refused("a failing entry",
+          ", \"classify\": {\"plugin\": \"%s\", \"symbol\": \"retry_409_classifier\", "
+          "\"config\": {\"status\": 7}}",
           "classify.config.status", "status: must be an integer from 100 to 599");
-  refused("a failing policy entry", ", \"breaker_policy\": {\"plugin\": \"%s\", \"symbol\": "
-                                    "\"consecutive_failures_policy\", \"config\": {\"consecutive_failures\": 0}}",
+  refused("a failing policy entry",
+          ", \"breaker_policy\": {\"plugin\": \"%s\", \"symbol\": "
+          "\"consecutive_failures_policy\", \"config\": {\"consecutive_failures\": 0}}",
           "breaker_policy.symbol", "HUMUS_E_CONFIG");
   refused("a relative path", ", \"classify\": {\"plugin\": \"libretry_409_plugin.so\", \"symbol\": \"x\"}",
           "classify.plugin", "absolute");

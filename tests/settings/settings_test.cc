@@ -897,7 +897,7 @@ TEST(SettingsNewKeys, LoadedValidatedAndCompared) {
   EXPECT_TRUE(mentions(all, "did you mean \"max_connection_lifetime\"")) << all.message();
 }
 
-// ---- Plugins (docs/retries.md §5.4a): the example plugin, built by CMake, found through HUMUS_TEST_PLUGIN ----
+// ---- Plugins (docs/retries.md §5.4a): the example plugin, found through HUMUS_TEST_PLUGIN ------------
 
 std::string example_plugin() {
   const char* path = std::getenv("HUMUS_TEST_PLUGIN");
@@ -909,7 +909,8 @@ TEST(SettingsPlugin, LoadsWritesBackAndComparesByWhatIsNamed) {
   ASSERT_FALSE(plugin.empty()) << "HUMUS_TEST_PLUGIN must name the example plugin (ctest sets it)";
   const std::string doc = R"({"base_url": "http://p", "classify": {"plugin": ")" + plugin +
                           R"(", "symbol": "retry_409_classifier", "config": {"status": 409}},
-      "breaker_policy": {"plugin": ")" + plugin + R"(", "symbol": "consecutive_failures_policy"}})";
+      "breaker_policy": {"plugin": ")" +
+                          plugin + R"(", "symbol": "consecutive_failures_policy"}})";
   Result<Settings> a = from_json(doc);
   ASSERT_TRUE(a.ok()) << a.status().message();
   ASSERT_TRUE(a->classify_plugin && a->classifier && a->breaker_policy_plugin && a->breaker_policy);
@@ -930,7 +931,8 @@ TEST(SettingsPlugin, LoadsWritesBackAndComparesByWhatIsNamed) {
   Settings other = *a;
   other.classify_plugin->config = R"({"status":423})";
   EXPECT_FALSE(other == *a);
-  // Without a plugin, breaker_policy stays out of the text: what existing readers of to_json see is unchanged.
+  // Without a plugin, breaker_policy stays out of the text: what existing readers of to_json see is
+  // unchanged.
   Settings plain;
   plain.base_url = "http://p";
   EXPECT_EQ(to_json(plain).find("breaker_policy"), std::string::npos);
@@ -953,10 +955,12 @@ TEST(SettingsPlugin, ShapeProblemsAreNamedBeforeAnythingIsOpened) {
 
 TEST(SettingsPlugin, TheSchemaDeclaresBothKeys) {
   const std::string schema = schema::schema_json();
-  EXPECT_NE(schema.find(R"("key":"breaker_policy","kind":"plugin","default":null,"plugin":true,"nullable":true)"),
-            std::string::npos)
+  EXPECT_NE(
+      schema.find(R"("key":"breaker_policy","kind":"plugin","default":null,"plugin":true,"nullable":true)"),
+      std::string::npos)
       << schema;
-  EXPECT_NE(schema.find(R"("choices":["humus","jfast","strict"],"plugin":true)"), std::string::npos) << schema;
+  EXPECT_NE(schema.find(R"("choices":["humus","jfast","strict"],"plugin":true)"), std::string::npos)
+      << schema;
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ static void on_done(void *user_data, humus_status status, humus_response *resp, 
 }
 
 static int fail(const char *what, const humus_error *err) {
-  fprintf(stderr, "async: %s: %s: %s\n", what, humus_status_name(humus_error_status(err)), humus_error_message(err));
+  fprintf(stderr, "async: %s: %s: %s\n", what, humus_status_name(humus_error_status(err)),
+          humus_error_message(err));
   return 1;
 }
 

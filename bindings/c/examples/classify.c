@@ -59,11 +59,13 @@ int main(int argc, char **argv) {
       humus_settings_from_json(settings_json, strlen(settings_json), &settings, &err) != HUMUS_OK ||
       humus_settings_set_classifier(settings, &classifier, &err) != HUMUS_OK ||
       humus_client_new(rt, settings, &client, &err) != HUMUS_OK ||
-      humus_request_new("GET", url, &req, &err) != HUMUS_OK || humus_client_do(client, req, &resp, &err) != HUMUS_OK) {
+      humus_request_new("GET", url, &req, &err) != HUMUS_OK ||
+      humus_client_do(client, req, &resp, &err) != HUMUS_OK) {
     fprintf(stderr, "%s: %s\n", humus_status_name(humus_error_status(err)), humus_error_message(err));
     rc = 1;
   } else {
-    printf("status: %d\nattempts: %d\n", (int)humus_response_status(resp), (int)humus_response_attempts(resp));
+    printf("status: %d\nattempts: %d\n", (int)humus_response_status(resp),
+           (int)humus_response_attempts(resp));
   }
   humus_response_free(resp);
   humus_request_free(req);

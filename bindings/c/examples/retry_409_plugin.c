@@ -78,15 +78,16 @@ static humus_status classify(void *user_data, const humus_attempt *attempt, humu
   return humus_classify_default(attempt, out);
 }
 
-PLUGIN_EXPORT humus_status retry_409_classifier(const char *config_json, size_t config_len, humus_classifier *out,
-                                                humus_error **err) {
+PLUGIN_EXPORT humus_status retry_409_classifier(const char *config_json, size_t config_len,
+                                                humus_classifier *out, humus_error **err) {
   long status = 409;
   retry_status *rule;
   if (config_int(config_json, config_len, "status", &status) != 0 || status < 100 || status > 599) {
     return humus_error_new(HUMUS_E_CONFIG, "status: must be an integer from 100 to 599", "status", err);
   }
   rule = (retry_status *)malloc(sizeof *rule);
-  if (rule == NULL) return humus_error_new(HUMUS_E_NO_MEMORY, "retry_409_classifier: out of memory", NULL, err);
+  if (rule == NULL)
+    return humus_error_new(HUMUS_E_NO_MEMORY, "retry_409_classifier: out of memory", NULL, err);
   rule->status = (int32_t)status;
   out->version = HUMUS_CLASSIFIER_VERSION;
   out->classify = classify;
@@ -127,14 +128,16 @@ PLUGIN_EXPORT humus_status consecutive_failures_policy(const char *config_json, 
   long successes = 3;
   failure_streak *rule;
   if (config_int(config_json, config_len, "consecutive_failures", &failures) != 0 || failures < 1) {
-    return humus_error_new(HUMUS_E_CONFIG, "consecutive_failures: must be an integer >= 1", "consecutive_failures",
-                           err);
+    return humus_error_new(HUMUS_E_CONFIG, "consecutive_failures: must be an integer >= 1",
+                           "consecutive_failures", err);
   }
   if (config_int(config_json, config_len, "successes_to_close", &successes) != 0 || successes < 1) {
-    return humus_error_new(HUMUS_E_CONFIG, "successes_to_close: must be an integer >= 1", "successes_to_close", err);
+    return humus_error_new(HUMUS_E_CONFIG, "successes_to_close: must be an integer >= 1",
+                           "successes_to_close", err);
   }
   rule = (failure_streak *)malloc(sizeof *rule);
-  if (rule == NULL) return humus_error_new(HUMUS_E_NO_MEMORY, "consecutive_failures_policy: out of memory", NULL, err);
+  if (rule == NULL)
+    return humus_error_new(HUMUS_E_NO_MEMORY, "consecutive_failures_policy: out of memory", NULL, err);
   rule->consecutive_failures = (uint64_t)failures;
   rule->successes_to_close = (uint64_t)successes;
   out->version = HUMUS_BREAKER_POLICY_VERSION;
