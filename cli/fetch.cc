@@ -159,9 +159,18 @@ int run_fetch(const FetchOptions& o) {
       return report({exit_code::kFailure, "the effective settings are not a JSON object"});
   }
   const Json budget = effective.value("retry_budget", Json::object());
-  Tracer tracer(effective.value("classify", "humus"), budget.value("policy", "token_bucket"),
-                budget.value("tokens", 0.0));
-  if (o.trace && tracer.install(settings.get(), &raw_error) != HUMUS_OK) {
+  // A plugin classifier ("classify": {"plugin": ...}) cannot be wrapped: the C ABI has no way to delegate to
+  // the settings' own classifier, and replacing it would change what the call does. --trace then reports
+  // everything but the per-attempt lines.
+  const Json classify = effective.value("classify", Json("humus"));
+  const bool plugin_classifier = !classify.is_string();
+  Tracer tracer(plugin_classifier ? "humus" : classify.get<std::string>(),
+                budget.value("policy", "token_bucket"), budget.value("tokens", 0.0));
+  if (o.trace && plugin_classifier) {
+    std::fprintf(stderr,
+                 "humus-http: note: --trace: the classifier is a plugin, so attempts are not traced one "
+                 "by one\n");
+  } else if (o.trace && tracer.install(settings.get(), &raw_error) != HUMUS_OK) {
     Error e(raw_error);
     return report({exit_code::kFailure, "--trace: " + describe(e.get())});
   }

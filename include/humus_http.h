@@ -27,6 +27,11 @@
  *
  * Thread-safety is stated per function: "any thread" means concurrent calls are safe, including on the same
  * handle; "not concurrently" means calls on one handle must not overlap.
+ *
+ * Examples (bindings/c/examples/, each built and run against the test server by the tests): get.c (one
+ * call), async.c (humus_client_submit), classify.c (a classifier callback), stream.c (a body reader,
+ * humus_client_open and humus_response_read), dlopen.c (the library through dlopen/dlsym alone) and
+ * retry_409_plugin.c (a classifier and a breaker policy as a plugin named in the settings).
  */
 #ifndef HUMUS_HTTP_H
 #define HUMUS_HTTP_H
@@ -137,6 +142,14 @@ HUMUS_API const char *humus_error_field(const humus_error *e, size_t i);
 HUMUS_API int64_t humus_error_retry_after_ms(const humus_error *e);
 /* Frees an error; NULL, a freed error and humus_last_error()'s are ignored. Not concurrently with a reader. */
 HUMUS_API void humus_error_free(humus_error *e);
+/* Makes an error, for code that reports through a `humus_error **err` of its own: a plugin's entry point
+ * (see "Callbacks: plugins"). Writes a new error with `status`, `message` (NULL: "") and, unless `field` is
+ * NULL, that one field name to *err, and returns `status`, so an entry point may end with
+ * `return humus_error_new(HUMUS_E_CONFIG, "status: must be 100..599", "status", err);`. Nothing is written
+ * for HUMUS_OK or a NULL err; *err is left NULL when the error cannot be allocated (the status is still
+ * returned). The error is the receiver's to free with humus_error_free(). Any thread. */
+HUMUS_API humus_status humus_error_new(humus_status status, const char *message, const char *field,
+                                       humus_error **err);
 /* Deprecated, kept for callers of the first ABI: the error of the last failed humus_* call on this thread,
  * or NULL. Borrowed: valid until this thread's next failing humus_* call. Every fallible function reports
  * through its own err (or its status says everything), so new code, and every binding, reads that instead:
@@ -245,6 +258,8 @@ typedef struct humus_classifier {
  * keeps user_data. Not concurrently on one settings. */
 HUMUS_API humus_status humus_settings_set_classifier(humus_settings *s, const humus_classifier *classifier,
                                                      humus_error **err);
+/* Example: bindings/c/examples/classify.c. The table may also come from a plugin the settings JSON names
+ * ("Callbacks: plugins" below), which also replaces a plugin named before: the last one set wins. */
 
 /* ==== Callbacks: breaker policy ================================================================== */
 
@@ -291,6 +306,31 @@ typedef struct humus_breaker_policy {
  * concurrently on one settings. */
 HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings *s, const humus_breaker_policy *policy,
                                                          humus_error **err);
+
+/* ==== Callbacks: plugins ========================================================================= */
+
+/* A classifier or breaker policy compiled once as a shared object and named in the settings
+ * (docs/retries.md §5.4a), so every language and the CLI run the same rule with no callback into Python, Go
+ * or Rust:
+ *   "classify":       {"plugin": "/abs/path.so", "symbol": "NAME", "config": {...}}
+ *   "breaker_policy": {"plugin": "/abs/path.so", "symbol": "NAME", "config": {...}}
+ * humus_settings_from_json (and humus_settings_check_field, and the upstreams document) opens the path with
+ * dlopen, once per path in the process, and keeps it open while any settings or client made from it lives;
+ * looks up NAME, calls it with the config object as JSON text (NUL-terminated; "{}" when not given), and
+ * checks the table it filled exactly as humus_settings_set_classifier / _set_breaker_policy do. The library
+ * owns the table from then on: its destroy runs once, when the last settings or client using it is freed
+ * (also when the table is refused, if its version is known). A file that cannot be opened is HUMUS_E_CONFIG
+ * naming "classify.plugin" (or "breaker_policy.plugin") with the loader's message; a missing symbol, an entry
+ * point that fails (its error's message, and its fields under "classify.config.") or a refused table names
+ * "classify.symbol". The plugin is not linked with libhumus_http: it calls the humus_* functions of the
+ * library that loaded it, whose symbols are made global (RTLD_GLOBAL) when the first plugin is loaded.
+ * The entry point may run on several threads at once (settings loaded concurrently); the callbacks follow
+ * the tables' own rules. A plugin is code running in your process: name only paths your service's own
+ * configuration names (SECURITY.md). bindings/c/examples/retry_409_plugin.c is an example of both. */
+typedef humus_status (*humus_classifier_plugin_entry)(const char *config_json, size_t config_len,
+                                                      humus_classifier *out, humus_error **err);
+typedef humus_status (*humus_breaker_policy_plugin_entry)(const char *config_json, size_t config_len,
+                                                          humus_breaker_policy *out, humus_error **err);
 
 /* ==== Runtime ==================================================================================== */
 
@@ -481,6 +521,7 @@ HUMUS_API humus_status humus_client_open(humus_client *c, const humus_request *r
  * one response. */
 HUMUS_API humus_status humus_response_read(humus_response *resp, void *buf, size_t cap, size_t *n,
                                            humus_error **err);
+/* Example of humus_client_open, humus_response_read and a humus_body_reader: bindings/c/examples/stream.c. */
 
 /* Accessors: any thread, on a response no thread frees. Strings live as long as the response. A bad `resp`
  * reads as status 0, attempts 0, no header (NULL, count 0) and "" for strings. */
@@ -535,6 +576,7 @@ typedef void (*humus_call_done)(void *user_data, humus_status status, humus_resp
  * r; HUMUS_E_INVALID_ARGUMENT when on_done is NULL. Any thread. */
 HUMUS_API humus_status humus_client_submit(humus_client *c, const humus_request *r, humus_call_done on_done,
                                            void *user_data, humus_call **call, humus_error **err);
+/* Example: bindings/c/examples/async.c. */
 /* Cancels the call: it ends as soon as the event loop gets to it (HUMUS_E_CANCELLED, or the response
  * buffered before a retry). Nothing once it has ended — also after its client and runtime were freed: a
  * handle may outlive both — and nothing for a bad `call`. Any thread, including inside callbacks. */

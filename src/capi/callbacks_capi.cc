@@ -17,6 +17,7 @@ HUMUS_API humus_status humus_settings_set_classifier(humus_settings* s, const hu
         humus::classify::make_c_classifier(*classifier);
     if (!adapted.ok()) return humus::capi::report(adapted.status(), err);
     s->value.classifier = std::move(adapted).value();
+    s->value.classify_plugin.reset();  // code replaces a plugin the settings named
     return HUMUS_OK;
   });
 }
@@ -32,6 +33,7 @@ HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings* s, cons
     humus::Result<std::shared_ptr<const humus::breaker::Policy>> adapted = humus::breaker::make_c_policy(*policy);
     if (!adapted.ok()) return humus::capi::report(adapted.status(), err);
     s->value.breaker_policy = std::move(adapted).value();
+    s->value.breaker_policy_plugin.reset();  // code replaces a plugin the settings named
     return HUMUS_OK;
   });
 }

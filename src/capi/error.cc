@@ -67,6 +67,21 @@ HUMUS_API void humus_error_free(humus_error* e) {
   if (const humus_error* owned = live(e); owned == nullptr || owned->lent) return;
   if (humus::capi::retire(e)) delete e;
 }
+HUMUS_API humus_status humus_error_new(humus_status status, const char* message, const char* field,
+                                       humus_error** err) {
+  if (status == HUMUS_OK || err == nullptr) return status;
+  *err = nullptr;
+  try {
+    auto made = std::make_unique<humus_error>();
+    made->status = status;
+    made->message = message != nullptr ? message : "";
+    if (field != nullptr) made->fields.emplace_back(field);
+    *err = humus::capi::publish(made.release());
+  } catch (...) {
+    // Out of memory: the status alone still says what failed.
+  }
+  return status;
+}
 HUMUS_API const humus_error* humus_last_error(void) { return humus::capi::last_error_slot().error.get(); }
 
 }  // extern "C"

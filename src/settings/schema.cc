@@ -203,6 +203,28 @@ void reset_tls(Settings& s, bool present) {
   }
 }
 
+// The plugins (docs/retries.md §5.4a): what the settings name is kept beside the callback loaded from it.
+Status load_classify_plugin(const plugin::Spec& spec, Settings& s) {
+  Result<std::shared_ptr<const classify::Classifier>> loaded = plugin::load_classifier(spec);
+  if (!loaded.ok()) return loaded.status();
+  s.classifier = std::move(loaded).value();
+  s.classify_plugin = spec;
+  return Status();
+}
+Status load_breaker_policy_plugin(const plugin::Spec& spec, Settings& s) {
+  Result<std::shared_ptr<const breaker::Policy>> loaded = plugin::load_breaker_policy(spec);
+  if (!loaded.ok()) return loaded.status();
+  s.breaker_policy = std::move(loaded).value();
+  s.breaker_policy_plugin = spec;
+  return Status();
+}
+bool has_breaker_policy_plugin(const Settings& s) { return s.breaker_policy_plugin.has_value(); }
+// null: the built-in policy (a policy set by code is no key of the document, and is dropped with it too).
+void reset_breaker_policy(Settings& s, bool /*present*/) {
+  s.breaker_policy_plugin.reset();
+  s.breaker_policy.reset();
+}
+
 bool token_bucket(const Settings& s) { return s.retry_budget.policy == BudgetPolicy::kTokenBucket; }
 bool ratio_policy(const Settings& s) { return s.retry_budget.policy == BudgetPolicy::kRatio; }
 
@@ -341,6 +363,14 @@ constexpr Field kFields[] = {
     object("probe", "the built-in probe policy's parameters"),
     count<&S::policy_params, &P::successes_to_close>(
         "probe.successes_to_close", "successful probes that close a half-open breaker", 1, kInt64Max),
+    {.key = "breaker_policy",
+     .kind = Kind::kPlugin,
+     .doc = "a plugin's trip/probe policy (docs/retries.md §5.4a); null: the built-in one",
+     .nullable = true,
+     .present = has_breaker_policy_plugin,
+     .reset = reset_breaker_policy,
+     .plugin = &S::breaker_policy_plugin,
+     .load_plugin = load_breaker_policy_plugin},
     object("bulkhead", "calls in flight at once (docs/bulkhead.md §11)"),
     count<&S::bulkhead, &BulkheadSettings::max_concurrent>("bulkhead.max_concurrent",
                                                            "calls in flight at once", 1, kUint32Max),
@@ -389,7 +419,14 @@ constexpr Field kFields[] = {
                                       "pass on the call context's bearer token"),
     scalar<&S::forward_scenario>("forward_scenario", Kind::kBool,
                                  "keep the fault scenario in the baggage sent"),
-    scalar<&S::classify_preset>("classify", Kind::kEnum, "the classifier preset (docs/retries.md §5.5)", kClassifyNames),
+    [] {
+      Field f = scalar<&S::classify_preset>(
+          "classify", Kind::kEnum, "the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a)",
+          kClassifyNames);
+      f.plugin = &S::classify_plugin;
+      f.load_plugin = load_classify_plugin;
+      return f;
+    }(),
 };
 
 // docs/settings.md §3.2, in the order they are reported.
@@ -560,8 +597,8 @@ void Problems::add_field(const std::string& field) {
 }
 
 std::string_view kind_name(Kind kind) {
-  constexpr std::string_view kNames[] = {"duration", "count",  "bytes", "number", "share",
-                                         "enum",     "string", "bool",  "object", "map"};
+  constexpr std::string_view kNames[] = {"duration", "count", "bytes",  "number", "share", "enum",
+                                         "string",   "bool",  "object", "map",    "plugin"};
   return kNames[static_cast<size_t>(kind)];
 }
 
@@ -647,7 +684,7 @@ std::string schema_json() {
     Json k = Json::object();
     k["key"] = f.key;
     k["kind"] = kind_name(f.kind);
-    if (f.kind == Kind::kObject) {
+    if (f.kind == Kind::kObject || f.kind == Kind::kPlugin) {
       k["default"] = f.nullable ? Json(nullptr) : Json::object();
     } else if (f.kind == Kind::kMap) {
       k["default"] = Json::object();
@@ -671,6 +708,7 @@ std::string schema_json() {
     } else if (f.kind == Kind::kEnum) {
       k["choices"] = Json(std::vector<std::string>(f.choices.begin(), f.choices.end()));
     }
+    if (f.plugin != nullptr) k["plugin"] = true;
     if (f.nullable) k["nullable"] = true;
     if (f.required) k["required"] = true;
     k["doc"] = f.doc;

@@ -30,6 +30,7 @@ enum class Kind {
   kBool,      // "bool": true or false
   kObject,    // "object": the keys under "<key>." (nullable: null means none, as tls)
   kMap,       // "map": names of the caller's choosing to string values (headers)
+  kPlugin,    // "plugin": {"plugin", "symbol", "config"} or null (breaker_policy, docs/retries.md §5.4a)
 };
 
 std::string_view kind_name(Kind kind);
@@ -84,6 +85,11 @@ struct Field {
   // An object's rules among its own keys, whenever its keys are checked (tls: one source per thing).
   void (*check_object)(const Settings&, Problems&) = nullptr;
   bool required = false;  // base_url
+  // The plugin object {"plugin", "symbol", "config"} (docs/retries.md §5.4a): the kind itself (kPlugin), or
+  // accepted besides the kind's own value (classify: a preset name or a plugin). The member that holds what
+  // the settings name, and what loads it into the settings' callback.
+  std::optional<plugin::Spec> Settings::*plugin = nullptr;
+  Status (*load_plugin)(const plugin::Spec&, Settings&) = nullptr;
 };
 
 // A rule across two keys (docs/settings.md §3.2), written "<key> must be <=|>= <other>". A default of the smaller key
@@ -126,7 +132,8 @@ std::optional<Value> read_value(const Field& field, const Json& v, Problems& p);
 std::string describe(const Json& v);
 
 // The schema document of humus_settings_schema_json: {"version": 1, "keys": [{"key", "kind", "default",
-// "doc", and per kind "min"/"max"/"min_exclusive" or "choices", "nullable", "required"}]} in table order.
+// "doc", and per kind "min"/"max"/"min_exclusive" or "choices", "nullable", "required", "plugin"}]} in table
+// order.
 std::string schema_json();
 
 }  // namespace humus::settings::schema

@@ -110,9 +110,48 @@ void load_headers(const Json& v, const std::string& k, Settings& s, Problems& p)
   }
 }
 
+// {"plugin": PATH, "symbol": NAME, "config": {...}} (docs/retries.md §5.4a): read strictly, then loaded, so
+// a file that cannot be opened or a symbol that is missing fails the load naming the key.
+void load_plugin(const Field& f, const Json& v, Settings& s, Problems& p) {
+  constexpr std::string_view kKeys[] = {"plugin", "symbol", "config"};
+  const std::string key(f.key);
+  plugin::Spec spec;
+  bool readable = true;
+  for (const auto& item : v.items()) {
+    const std::string path = join_path(key, item.key());
+    const Json& value = item.value();
+    if (item.key() == "plugin" || item.key() == "symbol") {
+      if (value.is_string()) {
+        (item.key() == "plugin" ? spec.path : spec.symbol) = value.get<std::string>();
+        continue;
+      }
+      p.add(path, path + ": must be a string, got " + schema::describe(value));
+    } else if (item.key() == "config") {
+      if (value.is_object()) {
+        spec.config = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+        continue;
+      }
+      p.add(path, path + ": must be an object (handed to the entry point as JSON text), got " +
+                      schema::describe(value));
+    } else {
+      std::string message = "unknown key " + quote_for_message(path);
+      const auto near = std::find_if(std::begin(kKeys), std::end(kKeys), [&](std::string_view k) {
+        return item.key().size() <= 256 && edit_distance(item.key(), k) <= 2;
+      });
+      message += near != std::end(kKeys) ? " (did you mean " + quote_for_message(join_path(key, *near)) + "?)"
+                                         : " (valid keys of " + key + ": plugin, symbol, config)";
+      p.add(path, message);
+    }
+    readable = false;
+  }
+  if (!readable || !p.check(plugin::check_spec(key, spec))) return;
+  p.add(f.load_plugin(spec, s));
+}
+
 // Reads `v` for the key `f` into `s`, adding every problem to `p`.
 void load_value(const Field& f, const Json& v, Settings& s, Problems& p) {
   const std::string key(f.key);
+  if (f.plugin != nullptr && v.is_object()) return load_plugin(f, v, s, p);
   if (v.is_null() &&
       f.nullable) {  // to_json writes null for "none" (tls) and "follows another" (max_retry_after)
     if (f.reset != nullptr) {
@@ -123,6 +162,12 @@ void load_value(const Field& f, const Json& v, Settings& s, Problems& p) {
     return;
   }
   if (f.kind == Kind::kMap) return load_headers(v, key, s, p);
+  if (f.kind == Kind::kPlugin) {
+    constexpr std::string_view kShape = R"({"plugin": PATH, "symbol": NAME, "config": {...}})";
+    p.add(key,
+          key + ": must be a plugin object " + std::string(kShape) + " or null, got " + schema::describe(v));
+    return;
+  }
   if (f.kind == Kind::kObject) {
     if (!v.is_object()) {
       p.add(key, key + ": must be an object, got " + schema::describe(v));
@@ -165,8 +210,12 @@ bool unset(const Field& f, const Value& v) {
          (f.omit_unset && std::holds_alternative<std::string>(v) && std::get<std::string>(v).empty());
 }
 
+const std::optional<plugin::Spec>& plugin_of(const Field& f, const Settings& s) { return s.*(f.plugin); }
+
 void check_keys(std::string_view parent, const Settings& s, Problems& p) {
   for (const Field* f : schema::children(parent)) {
+    if (f->plugin != nullptr && plugin_of(*f, s)) p.add(plugin::check_spec(f->key, *plugin_of(*f, s)));
+    if (f->kind == Kind::kPlugin) continue;
     if (f->kind == Kind::kMap) {
       p.add(check_headers(s.headers));
     } else if (f->kind == Kind::kObject) {
@@ -181,6 +230,8 @@ void check_keys(std::string_view parent, const Settings& s, Problems& p) {
 
 bool equal_keys(std::string_view parent, const Settings& a, const Settings& b) {
   for (const Field* f : schema::children(parent)) {
+    if (f->plugin != nullptr && plugin_of(*f, a) != plugin_of(*f, b)) return false;
+    if (f->kind == Kind::kPlugin) continue;
     if (f->kind == Kind::kMap) {
       if (a.headers.fields() != b.headers.fields()) return false;
     } else if (f->kind == Kind::kObject) {
@@ -198,6 +249,14 @@ Json keys_json(std::string_view parent, const Settings& s) {
   for (const Field* f : schema::children(parent)) {
     const std::string name(leaf(f->key));
     if (f->applies != nullptr && !f->applies(s)) continue;
+    if (f->plugin != nullptr && plugin_of(*f, s)) {  // written back as it was given
+      const plugin::Spec& spec = *plugin_of(*f, s);
+      Json config = Json::parse(spec.config, nullptr, /*allow_exceptions=*/false);
+      if (config.is_discarded()) config = Json::object();  // only code can set text that is not JSON
+      j[name] = Json{{"plugin", spec.path}, {"symbol", spec.symbol}, {"config", std::move(config)}};
+      continue;
+    }
+    if (f->kind == Kind::kPlugin) continue;  // none: the built-in policy, and the key is left out
     if (f->kind == Kind::kMap) {
       Json headers = Json::object();
       for (const auto& [header, value] : s.headers.fields()) headers[header] = value;
@@ -271,7 +330,9 @@ void cap_unset_defaults(const Json& doc, Settings& s) {
 // ---- Public ----------------------------------------------------------------------------------------------
 
 bool operator==(const Settings& a, const Settings& b) {
-  return equal_keys("", a, b) && a.classifier == b.classifier && a.breaker_policy == b.breaker_policy;
+  // equal_keys compared what the settings name of a plugin; a callback set by code has only its identity.
+  return equal_keys("", a, b) && (a.classify_plugin || a.classifier == b.classifier) &&
+         (a.breaker_policy_plugin || a.breaker_policy == b.breaker_policy);
 }
 
 Duration effective_max_retry_after(const Settings& s) { return s.max_retry_after.value_or(s.backoff_max); }

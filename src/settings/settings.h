@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
+#include "plugin/plugin.h"
 #include "retry/budget.h"
 #include "transport/http_version.h"
 
@@ -86,13 +87,18 @@ struct Settings {
   Headers headers;
   bool forward_authorization = false;
   bool forward_scenario = false;
-  std::string classify_preset = "humus";  // JSON "classify"
-  // Set by code, never by JSON; null means the preset / the built-in policy with policy_params. Stored only.
+  std::string classify_preset = "humus";  // JSON "classify" as a preset name
+  // JSON "classify" / "breaker_policy" as a plugin (docs/retries.md §5.4a): what the settings name, loaded
+  // into classifier / breaker_policy by from_json. Set exactly when that callback came from the plugin.
+  std::optional<humus::plugin::Spec> classify_plugin;
+  std::optional<humus::plugin::Spec> breaker_policy_plugin;
+  // Set by code or loaded from a plugin; null means the preset / the built-in policy with policy_params.
   std::shared_ptr<const humus::classify::Classifier> classifier;
   std::shared_ptr<const humus::breaker::Policy> breaker_policy;
 };
 
-// Key by key of the schema; callbacks compare by identity.
+// Key by key of the schema; callbacks set by code compare by identity, plugins by what the settings name
+// (path, symbol and config): two loads of one document are equal.
 bool operator==(const Settings& a, const Settings& b);
 
 Duration effective_max_retry_after(const Settings& s);

@@ -15,16 +15,25 @@ closing its stdin (killing it after 2 s):
 
 COMMAND inherits stdout and stderr. Exit status: COMMAND's, or 124 on timeout, 125 if the server did not
 start (is `pip install -r tests/server/requirements.txt` done?), 128+N when killed by signal N.
+
+`--script PATH=STEPS` (repeatable) scripts PATH through the server's control API before COMMAND runs
+(STEPS: the JSON array of POST /_control/script, e.g. '[{"status": 409}, {"status": 200}]').
+
+With `--expect REGEX` (repeatable) COMMAND's stdout is captured, printed, and must match every REGEX
+(re.MULTILINE): a COMMAND that exits 0 without printing what it should exits 1 instead. So an example program
+is checked by what it prints, not only by its exit status.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import select
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 SERVER = Path(__file__).resolve().parents[1] / "server" / "humus_test_server.py"
@@ -63,6 +72,10 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--certs", required=True, help="certificate directory (created if absent)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds COMMAND may run")
+    parser.add_argument("--expect", action="append", default=[], metavar="REGEX",
+                        help="COMMAND's stdout must match REGEX (repeatable)")
+    parser.add_argument("--script", action="append", default=[], metavar="PATH=STEPS",
+                        help="script PATH with the JSON array STEPS before COMMAND runs (repeatable)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG]...")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -88,6 +101,12 @@ def main() -> int:
             "{ca}": str(Path(ready["certs"]) / "ca.pem"),
             "{certs}": str(ready["certs"]),
         }
+        for entry in args.script:
+            path, _, steps = entry.partition("=")
+            body = json.dumps({"path": path, "steps": json.loads(steps)}).encode()
+            request = urllib.request.Request(f"{values['{http}']}/_control/script", data=body, method="POST")
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                answer.read()
         argv = []
         for arg in command:
             for key, value in values.items():
@@ -95,13 +114,22 @@ def main() -> int:
             argv.append(arg)
         sys.stdout.flush()
         try:
-            status = subprocess.run(argv, check=False, timeout=args.timeout).returncode
+            done = subprocess.run(argv, check=False, timeout=args.timeout,
+                                  stdout=subprocess.PIPE if args.expect else None)
+            status = done.returncode
         except subprocess.TimeoutExpired:
             print(f"run_with_server: {argv[0]} still running after {args.timeout:g} s", file=sys.stderr)
             return 124
         if status < 0:  # killed by a signal: report it the way a shell would
             print(f"run_with_server: {argv[0]} killed by signal {-status}", file=sys.stderr)
             return 128 - status
+        if args.expect:
+            output = done.stdout.decode(errors="replace")
+            sys.stdout.write(output)
+            missing = [regex for regex in args.expect if not re.search(regex, output, re.MULTILINE)]
+            if status == 0 and missing:
+                print(f"run_with_server: {argv[0]} printed nothing matching {missing}", file=sys.stderr)
+                return 1
         return status
     finally:
         stop(server)

@@ -8,7 +8,14 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "plugin/plugin.h"
 #include "settings/settings.h"
+
+// An input may name a plugin (docs/retries.md §5.4a): a file it names must never run, so none is opened.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  humus::plugin::forbid_loading("the fuzz target opens no plugin (an input must never name code to run)");
+  return 0;
+}
 
 // S25: the libFuzzer target `settings_json`; its corpus replays as the ctest fuzz.settings_json.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

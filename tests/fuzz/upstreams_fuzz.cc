@@ -11,6 +11,7 @@
 
 #include "client/runtime.h"
 #include "fuzz_check.h"
+#include "plugin/plugin.h"
 #include "testing/mock_transport.h"
 #include "upstreams/registry.h"
 
@@ -30,6 +31,12 @@ humus::client::Runtime& runtime() {
 }
 
 }  // namespace
+
+// An input may name a plugin (docs/retries.md §5.4a): a file it names must never run, so none is opened.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  humus::plugin::forbid_loading("the fuzz target opens no plugin (an input must never name code to run)");
+  return 0;
+}
 
 // S25: the libFuzzer target `upstreams`; its corpus replays as the ctest fuzz.upstreams.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

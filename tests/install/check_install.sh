@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The installed package works for a C user: installs BUILD_DIR into a temporary prefix, builds
 # bindings/c/examples/get.c (a) with pkg-config and (b) with CMake's find_package(humus_http), and runs both
-# against the test server's https listener (HTTP/2, the test CA, a resolve override), expecting status 200.
+# against the test server's https listener (HTTP/2, the test CA, a resolve override), expecting status 200;
+# then runs the other examples (b) built (async, classify, stream, dlopen) and the example plugin through the
+# installed CLI, each against the test server with its output checked.
 #
 #   check_install.sh BUILD_DIR SOURCE_DIR [CERTS_DIR]
 #
@@ -80,5 +82,27 @@ for bin in "$work/get-pkgconfig" "$work/cmake-build/get"; do
   grep -qx 'status: 200' <<<"$out" || die "$name did not print 'status: 200'"
   grep -q '"path": "/install-check"' <<<"$out" || die "$name did not print the server's echo of the request"
 done
+
+# The other examples, built by the same CMake project against the installed package, each run against the
+# test server with its output checked (as ctest's c_examples.* do in the build tree).
+with_server() { LD_LIBRARY_PATH=$libdir "$python" "$src/tests/capi/run_with_server.py" --certs "$certs" "$@"; }
+ex=$work/cmake-build
+step "run async, classify, stream and dlopen (installed package)"
+with_server --script '/teapot=[{"status": 418}]' --expect '^/teapot: status 418' --expect '^calls: 2$' \
+  -- "$ex/async" '{http}' /teapot /fast || die "async failed"
+with_server --script '/ledger=[{"status": 409}, {"status": 200}]' --expect '^attempts: 2$' \
+  -- "$ex/classify" '{http}' /ledger || die "classify failed"
+with_server --expect '"body_size": 70000' -- "$ex/stream" '{http}' /upload 70000 || die "stream failed"
+with_server --expect '^dlopen: ok$' -- "$ex/dlopen" "$libdir/libhumus_http.so.1" '{http}' || die "dlopen failed"
+
+# The plugin, built against the installed header only, loaded by the installed CLI from a settings file.
+step "humus-http --settings naming the plugin built against the installed package"
+plugin=$(find "$ex" -name 'libretry_409_plugin.so' | head -n 1)
+[[ -n $plugin ]] || die "the examples' build made no libretry_409_plugin.so"
+printf '{"backoff_base": "1ms", "backoff_max": "5ms", "classify": {"plugin": "%s", "symbol": "retry_409_classifier"}}' \
+  "$plugin" >"$work/plugin-settings.json"
+with_server --script '/ledger=[{"status": 409}, {"status": 200}]' --expect '^200 2$' \
+  -- "$prefix/bin/humus-http" '{http}/ledger' --settings "$work/plugin-settings.json" -s -o /dev/null \
+  -w '%{http_code} %{attempts}\n' || die "the installed CLI did not retry the 409 through the plugin"
 
 echo "install check: ok"

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "settings/schema.h"
 
 namespace humus::settings {
 namespace {
@@ -892,6 +895,72 @@ TEST(SettingsNewKeys, LoadedValidatedAndCompared) {
   EXPECT_EQ(all.fields(),
             (std::vector<std::string>{"max_response_headers", "decompress", "max_conection_lifetime"}));
   EXPECT_TRUE(mentions(all, "did you mean \"max_connection_lifetime\"")) << all.message();
+}
+
+// ---- Plugins (docs/retries.md §5.4a): the example plugin, found through HUMUS_TEST_PLUGIN ------------
+
+std::string example_plugin() {
+  const char* path = std::getenv("HUMUS_TEST_PLUGIN");
+  return path != nullptr ? path : "";
+}
+
+TEST(SettingsPlugin, LoadsWritesBackAndComparesByWhatIsNamed) {
+  const std::string plugin = example_plugin();
+  ASSERT_FALSE(plugin.empty()) << "HUMUS_TEST_PLUGIN must name the example plugin (ctest sets it)";
+  const std::string doc = R"({"base_url": "http://p", "classify": {"plugin": ")" + plugin +
+                          R"(", "symbol": "retry_409_classifier", "config": {"status": 409}},
+      "breaker_policy": {"plugin": ")" +
+                          plugin + R"(", "symbol": "consecutive_failures_policy"}})";
+  Result<Settings> a = from_json(doc);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(a->classify_plugin && a->classifier && a->breaker_policy_plugin && a->breaker_policy);
+  EXPECT_EQ(a->classify_plugin->config, R"({"status":409})");
+  EXPECT_EQ(a->breaker_policy_plugin->config, "{}");
+  // Two loads make two tables, yet name the same plugin: equal, and equal to what to_json writes back.
+  Result<Settings> b = from_json(doc);
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(a->classifier, b->classifier);
+  EXPECT_EQ(*a, *b);
+  const std::string text = to_json(*a);
+  EXPECT_NE(text.find(R"("classify":{"plugin":")"), std::string::npos) << text;
+  Result<Settings> again = from_json(text);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, *a);
+  EXPECT_TRUE(validate(*a, true).ok());
+  // Another config is other settings.
+  Settings other = *a;
+  other.classify_plugin->config = R"({"status":423})";
+  EXPECT_FALSE(other == *a);
+  // Without a plugin, breaker_policy stays out of the text: what existing readers of to_json see is
+  // unchanged.
+  Settings plain;
+  plain.base_url = "http://p";
+  EXPECT_EQ(to_json(plain).find("breaker_policy"), std::string::npos);
+}
+
+TEST(SettingsPlugin, ShapeProblemsAreNamedBeforeAnythingIsOpened) {
+  const Status s = load_error(R"({"base_url": "http://p", "classify": {"plugin": 1, "config": []},
+                                  "breaker_policy": "built-in"})");
+  EXPECT_EQ(s.fields(), (std::vector<std::string>{"classify.plugin", "classify.config", "breaker_policy"}))
+      << s.message();
+  EXPECT_TRUE(mentions(s, "breaker_policy: must be a plugin object")) << s.message();
+  const Status empty = load_error(R"({"base_url": "http://p", "breaker_policy": {}})");
+  EXPECT_EQ(empty.fields(), (std::vector<std::string>{"breaker_policy.plugin", "breaker_policy.symbol"}))
+      << empty.message();
+  EXPECT_TRUE(from_json(R"({"base_url": "http://p", "breaker_policy": null})").ok());
+  EXPECT_TRUE(check_field("breaker_policy", "null").ok());
+  EXPECT_EQ(check_field("classify", R"({"plugin": "x.so", "symbol": "s"})").fields(),
+            (std::vector<std::string>{"classify.plugin"}));
+}
+
+TEST(SettingsPlugin, TheSchemaDeclaresBothKeys) {
+  const std::string schema = schema::schema_json();
+  EXPECT_NE(
+      schema.find(R"("key":"breaker_policy","kind":"plugin","default":null,"plugin":true,"nullable":true)"),
+      std::string::npos)
+      << schema;
+  EXPECT_NE(schema.find(R"("choices":["humus","jfast","strict"],"plugin":true)"), std::string::npos)
+      << schema;
 }
 
 }  // namespace

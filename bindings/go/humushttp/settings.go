@@ -2,7 +2,10 @@
 
 package humushttp
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Settings are one dependency's settings (docs/settings.md §3), in the JSON form every binding shares: the JSON tags are
 // the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the library's
@@ -40,6 +43,20 @@ type Settings struct {
 	ForwardAuthorization  bool              `json:"forward_authorization"`   // pass on the call context's bearer token
 	ForwardScenario       bool              `json:"forward_scenario"`        // keep the fault scenario in baggage
 	Classify              string            `json:"classify"`                // a preset: "humus" (default), "jfast", "strict"
+	ClassifyPlugin        *Plugin           `json:"-" humus:"classify"`      // or a plugin's classifier (not with Classify)
+	BreakerPolicy         *Plugin           `json:"breaker_policy"`          // a plugin's trip/probe policy; nil: the built-in one
+}
+
+// Plugin names a classifier or breaker policy compiled as a shared object (docs/retries.md §5.4a): the library
+// opens Path (absolute) once per process, calls the entry point Symbol with Config (a JSON object, or nil for
+// {}) and uses the callback table it fills, so the rule runs in C with no call into Go per attempt. Loading
+// fails, when the settings are used, with ErrConfig naming "classify.plugin" or "classify.symbol" (or
+// "breaker_policy.…"). A plugin is code run in this process: name only paths your own configuration names.
+// A plain value, as Settings are.
+type Plugin struct {
+	Path   string          `json:"plugin"`
+	Symbol string          `json:"symbol"`
+	Config json.RawMessage `json:"config,omitempty"`
 }
 
 // RetryBudget bounds retries across the calls of a client (docs/retries.md §6.4): policy "token_bucket" (Tokens,

@@ -144,6 +144,8 @@ func (b *BulkheadSettings) UnmarshalJSON(data []byte) error { return unmarshalSe
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
+var pluginType = reflect.TypeOf((*Plugin)(nil))
+
 func marshalSettings(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := encodeStruct(&b, reflect.ValueOf(v)); err != nil {
@@ -202,7 +204,12 @@ func formatDuration(d time.Duration) string {
 	return strconv.FormatInt(int64(d), 10) + "ns"
 }
 
+// jsonName is the field's key: its json tag's name, or for a second field of one key (a preset name or a
+// plugin object, "classify") its humus tag, since two json tags may not name one key.
 func jsonName(f reflect.StructField) string {
+	if name := f.Tag.Get("humus"); name != "" {
+		return name
+	}
 	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	return name
 }
@@ -220,12 +227,21 @@ func decodeStruct(data []byte, v reflect.Value, path string) error {
 		return nil
 	}
 	fields := map[string]int{}
+	plugins := map[string]int{} // a key that is a name or a plugin object ("classify"): the object's field
 	for i := 0; i < v.NumField(); i++ {
-		fields[jsonName(v.Type().Field(i))] = i
+		name := jsonName(v.Type().Field(i))
+		if _, taken := fields[name]; taken && v.Type().Field(i).Type == pluginType {
+			plugins[name] = i
+			continue
+		}
+		fields[name] = i
 	}
 	for key, raw := range object {
 		at := joinKey(path, key)
 		i, ok := fields[key]
+		if p, isPlugin := plugins[key]; isPlugin && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+			i = p
+		}
 		if !ok {
 			return configError(at, "unknown key")
 		}

@@ -268,6 +268,8 @@ func TestSettingsCoverTheLibrarySchema(t *testing.T) {
 		switch {
 		case t == durationType:
 			return "duration"
+		case t == reflect.TypeOf(humushttp.Plugin{}):
+			return "plugin"
 		case t.Kind() == reflect.Struct:
 			return "object"
 		case t.Kind() == reflect.Map:
@@ -289,9 +291,17 @@ func TestSettingsCoverTheLibrarySchema(t *testing.T) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if other := f.Tag.Get("humus"); other != "" { // a second field of one key (settings_json.go)
+				name = other
+			}
 			key := prefix + name
-			goKeys[key] = kindOf(f.Type)
-			if goKeys[key] == "object" {
+			kind := kindOf(f.Type)
+			if other, ok := goKeys[key]; ok { // a preset name or a plugin: two fields of one key
+				goKeys[key] = other + "|" + kind
+				continue
+			}
+			goKeys[key] = kind
+			if kind == "object" {
 				elem := f.Type
 				for elem.Kind() == reflect.Pointer {
 					elem = elem.Elem()

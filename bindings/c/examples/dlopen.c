@@ -1,11 +1,14 @@
 /*
- * The C ABI used through dlopen/dlsym alone (docs/bindings.md §17.4): the way a binding that loads the library at run
- * time sees it. This program does not link libhumus_http: the header is included for its types and constants
- * only, and every call goes through a pointer from dlsym (a direct call would fail to link).
+ * dlopen — the C ABI through dlopen/dlsym alone (docs/bindings.md §17.4): the way a binding, or a program that
+ * wants humus_http only when it is installed, loads the library at run time. This program does not link
+ * libhumus_http: the header is included for its types and constants only, and every call goes through a
+ * pointer from dlsym (a direct call would fail to link). It checks the loaded library's version against the
+ * header's first, then makes one real call.
  *
- *   dlopen_test LIBRARY URL     URL: the test server's plain listener, "http://127.0.0.1:PORT"
+ *   dlopen LIBRARY URL     LIBRARY: a path to libhumus_http.so.1; URL: an http origin, "http://127.0.0.1:PORT"
  *
- * Prints "dlopen: ok" and exits 0, or says what failed and exits 1.
+ * Prints "dlopen: ok" and exits 0, or says what failed and exits 1. The tests run it against the test
+ * server's plain listener (ctest capi.dlopen_real_call).
  */
 #define _POSIX_C_SOURCE 200809L
 
