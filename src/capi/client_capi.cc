@@ -131,7 +131,8 @@ HUMUS_API void humus_client_free(humus_client* c) {
   if (const humus_client* found = live(c); found == nullptr || found->lent) return;
   if (!retire(c)) return;
   if (c->client->runtime().on_loop_thread()) {
-    free_on_loop(c);
+    // After the tasks posted before: a streamed response freed just before its client closes first.
+    c->client->runtime().loop().post([c] { free_on_loop(c); });
     return;
   }
   delete c;  // ~Client cancels and waits for its asynchronous calls
