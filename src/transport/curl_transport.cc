@@ -242,7 +242,9 @@ class AsyncMulti final : public EventLoop::SocketHandler {
 
   // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
   void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
-    detach(t);
+    live_.erase(&t);
+    sockets_.set_transfers(live_.size());
+    curl_multi_remove_handle(multi_, easy->handle());  // the transfer's own easy_ was moved here
     give_back(std::move(easy));
   }
 
