@@ -554,7 +554,10 @@ HUMUS_API humus_status humus_response_redirect_at(const humus_response *resp, si
  * the breaker counted its attempt when it was classified, so it may outlive its client and runtime, and
  * freeing it counts nothing. A response of humus_client_open whose body was not read to its end is closed:
  * its connection is closed and the breaker counts the result as it was classified. One never freed holds a
- * half-open breaker's probe slot for at most breaker.probe_timeout. */
+ * half-open breaker's probe slot for at most breaker.probe_timeout. A response of humus_client_submit_open
+ * is closed likewise, on the event-loop thread after the reads started before (a pending one completes
+ * first with HUMUS_E_CANCELLED); the handle is invalid at once. Any thread; not concurrently with another
+ * function on the same response. */
 HUMUS_API void humus_response_free(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
@@ -584,15 +587,46 @@ HUMUS_API void humus_call_cancel(humus_call *call);
 /* Releases the handle; the call itself goes on. NULL and a freed handle are ignored. Any thread. */
 HUMUS_API void humus_call_free(humus_call *call);
 
-/* Asynchronous streaming (design; not in this version). asyncio, goroutines and Rust futures will read
- * bodies without a thread per call and without an unbounded queue: humus_client_submit_open delivers the
- * response once its headers are in (on the event-loop thread, as humus_call_done does), its transfer paused
- * (CURL_WRITEFUNC_PAUSE) on the client's shared multi handle; humus_response_read_async(resp, buf, cap,
- * on_read, user_data) lends the caller's buffer and unpauses it (curl_easy_pause on the loop thread); the
- * write callback fills that buffer and pauses again once it is full, and on_read(user_data, status, n) runs
- * on the loop thread with the bytes in place. So at most one caller buffer and one libcurl write are held
- * per body; the binding's runtime awaits on_read (a future resolved by call_soon_threadsafe, a channel, a
- * Waker), and dropping the response closes it as humus_response_free does. */
+/* Asynchronous streaming: asyncio, Rust futures and other event-loop runtimes read bodies with no thread
+ * per call and no unbounded queue. humus_client_submit_open delivers the response once its headers are in;
+ * its transfer then stays on the client's shared multi handle, paused (CURL_WRITEFUNC_PAUSE) while nobody
+ * reads. Each humus_response_read_async lends the caller's buffer and unpauses the transfer on the
+ * event-loop thread; libcurl's write callback fills that buffer and the transfer pauses again once it is
+ * full, or once one write more is kept between reads. So at most one caller buffer and one libcurl write
+ * are held per body. on_read runs on the loop thread with the bytes in place; the binding's runtime awaits
+ * it (a future resolved through call_soon_threadsafe, a Waker), and freeing the response closes the body. */
+
+/* Like humus_client_submit — every rule applies: bulkhead, breaker, attempts, waits, retries of a small body
+ * read ahead (docs/bodies.md §7), redirects, the deadline, the request's cancel token — but `on_headers`
+ * (humus_call_done's shape and rules) runs once the final response's headers are in, its body not read
+ * yet: read it with humus_response_read_async only (humus_response_read and humus_response_body refuse it
+ * with HUMUS_E_MISUSE). Its result is counted as for humus_client_open's: when the body is read to the end
+ * or the response freed (as classified), a failure mid-body counts a breaker failure unless the caller
+ * cancelled, and a half-open probe's slot is held by the open body for at most probe_timeout. The call's
+ * `timeout` bounds the body's reads too; the request's cancel token (not humus_call_cancel, which ends only
+ * the call before its headers) cancels them. The response must be freed before its client. HUMUS_E_MISUSE
+ * for a bad c or r; HUMUS_E_INVALID_ARGUMENT when on_headers is NULL. Any thread. */
+HUMUS_API humus_status humus_client_submit_open(humus_client *c, const humus_request *r, humus_call_done on_headers,
+                                                void *user_data, humus_call **call, humus_error **err);
+
+/* The outcome of one humus_response_read_async, on the runtime's event-loop thread: HUMUS_OK with `n` bytes
+ * in the lent buffer (n == 0: the body ended, and its result was counted), or another status with `err`
+ * (the callback's to free). The buffer is the caller's again once it runs. It may start the next read and
+ * free the response; it must not block. */
+typedef void (*humus_read_done)(void *user_data, humus_status status, size_t n, humus_error *err);
+
+/* Reads the next bytes of a body from humus_client_submit_open into `buf` (at most `cap` > 0), lent until
+ * `on_read` runs — exactly once, on the event-loop thread, never before this returns HUMUS_OK (on any other
+ * status it never runs). A failure mid-body: HUMUS_E_CONNECTION_LOST and the like, counted as a breaker
+ * failure; HUMUS_E_TIMEOUT when the call's `timeout` passes, also while the read is pending;
+ * HUMUS_E_CANCELLED when the request's cancel token fires, ignored by the breaker; every later read fails the
+ * same way. Freeing the response while a read is pending: the read completes with HUMUS_E_CANCELLED, then
+ * the body closes and counts its result as classified; the buffer stays lent until on_read ran.
+ * HUMUS_E_MISUSE for a bad resp, a response not from humus_client_submit_open, or a read already pending
+ * (one at a time); HUMUS_E_INVALID_ARGUMENT when buf or on_read is NULL or cap is 0. Any thread, not
+ * concurrently with humus_response_free of the same response; from on_read too. */
+HUMUS_API humus_status humus_response_read_async(humus_response *resp, void *buf, size_t cap,
+                                                 humus_read_done on_read, void *user_data, humus_error **err);
 
 /* ==== Callbacks: log sink ======================================================================== */
 

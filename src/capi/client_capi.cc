@@ -35,6 +35,24 @@ humus_status deliver(humus_client* c, const humus_request* r, humus::client::Cal
   return HUMUS_OK;
 }
 
+// How an asynchronous call's outcome reaches the caller's callback, on the loop thread. `loop`: the loop a
+// streamed response's body is read on (humus_client_submit_open), else null.
+humus::client::CallDone completion(humus_client* c, humus_call_done on_done, void* user_data,
+                                   humus::transport::EventLoop* loop) {
+  return [on_done, user_data, loop, max_body = c->client->max_response_body()](humus::client::CallResult result) {
+    if (result.ok()) {
+      humus_response* resp = new_response(std::move(*result.response), max_body, nullptr);
+      resp->loop = loop;
+      on_done(user_data, HUMUS_OK, resp, nullptr);
+      return;
+    }
+    humus_error* error = nullptr;
+    const int64_t retry_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(result.retry_after).count();
+    const humus_status status = report(result.error, &error, result.attempts, retry_after_ms);
+    on_done(user_data, status, nullptr, error);
+  };
+}
+
 // The handle checks every call entry point starts with; HUMUS_OK when the call may go on.
 humus_status check_call(const char* function, humus_client* c, const humus_request* r, humus_error** err) {
   if (live(c) == nullptr) return bad_handle(function, "c", err);
@@ -113,7 +131,8 @@ HUMUS_API void humus_client_free(humus_client* c) {
   if (const humus_client* found = live(c); found == nullptr || found->lent) return;
   if (!retire(c)) return;
   if (c->client->runtime().on_loop_thread()) {
-    free_on_loop(c);
+    // After the tasks posted before: a streamed response freed just before its client closes first.
+    c->client->runtime().loop().post([c] { free_on_loop(c); });
     return;
   }
   delete c;  // ~Client cancels and waits for its asynchronous calls
@@ -171,21 +190,20 @@ HUMUS_API humus_status humus_client_submit(humus_client* c, const humus_request*
     if (humus_status st = check_call("humus_client_submit", c, r, err); st != HUMUS_OK) return st;
     if (on_done == nullptr) return null_argument("humus_client_submit", "on_done", err);
     auto handle = std::make_unique<humus_call>();
-    const uint64_t max_body = c->client->max_response_body();
-    handle->call = c->client->submit(
-        r->request,
-        [on_done, user_data, max_body](humus::client::CallResult result) {
-          if (result.ok()) {
-            on_done(user_data, HUMUS_OK, new_response(std::move(*result.response), max_body, nullptr), nullptr);
-            return;
-          }
-          humus_error* error = nullptr;
-          const int64_t retry_after_ms =
-              std::chrono::duration_cast<std::chrono::milliseconds>(result.retry_after).count();
-          const humus_status status = report(result.error, &error, result.attempts, retry_after_ms);
-          on_done(user_data, status, nullptr, error);
-        },
-        r->cancel);
+    handle->call = c->client->submit(r->request, completion(c, on_done, user_data, nullptr), r->cancel);
+    if (call != nullptr) *call = publish(handle.release());
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_client_submit_open(humus_client* c, const humus_request* r, humus_call_done on_headers,
+                                                void* user_data, humus_call** call, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (humus_status st = check_call("humus_client_submit_open", c, r, err); st != HUMUS_OK) return st;
+    if (on_headers == nullptr) return null_argument("humus_client_submit_open", "on_headers", err);
+    auto handle = std::make_unique<humus_call>();
+    handle->call = c->client->submit_open(
+        r->request, completion(c, on_headers, user_data, &c->client->runtime().loop()), r->cancel);
     if (call != nullptr) *call = publish(handle.release());
     return HUMUS_OK;
   });

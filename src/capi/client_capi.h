@@ -2,6 +2,7 @@
 // its magic word (capi/handle.h) and is published when made, retired when freed.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -56,4 +57,10 @@ struct humus_response {
   humus::client::Response response;
   size_t read_at = 0;              // bytes of response.body already handed out by humus_response_read
   uint64_t max_body = UINT64_MAX;  // the client's max_response_body, for humus_response_body of a stream
+  // humus_client_submit_open's: the runtime's event loop, where the body is read (humus_response_read_async)
+  // and the response freed. Null for every other response.
+  humus::transport::EventLoop* loop = nullptr;
+  // A humus_response_read_async is pending. Acquire/release: the read that clears it has finished with the
+  // response's fields before the next read, on any thread, starts.
+  std::atomic<bool> reading{false};
 };

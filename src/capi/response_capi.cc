@@ -15,6 +15,56 @@ using humus::capi::null_argument;
 using humus::capi::report;
 using humus::capi::retire;
 
+namespace {
+
+// Hands out bytes of the body already in memory (read ahead of a stream, or all of it): true when some were.
+bool read_buffered(humus_response* resp, void* buf, size_t cap, size_t* n) {
+  humus::client::Response& response = resp->response;
+  if (resp->read_at >= response.body.size()) return false;
+  const size_t k = std::min(cap, response.body.size() - resp->read_at);
+  std::memcpy(buf, response.body.data() + resp->read_at, k);
+  resp->read_at += k;
+  if (resp->read_at == response.body.size() && response.stream != nullptr) {
+    // The bytes read ahead are handed out: the rest comes from the connection.
+    std::string().swap(response.body);
+    resp->read_at = 0;
+  }
+  *n = k;
+  return true;
+}
+
+humus_status read_elsewhere(const char* function, humus_error** err) {
+  return report(Status(Code::kMisuse, std::string(function) +
+                                          ": resp came from humus_client_submit_open; its body is read with "
+                                          "humus_response_read_async"),
+                err);
+}
+
+// Loop thread: one humus_response_read_async.
+void read_on_loop(humus_response* resp, void* buf, size_t cap, humus_read_done on_read, void* user_data) {
+  // Cleared before on_read runs, so on_read may start the next read.
+  auto complete = [resp, on_read, user_data](humus::Result<size_t> got) {
+    resp->reading.store(false, std::memory_order_release);
+    if (got.ok()) {
+      on_read(user_data, HUMUS_OK, *got, nullptr);
+      return;
+    }
+    humus_error* error = nullptr;
+    const humus_status status = report(got.status(), &error, resp->response.attempts);
+    on_read(user_data, status, 0, error);
+  };
+  size_t n = 0;
+  if (read_buffered(resp, buf, cap, &n)) {
+    complete(n);
+  } else if (resp->response.stream == nullptr) {
+    complete(size_t{0});
+  } else {
+    resp->response.stream->read_async(static_cast<char*>(buf), cap, std::move(complete));
+  }
+}
+
+}  // namespace
+
 extern "C" {
 
 HUMUS_API humus_status humus_response_read(humus_response* resp, void* buf, size_t cap, size_t* n,
@@ -26,19 +76,9 @@ HUMUS_API humus_status humus_response_read(humus_response* resp, void* buf, size
     if (cap == 0) {
       return report(Status(Code::kInvalidArgument, "humus_response_read: cap must be > 0", {"cap"}), err);
     }
+    if (resp->loop != nullptr) return read_elsewhere("humus_response_read", err);
     humus::client::Response& response = resp->response;
-    if (resp->read_at < response.body.size()) {
-      const size_t k = std::min(cap, response.body.size() - resp->read_at);
-      std::memcpy(buf, response.body.data() + resp->read_at, k);
-      resp->read_at += k;
-      if (resp->read_at == response.body.size() && response.stream != nullptr) {
-        // The bytes read ahead are handed out: the rest comes from the connection.
-        std::string().swap(response.body);
-        resp->read_at = 0;
-      }
-      *n = k;
-      return HUMUS_OK;
-    }
+    if (read_buffered(resp, buf, cap, n)) return HUMUS_OK;
     if (response.stream == nullptr) {
       *n = 0;
       return HUMUS_OK;
@@ -46,6 +86,30 @@ HUMUS_API humus_status humus_response_read(humus_response* resp, void* buf, size
     humus::Result<size_t> got = response.stream->read(static_cast<char*>(buf), cap);
     if (!got.ok()) return report(got.status(), err, response.attempts);
     *n = *got;
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_response_read_async(humus_response* resp, void* buf, size_t cap, humus_read_done on_read,
+                                                 void* user_data, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_read_async", "resp", err);
+    if (buf == nullptr) return null_argument("humus_response_read_async", "buf", err);
+    if (on_read == nullptr) return null_argument("humus_response_read_async", "on_read", err);
+    if (cap == 0) {
+      return report(Status(Code::kInvalidArgument, "humus_response_read_async: cap must be > 0", {"cap"}), err);
+    }
+    if (resp->loop == nullptr) {
+      return report(Status(Code::kMisuse, "humus_response_read_async: resp did not come from humus_client_submit_open; "
+                                          "read it with humus_response_read"),
+                    err);
+    }
+    if (resp->reading.exchange(true, std::memory_order_acq_rel)) {
+      return report(Status(Code::kMisuse, "humus_response_read_async: a read of resp is pending already (one at a "
+                                          "time: start the next from on_read)"),
+                    err);
+    }
+    resp->loop->post([resp, buf, cap, on_read, user_data] { read_on_loop(resp, buf, cap, on_read, user_data); });
     return HUMUS_OK;
   });
 }
@@ -88,6 +152,7 @@ HUMUS_API humus_status humus_response_body(humus_response* resp, const void** da
   return guard(err, [&]() -> humus_status {
     if (live(resp) == nullptr) return bad_handle("humus_response_body", "resp", err);
     if (data == nullptr || len == nullptr) return null_argument("humus_response_body", "data/len", err);
+    if (resp->loop != nullptr) return read_elsewhere("humus_response_body", err);
     humus::client::Response& response = resp->response;
     if (response.stream != nullptr && !response.stream->ended()) {
       response.body.erase(0, resp->read_at);
@@ -131,7 +196,17 @@ HUMUS_API humus_status humus_response_redirect_at(const humus_response* resp, si
 }
 
 HUMUS_API void humus_response_free(humus_response* resp) {
-  if (retire(resp)) delete resp;
+  if (!retire(resp)) return;
+  if (resp->loop != nullptr) {
+    // Its body lives on the loop: closed there, after the reads posted before (a pending one completes with
+    // HUMUS_E_CANCELLED first).
+    resp->loop->post([resp] {
+      if (resp->response.stream != nullptr) resp->response.stream->close();
+      delete resp;
+    });
+    return;
+  }
+  delete resp;
 }
 
 }  // extern "C"

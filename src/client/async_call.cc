@@ -2,12 +2,15 @@
 
 #include <algorithm>
 
+#include "client/body_stream.h"
+
 namespace humus::client {
 
 AsyncCall::AsyncCall(const CallEnv& env, transport::Transport& transport, transport::EventLoop& loop, Request request,
-                     CallDone done, std::function<void(AsyncCall*)> forget)
+                     CallDone done, std::function<void(AsyncCall*)> forget, bool stream)
     : bulkhead_(env.bulkhead),
       transport_(transport),
+      stream_(stream),
       request_(std::move(request)),
       call_(env, request_, &token_),
       done_(std::move(done)),
@@ -69,10 +72,23 @@ void AsyncCall::advance(Step step) {
       return;
     case Step::Kind::kSend:
       phase_ = Phase::kSending;
+      if (stream_) {
+        attempt_ = transport_.start_open(
+            loop_, call_.wire(), step.limits,
+            [self = shared_from_this()](transport::WireResult sent, std::unique_ptr<transport::AsyncBody> body) {
+              self->attempt_.reset();
+              self->advance(self->call_.on_opened(std::move(sent), std::move(body)));
+            });
+        return;
+      }
       attempt_ = transport_.start(loop_, call_.wire(), step.limits, [self = shared_from_this()](transport::WireResult sent) {
         self->attempt_.reset();
         self->advance(self->call_.on_sent(std::move(sent)));
       });
+      return;
+    case Step::Kind::kReadAhead:
+      phase_ = Phase::kReadingAhead;
+      read_ahead();
       return;
     case Step::Kind::kWait:
       if (token_.cancelled()) {  // cancelled while the attempt's outcome was already on its way
@@ -94,6 +110,21 @@ void AsyncCall::advance(Step step) {
   }
 }
 
+void AsyncCall::read_ahead() {
+  std::string& into = call_.held_bytes();
+  const size_t at = into.size();
+  into.resize(kReadAheadBytes);
+  call_.held_body().read(into.data() + at, kReadAheadBytes - at, [self = shared_from_this(), at](transport::BodyRead r) {
+    std::string& bytes = self->call_.held_bytes();
+    bytes.resize(at + r.n);
+    if (r.error == Code::kOk && r.n > 0 && bytes.size() < kReadAheadBytes) {
+      self->read_ahead();
+      return;
+    }
+    self->advance(self->call_.on_read_ahead(std::move(r)));
+  });
+}
+
 void AsyncCall::on_cancel() {
   switch (phase_) {
     case Phase::kNew:
@@ -110,6 +141,9 @@ void AsyncCall::on_cancel() {
     case Phase::kSending:
       attempt_->cancel();  // its done (kCancelled) comes as a task of its own
       return;
+    case Phase::kReadingAhead:
+      call_.held_body().cancel();  // the pending read completes with kCancelled
+      return;
     case Phase::kWaiting:
       loop_.cancel_timer(timer_);
       timer_ = 0;
@@ -122,6 +156,7 @@ void AsyncCall::finish(CallResult result) {
   phase_ = Phase::kDone;
   ended_.store(true, std::memory_order_release);
   if (linked_id_ != 0) linked_->unsubscribe(linked_id_);
+  if (result.ok() && result.response->stream != nullptr) result.response->stream->attach(loop_, linked_);
   CallDone done = std::move(done_);
   done(std::move(result));  // the call's state machine gave its bulkhead slot back first
   forget_(this);

@@ -21,9 +21,11 @@ using CallDone = std::function<void(CallResult)>;
 class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
  public:
   // `forget` runs on the loop thread right after `done`: the client lets go of the call then. `env`,
-  // `transport` and `loop` are the client's and must outlive the call until then.
+  // `transport` and `loop` are the client's and must outlive the call until then. `stream`: `done` comes
+  // once the final response's headers are in, its body read through Response::stream on the loop
+  // (ResponseStream::read_async).
   AsyncCall(const CallEnv& env, transport::Transport& transport, transport::EventLoop& loop, Request request,
-            CallDone done, std::function<void(AsyncCall*)> forget);
+            CallDone done, std::function<void(AsyncCall*)> forget, bool stream = false);
 
   // Any thread: the call ends as soon as the loop gets to it (kCancelled, or the buffered response of a
   // cut-short wait). After it ended: nothing, and nothing is touched but this object — so a handle may be
@@ -35,18 +37,20 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void link(std::shared_ptr<CancelToken> token);
 
   friend class Client;
-  enum class Phase { kNew, kQueued, kSending, kWaiting, kDone };
+  enum class Phase { kNew, kQueued, kSending, kReadingAhead, kWaiting, kDone };
 
   // Loop thread only, from here on.
   void begin();
   void advance(Step step);
   void queue(Instant deadline);  // waits for a bulkhead slot as a queued waiter, bounded by a loop timer
+  void read_ahead();  // kReadAhead: one read of the held body at a time, onto the call's buffer
   void finish(CallResult result);
   void on_cancel();
   static void granted(void* self);  // the bulkhead handed over a slot (any thread, bulkhead lock held)
 
   bulkhead::Bulkhead& bulkhead_;
   transport::Transport& transport_;
+  const bool stream_;
   const Request request_;
   CancelToken token_;
   std::shared_ptr<CancelToken> linked_;  // the caller's token, or null; set before begin() is posted

@@ -6,7 +6,17 @@ namespace humus::client {
 
 ResponseStream::ResponseStream(std::unique_ptr<transport::BodyStream> wire, PendingVerdict verdict,
                                CancelToken* cancel, bulkhead::Slot slot)
-    : wire_(std::move(wire)), verdict_(verdict), cancel_(cancel), slot_(std::move(slot)) {}
+    : asynchronous_(false), wire_(std::move(wire)), verdict_(verdict), cancel_(cancel), slot_(std::move(slot)) {}
+
+ResponseStream::ResponseStream(std::unique_ptr<transport::AsyncBody> body, PendingVerdict verdict,
+                               bulkhead::Slot slot)
+    : asynchronous_(true), async_(std::move(body)), verdict_(verdict), cancel_(nullptr), slot_(std::move(slot)) {}
+
+ResponseStream::~ResponseStream() {
+  // After unsubscribe() returns the listener is not running and never runs again (cancel.h).
+  if (watch_id_ != 0) watched_->unsubscribe(watch_id_);
+  close();
+}
 
 void ResponseStream::settle(breaker::Outcome outcome) {
   if (settled_) return;
@@ -17,15 +27,17 @@ void ResponseStream::settle(breaker::Outcome outcome) {
   verdict_.metrics->outcome(outcome);
 }
 
-Result<size_t> ResponseStream::read(char* buf, size_t cap) {
-  if (!failure_.ok()) return failure_;
-  if (wire_ == nullptr) return size_t{0};
-  transport::BodyRead r = wire_->read(buf, cap);
+void ResponseStream::drop_body() {
+  wire_.reset();  // at the end the connection goes back to the pool; before it, it is closed
+  async_.reset();
+  slot_ = bulkhead::Slot();
+}
+
+Result<size_t> ResponseStream::took(transport::BodyRead r) {
   if (r.error == Code::kOk) {
-    if (r.n > 0 || cap == 0) return r.n;
-    wire_.reset();  // the end: the connection goes back to the pool
+    if (r.n > 0) return r.n;
+    drop_body();
     settle(verdict_.outcome);
-    slot_ = bulkhead::Slot();
     return size_t{0};
   }
   // docs/retries.md §5.1: a body read failing later is a breaker failure, or ignored when the caller cancelled.
@@ -37,9 +49,50 @@ Result<size_t> ResponseStream::read(char* buf, size_t cap) {
     settle(breaker::Outcome::kFailure);
     failure_ = Status(r.error, "reading the response body: " + r.message);
   }
-  wire_.reset();
-  slot_ = bulkhead::Slot();
+  drop_body();
   return failure_;
+}
+
+Result<size_t> ResponseStream::read(char* buf, size_t cap) {
+  if (!failure_.ok()) return failure_;
+  if (wire_ == nullptr) return size_t{0};
+  transport::BodyRead r = wire_->read(buf, cap);
+  if (r.error == Code::kOk && r.n == 0 && cap == 0) return size_t{0};
+  return took(std::move(r));
+}
+
+void ResponseStream::read_async(char* buf, size_t cap, ReadDone done) {
+  if (!failure_.ok() || async_ == nullptr) {
+    // Failed or ended already: told as a task of its own, as a read of the wire would be.
+    Result<size_t> now = failure_.ok() ? Result<size_t>(size_t{0}) : Result<size_t>(failure_);
+    loop_->post([done = std::move(done), now = std::move(now)] { done(now); });
+    return;
+  }
+  pending_ = std::move(done);
+  // Weak: a body closed while its read was on its way has told the reader already (close()).
+  async_->read(buf, cap, [weak = weak_from_this()](transport::BodyRead r) {
+    std::shared_ptr<ResponseStream> self = weak.lock();
+    if (self == nullptr || !self->pending_) return;
+    ReadDone reader = std::move(self->pending_);
+    self->pending_ = nullptr;
+    reader(self->took(std::move(r)));
+  });
+}
+
+void ResponseStream::attach(transport::EventLoop& loop, std::shared_ptr<CancelToken> token) {
+  loop_ = &loop;
+  if (token == nullptr) return;
+  watched_ = std::move(token);
+  cancel_ = watched_.get();
+  // The listener runs on the cancelling thread: it only posts, and the stream is looked up on the loop, so
+  // its last reference is never dropped elsewhere.
+  watch_id_ = watched_->subscribe([weak = weak_from_this(), &loop] {
+    loop.post([weak] {
+      if (std::shared_ptr<ResponseStream> self = weak.lock(); self != nullptr && self->async_ != nullptr) {
+        self->async_->cancel();
+      }
+    });
+  });  // cancelled already: the listener ran now
 }
 
 Status ResponseStream::read_rest(std::string& body, uint64_t limit) {
@@ -52,8 +105,7 @@ Status ResponseStream::read_rest(std::string& body, uint64_t limit) {
       if (!n.ok()) return n.status();
       if (*n == 0) return Status();
       settle(breaker::Outcome::kIgnored);
-      wire_.reset();
-      slot_ = bulkhead::Slot();
+      drop_body();
       failure_ = Status(Code::kTooLarge, "the response body passed max_response_body (" + std::to_string(limit) +
                                              " bytes)");
       return failure_;
@@ -71,10 +123,15 @@ Status ResponseStream::read_rest(std::string& body, uint64_t limit) {
 }
 
 void ResponseStream::close() {
-  if (wire_ == nullptr) return;
-  wire_.reset();  // closes the connection of a body not read to its end
+  if (pending_) {
+    // Freed with a read in flight: the reader hears first that it will get no bytes.
+    ReadDone done = std::move(pending_);
+    pending_ = nullptr;
+    done(Status(Code::kCancelled, "the response was freed while a read of its body was pending"));
+  }
+  if (ended()) return;
+  drop_body();  // closes the connection of a body not read to its end
   settle(verdict_.outcome);
-  slot_ = bulkhead::Slot();
 }
 
 }  // namespace humus::client

@@ -10,9 +10,6 @@
 namespace humus::client {
 namespace {
 
-// docs/bodies.md §7: a response body up to this size is buffered before a retry; a larger one is not retried.
-constexpr size_t kRetryBufferLimit = 64 * 1024;
-
 Status cancelled_status() { return Status(Code::kCancelled, "the call was cancelled"); }
 
 }  // namespace
@@ -171,7 +168,7 @@ uint64_t Call::body_size() const {
 }
 
 transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into) {
-  constexpr size_t kAhead = kRetryBufferLimit + 1;  // one byte past the limit tells "too large" apart
+  constexpr size_t kAhead = kReadAheadBytes;
   transport::BodyRead r;
   while (body != nullptr && into.size() < kAhead) {
     const size_t at = into.size();
@@ -184,7 +181,7 @@ transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& bod
   return r;
 }
 
-Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body) {
+Instant Call::attempt_ended(const transport::WireResult& sent) {
   const Instant after = env_.clock.now();
   env_.metrics.attempt(after - attempt_started_, body_size());
   if (trace_.active()) {
@@ -192,7 +189,35 @@ Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodySt
     trace_.end(after - attempt_started_, answered ? sent.response.status : 0,
                answered ? sent.response.http_version : std::string(), sent.error);
   }
-  for (bool read_ahead_done = false;;) {
+  return after;
+}
+
+Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body) {
+  const Instant after = attempt_ended(sent);
+  return judge(std::move(sent), Body{std::move(body), nullptr}, after, false);
+}
+
+Step Call::on_opened(transport::WireResult sent, std::unique_ptr<transport::AsyncBody> body) {
+  const Instant after = attempt_ended(sent);
+  return judge(std::move(sent), Body{nullptr, std::move(body)}, after, false);
+}
+
+Step Call::on_read_ahead(transport::BodyRead last) {
+  Held held = std::move(*held_);
+  held_.reset();
+  if (last.error != Code::kOk) {
+    // A body that breaks off makes the attempt a lost connection, classified as such.
+    held.sent = transport::WireResult{};
+    held.sent.error = last.error;
+    held.sent.message = std::move(last.message);
+    return judge(std::move(held.sent), Body{}, held.after, true);
+  }
+  if (last.n == 0) held.body.reset();  // read to its end: the connection is free again
+  return on_classified(held.verdict, std::move(held.sent), Body{nullptr, std::move(held.body)}, held.after);
+}
+
+Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read_ahead_done) {
+  for (;;) {
     if (sent.error != Code::kOk) {
       body.reset();
       if (std::optional<Step> ended = ended_by_client(sent, after)) return std::move(*ended);
@@ -214,11 +239,17 @@ Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodySt
       end_attempt(breaker::Outcome::kFailure, retry::Decision::kStopped);
       return fail(verdict.status());
     }
-    if (body != nullptr && verdict->retry == classify::RetryVerdict::kAgain && !read_ahead_done) {
+    if (body && verdict->retry == classify::RetryVerdict::kAgain && !read_ahead_done) {
       // This response may be replaced by a retry: its body is read now, up to 64 KiB (docs/bodies.md §7). A body that
       // breaks off makes the attempt a lost connection, classified as such.
       read_ahead_done = true;
-      transport::BodyRead r = read_ahead(body, sent.response.body);
+      if (body.async != nullptr) {
+        held_ = Held{std::move(sent), std::move(body.async), *verdict, after};
+        Step s;
+        s.kind = Step::Kind::kReadAhead;
+        return s;
+      }
+      transport::BodyRead r = read_ahead(body.blocking, sent.response.body);
       if (r.error != Code::kOk) {
         sent = transport::WireResult{};
         sent.error = r.error;
@@ -249,8 +280,7 @@ std::optional<Step> Call::ended_by_client(transport::WireResult& sent, Instant a
   return std::nullopt;
 }
 
-Step Call::on_classified(const classify::Classification& c, transport::WireResult sent,
-                         std::unique_ptr<transport::BodyStream> body, Instant after) {
+Step Call::on_classified(const classify::Classification& c, transport::WireResult sent, Body body, Instant after) {
   retry::DecisionInput in;
   in.classification = c;
   // A stream the server refused or dropped unprocessed (HTTP/2 REFUSED_STREAM, GOAWAY) never reached the
@@ -258,7 +288,7 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
   in.may_send_twice = may_send_twice_ || (sent.error == Code::kStreamRefused && unprocessed_may_resend_);
   // A body still on its connection here was read ahead past what may be buffered, or is not retryable
   // anyway: so a streamed response is never retried, and never dropped with its verdict unrecorded.
-  in.body_too_large = body != nullptr || (sent.error == Code::kOk && sent.response.body.size() > kRetryBufferLimit);
+  in.body_too_large = static_cast<bool>(body) || (sent.error == Code::kOk && sent.response.body.size() > kRetryBufferLimit);
   in.attempt = attempt_;
   in.max_attempts = env_.settings.max_attempts;
   in.now = after;
@@ -274,13 +304,15 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
     outcome.error = Status(sent.error, std::move(sent.message));
   }
   std::optional<transport::WireRequest> next = redirect_of(outcome);
-  if (body != nullptr && next) {
+  if (body && next) {
     std::string drained;
-    (void)read_ahead(body, drained);  // a short body frees its connection; a longer one is closed
+    // A short body frees its connection; a longer one is closed. An asynchronous one is closed: the loop
+    // thread does not wait for it.
+    if (body.blocking != nullptr) (void)read_ahead(body.blocking, drained);
     body.reset();
   }
   // A streamed response that ends the call counts its result when its body ends (docs/bodies.md §7).
-  const bool streamed = body != nullptr;
+  const bool streamed = static_cast<bool>(body);
   Result<retry::DecisionResult> decision = end_attempt(streamed ? std::nullopt : std::optional(c.breaker), in);
   if (!decision.ok()) return fail(decision.status());
 
@@ -294,7 +326,10 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
   if (next) return follow(std::move(*next), outcome.response->status);
   if (streamed) {
     PendingVerdict pending{&env_.breaker, &env_.metrics, permit_, c.breaker};
-    outcome.response->stream = std::make_shared<ResponseStream>(std::move(body), pending, cancel_, std::move(slot_));
+    outcome.response->stream =
+        body.blocking != nullptr
+            ? std::make_shared<ResponseStream>(std::move(body.blocking), pending, cancel_, std::move(slot_))
+            : std::make_shared<ResponseStream>(std::move(body.async), pending, std::move(slot_));
   }
   return done(std::move(outcome));
 }

@@ -16,15 +16,22 @@
 #include "faults/scenario.h"
 #include "retry/decision.h"
 #include "telemetry/call_trace.h"
+#include "transport/transport.h"
 #include "transport/wire.h"
 
 namespace humus::client {
+
+// docs/bodies.md §7: a response body up to 64 KiB is buffered before a retry; one byte more tells a larger one.
+inline constexpr size_t kRetryBufferLimit = 64 * 1024;
+inline constexpr size_t kReadAheadBytes = kRetryBufferLimit + 1;
 
 struct Step {
   enum class Kind {
     kAcquire,   // take a bulkhead slot, waiting until `until` at the latest (the call's deadline), then on_slot()
     kSend,      // send wire() within `limits`, then on_sent()
     kWait,      // wait until `until` (or a cancel), then on_waited()
+    kReadAhead, // asynchronous streaming only: read held_body() onto held_bytes() up to kReadAheadBytes,
+                // then on_read_ahead()
     kRedirect,  // a redirect within the origin is followed: admit() its first attempt
     kDone,      // `result` is the call's outcome
   } kind = Kind::kDone;
@@ -50,6 +57,13 @@ class Call {
   // rest of a streamed response's body (Transport::open); a response that ends the call keeps it, and its
   // breaker result waits for its end.
   Step on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body = nullptr);
+  // The same for an attempt the asynchronous driver opened (Transport::start_open): a body that may be
+  // replaced by a retry is read ahead by the driver (kReadAhead), since the loop thread cannot block on it.
+  Step on_opened(transport::WireResult sent, std::unique_ptr<transport::AsyncBody> body);
+  // After kReadAhead: `last` is the last read (its n == 0 at the body's end, or its failure).
+  Step on_read_ahead(transport::BodyRead last);
+  transport::AsyncBody& held_body() { return *held_->body; }
+  std::string& held_bytes() { return held_->sent.response.body; }
   // The wait of a kWait ended; `cut_short`: by the cancel token rather than the clock.
   Step on_waited(bool cut_short);
 
@@ -77,8 +91,20 @@ class Call {
   // The end of a failed attempt when the client decides it (cancelled, past the deadline, its own limits).
   std::optional<Step> ended_by_client(transport::WireResult& sent, Instant after);
   // What comes after an attempt the classifier judged: its end recorded, then a retry, redirect or the end.
-  Step on_classified(const classify::Classification& c, transport::WireResult sent,
-                     std::unique_ptr<transport::BodyStream> body, Instant after);
+  // A streamed body of either driver, while the call decides what becomes of it.
+  struct Body {
+    std::unique_ptr<transport::BodyStream> blocking;
+    std::unique_ptr<transport::AsyncBody> async;
+    explicit operator bool() const { return blocking != nullptr || async != nullptr; }
+    void reset() {
+      blocking.reset();
+      async.reset();
+    }
+  };
+  Instant attempt_ended(const transport::WireResult& sent);  // its duration metric and span end; now
+  // What the attempt brought, classified: read ahead first when it may be retried, then on_classified().
+  Step judge(transport::WireResult sent, Body body, Instant after, bool read_ahead_done);
+  Step on_classified(const classify::Classification& c, transport::WireResult sent, Body body, Instant after);
   // Reads a streamed body that may be replaced by a retry into `into`, up to one byte past the 64 KiB
   // that may be buffered (docs/bodies.md §7); `body` is reset when it ended. A failed read is returned.
   transport::BodyRead read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into);
@@ -103,6 +129,13 @@ class Call {
   Instant attempt_started_{};  // when admit() let the current attempt go (http.client.request.duration)
   breaker::Permit permit_;
   std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (docs/bodies.md §7)
+  struct Held {  // an asynchronous attempt's response during kReadAhead
+    transport::WireResult sent;
+    std::unique_ptr<transport::AsyncBody> body;
+    classify::Classification verdict;
+    Instant after{};
+  };
+  std::optional<Held> held_;
   bulkhead::Slot slot_;
   bool started_budget_ = false;
   telemetry::CallTrace trace_;              // inactive without a span sink

@@ -116,8 +116,17 @@ Client::~Client() {
 }
 
 std::shared_ptr<AsyncCall> Client::submit(Request request, CallDone done, std::shared_ptr<CancelToken> cancel) {
+  return start_async(std::move(request), std::move(done), std::move(cancel), false);
+}
+
+std::shared_ptr<AsyncCall> Client::submit_open(Request request, CallDone done, std::shared_ptr<CancelToken> cancel) {
+  return start_async(std::move(request), std::move(done), std::move(cancel), true);
+}
+
+std::shared_ptr<AsyncCall> Client::start_async(Request request, CallDone done, std::shared_ptr<CancelToken> cancel,
+                                               bool stream) {
   auto call = std::make_shared<AsyncCall>(call_env_, *transport_, runtime_.loop(), std::move(request), std::move(done),
-                                         [this](AsyncCall* ended) { forget(ended); });
+                                         [this](AsyncCall* ended) { forget(ended); }, stream);
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
     calls_.emplace(call.get(), call);
@@ -198,6 +207,11 @@ CallResult Client::run(const Request& request, CancelToken* cancel, bool stream)
       case Step::Kind::kRedirect:
         step = call.admit();
         break;
+      case Step::Kind::kReadAhead: {  // only for an asynchronous body (Call::on_opened), never opened here
+        CallResult broken;
+        broken.error = Status(Code::kInternal, "a blocking call was asked to read an asynchronous body ahead");
+        return broken;
+      }
       case Step::Kind::kDone:
         return std::move(step.result);
     }

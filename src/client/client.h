@@ -51,6 +51,10 @@ class Client {
   // once with the outcome. The handle cancels it, and so does `cancel` (may be null; held until the call
   // ends). Thread-safe.
   std::shared_ptr<AsyncCall> submit(Request request, CallDone done, std::shared_ptr<CancelToken> cancel = nullptr);
+  // As submit(), but `done` comes once the final response's headers are in: its body comes through
+  // Response::stream, read on the loop (ResponseStream::read_async) within the call's deadline and cancelled
+  // by `cancel`. The stream must not outlive this client. Thread-safe.
+  std::shared_ptr<AsyncCall> submit_open(Request request, CallDone done, std::shared_ptr<CancelToken> cancel = nullptr);
   // Asynchronous calls not yet done.
   size_t calls_in_flight() const;
   // Cancels the asynchronous calls in flight and waits until each has called its `done`. Not on the loop
@@ -78,6 +82,8 @@ class Client {
          std::unique_ptr<transport::Transport> transport);
 
   void forget(AsyncCall* call);
+  std::shared_ptr<AsyncCall> start_async(Request request, CallDone done, std::shared_ptr<CancelToken> cancel,
+                                         bool stream);
   CallResult run(const Request& request, CancelToken* cancel, bool stream);
   void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (docs/breaker.md §9.5)
 

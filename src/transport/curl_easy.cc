@@ -129,6 +129,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
           tls->backend == CURLSSLBACKEND_OPENSSL) {
         st.tls_session = tls->internals;
       }
+      if (st.progress != nullptr) st.progress(st.progress_data);
     }
     return n;
   }
@@ -161,6 +162,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto& st = *static_cast<AttemptState*>(user);
   const size_t taken = st.sink.write(data, size * count);
+  if (st.progress != nullptr) st.progress(st.progress_data);
   if (st.sink.over_limit()) {
     st.abort(Code::kTooLarge, "the response body passed max_response_body (" + std::to_string(st.sink.limit()) +
                                   " bytes" + (st.decoding ? ", decoded" : "") + ")");
@@ -304,6 +306,8 @@ Slist make_slist(const std::vector<std::string>& lines) {
 
 void AttemptState::reset() {
   response = WireResponse{};
+  progress = nullptr;
+  progress_data = nullptr;
   response.headers.reserve(12);  // one allocation for a typical response's header list
   headers_done = false;
   wire_sends = 0;

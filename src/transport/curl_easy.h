@@ -62,6 +62,10 @@ struct AttemptState {
   BodySink sink;                   // where on_body puts the body (buffered into response.body, or streamed)
   BodySource* source = nullptr;    // the request body read by on_read, when the caller streams it
   bool decoding = false;           // libcurl was asked to decode a Content-Encoding (CURLOPT_ACCEPT_ENCODING)
+  // A streamed transfer on the event loop is told when its headers are in and when body bytes reach the
+  // sink. Called from inside libcurl's callbacks, so it only notes the transfer for later. Cleared by reset().
+  void (*progress)(void* data) = nullptr;
+  void* progress_data = nullptr;
 
   void reset();
   void abort(Code code, std::string message);
@@ -92,6 +96,12 @@ class CurlEasy {
 
   // Streaming (curl_stream.h), after prepare(): the body goes to the reader, not into the response.
   void stream_body() { state_.sink.stream(); }
+  // After stream_body(), for a transfer driven by the event loop: `progress(data)` runs inside libcurl's
+  // callbacks when the headers are in and when body bytes reach the sink (AttemptState::progress).
+  void on_progress(void (*progress)(void* data), void* data) {
+    state_.progress = progress;
+    state_.progress_data = data;
+  }
   BodySink& sink() { return state_.sink; }
   // The response as far as its headers, once headers_done(): status, headers, version; no body.
   WireResult head();

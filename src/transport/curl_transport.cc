@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -104,17 +105,31 @@ class Lane {
 
 class AsyncMulti;
 
-class Transfer final : public AsyncAttempt {
+// What the multi handle drives: a transfer whose whole response is collected (Transfer) or one whose body is
+// read after its headers (StreamTransfer). Loop thread only.
+class MultiEntry {
+ public:
+  virtual ~MultiEntry() = default;
+  virtual CurlEasy& easy() = 0;
+  // libcurl finished the transfer with `code`.
+  virtual void curl_done(CURLcode code) = 0;
+  // A callback saw the headers end or body bytes arrive (streamed transfers), outside libcurl now.
+  virtual void progressed() {}
+  bool queued = false;  // in the multi's list of entries to tell of progress
+};
+
+class Transfer final : public AsyncAttempt, public MultiEntry {
  public:
   Transfer(AsyncMulti& multi, std::unique_ptr<CurlEasy> easy, AttemptDone done)
       : multi_(multi), easy_(std::move(easy)), done_(std::move(done)) {}
   ~Transfer() override;
 
   void cancel() override { end(CURLE_OK, Interrupt::kCancelled); }
+  void curl_done(CURLcode code) override { end(code, Interrupt::kNone); }
 
   // Loop thread: libcurl finished it, or a deadline or cancel ends it.
   void end(CURLcode code, Interrupt interrupt);
-  CurlEasy& easy() { return *easy_; }
+  CurlEasy& easy() override { return *easy_; }
   EventLoop::TimerId deadline_timer = 0;
 
  private:
@@ -123,6 +138,8 @@ class Transfer final : public AsyncAttempt {
   AttemptDone done_;
   bool ended_ = false;
 };
+
+class StreamTransfer;
 
 class AsyncMulti final : public EventLoop::SocketHandler {
  public:
@@ -155,7 +172,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     easy->prepare(request, limits, std::chrono::steady_clock::now());
     auto transfer = std::make_unique<Transfer>(*this, std::move(easy), std::move(done));
     Transfer* t = transfer.get();
-    curl_easy_setopt(t->easy().handle(), CURLOPT_PRIVATE, t);
+    curl_easy_setopt(t->easy().handle(), CURLOPT_PRIVATE, static_cast<MultiEntry*>(t));
     // The attempt's deadline covers dial → headers; once they arrive only the call's deadline (libcurl's
     // CURLOPT_TIMEOUT_MS) bounds the body.
     const Instant attempt_end = std::min(limits.attempt_deadline, limits.call_deadline);
@@ -172,15 +189,51 @@ class AsyncMulti final : public EventLoop::SocketHandler {
         t->end(CURLE_OK, Interrupt::kCallTimeout);
       }
     });
-    live_.insert(t);
+    live_.insert(static_cast<MultiEntry*>(t));
     sockets_.set_transfers(live_.size());
     curl_multi_add_handle(multi_, t->easy().handle());
     return transfer;
   }
 
+  std::unique_ptr<AsyncAttempt> start_open(const WireRequest& request, const AttemptLimits& limits, OpenDone done);
+
+  std::unique_ptr<CurlEasy> take_easy() {
+    if (pool_.empty()) return std::make_unique<CurlEasy>(config_, connect_to_, sockets_, origin_);
+    std::unique_ptr<CurlEasy> easy = std::move(pool_.back());
+    pool_.pop_back();
+    return easy;
+  }
+
+  // A transfer joins the multi, PRIVATE pointing at its entry.
+  void attach(MultiEntry& e) {
+    curl_easy_setopt(e.easy().handle(), CURLOPT_PRIVATE, &e);
+    live_.insert(&e);
+    sockets_.set_transfers(live_.size());
+    curl_multi_add_handle(multi_, e.easy().handle());
+  }
+  // A transfer leaves the multi: a finished one leaves its connection in the cache, an unfinished one closes
+  // it (HTTP/2: resets its stream). Its easy handle stays with its owner.
+  void detach(MultiEntry& e) {
+    live_.erase(&e);
+    sockets_.set_transfers(live_.size());
+    curl_multi_remove_handle(multi_, e.easy().handle());
+  }
+  // An easy handle no transfer uses any more, for the next one.
+  void give_back(std::unique_ptr<CurlEasy> easy) {
+    if (pool_.size() < std::max<size_t>(config_.max_idle_connections, 1)) pool_.push_back(std::move(easy));
+  }
+
+  // From inside libcurl's callbacks (CurlEasy::on_progress): the entry is told once libcurl has returned.
+  static void note_progress(void* entry);
+  void note(MultiEntry& e) {
+    if (e.queued) return;
+    e.queued = true;
+    ready_.push_back(&e);
+  }
+
   // A transfer stopped before sending because its pooled connection held a peer's late bytes: it goes out
   // once more on a fresh connection, under the same deadline timer. False when it must end instead.
-  bool restart_fresh(Transfer& t) {
+  bool restart_fresh(MultiEntry& t) {
     if (!t.easy().ready_fresh_retry()) return false;
     curl_multi_remove_handle(multi_, t.easy().handle());
     curl_multi_add_handle(multi_, t.easy().handle());
@@ -191,8 +244,8 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
     live_.erase(&t);
     sockets_.set_transfers(live_.size());
-    curl_multi_remove_handle(multi_, easy->handle());
-    if (pool_.size() < std::max<size_t>(config_.max_idle_connections, 1)) pool_.push_back(std::move(easy));
+    curl_multi_remove_handle(multi_, easy->handle());  // the transfer's own easy_ was moved here
+    give_back(std::move(easy));
   }
 
   void on_socket(int fd, uint32_t events) override {
@@ -203,6 +256,26 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     int running = 0;
     curl_multi_socket_action(multi_, fd, mask, &running);
     collect();
+    tell_progress();
+  }
+
+  // After libcurl returned (a socket action, a timer, an unpause): the entries its callbacks noted.
+  void tell_progress() {
+    while (!ready_.empty()) {
+      std::vector<MultiEntry*> batch;
+      batch.swap(ready_);
+      for (MultiEntry* e : batch) {
+        if (live_.count(e) == 0) continue;  // ended meanwhile
+        e->queued = false;
+        e->progressed();
+      }
+    }
+  }
+  // An entry that leaves for good is no longer in the list.
+  void forget(MultiEntry& e) {
+    if (!e.queued) return;
+    ready_.erase(std::remove(ready_.begin(), ready_.end(), &e), ready_.end());
+    e.queued = false;
   }
 
  private:
@@ -233,6 +306,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       int running = 0;
       curl_multi_socket_action(self->multi_, CURL_SOCKET_TIMEOUT, 0, &running);
       self->collect();
+      self->tell_progress();
     });
     return 0;
   }
@@ -241,11 +315,11 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     int queued = 0;
     while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
       if (msg->msg != CURLMSG_DONE) continue;
-      Transfer* t = nullptr;
+      MultiEntry* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       const CURLcode code = msg->data.result;
       if (t == nullptr || live_.count(t) == 0) continue;
-      if (!restart_fresh(*t)) t->end(code, Interrupt::kNone);
+      if (!restart_fresh(*t)) t->curl_done(code);
     }
   }
 
@@ -257,7 +331,8 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   CURLM* multi_;
   EventLoop::TimerId timer_ = 0;
   std::unordered_set<int> watched_;
-  std::unordered_set<Transfer*> live_;
+  std::unordered_set<MultiEntry*> live_;
+  std::vector<MultiEntry*> ready_;  // noted by callbacks, told by tell_progress()
   std::vector<std::unique_ptr<CurlEasy>> pool_;
 };
 
@@ -274,6 +349,266 @@ void Transfer::end(CURLcode code, Interrupt interrupt) {
 
 Transfer::~Transfer() {
   if (!ended_) end(CURLE_OK, Interrupt::kCancelled);
+}
+
+// A transfer whose body is read after its headers (Transport::start_open). Shared by the attempt's handle
+// (until the headers are delivered) and the body's (after), so neither outlives the other's use of it. Its
+// easy handle streams into the sink (BodySink::stream): with no buffer lent, one write is kept and the next
+// pauses the transfer (CURL_WRITEFUNC_PAUSE); a read lends its buffer and unpauses (curl_easy_pause). Every
+// completion is posted, so whoever holds a handle may drop it in the callback. Loop thread only.
+class StreamTransfer final : public MultiEntry, public std::enable_shared_from_this<StreamTransfer> {
+ public:
+  StreamTransfer(AsyncMulti& multi, std::unique_ptr<CurlEasy> easy, const AttemptLimits& limits, OpenDone done)
+      : multi_(multi), easy_(std::move(easy)), limits_(limits), done_(std::move(done)) {}
+  ~StreamTransfer() override { close(); }
+
+  CurlEasy& easy() override { return *easy_; }
+  AsyncMulti& multi() { return multi_; }
+
+  void begin() {
+    easy_->on_progress(&AsyncMulti::note_progress, static_cast<MultiEntry*>(this));
+    // The attempt's deadline covers dial -> headers; after them only the call's bounds the body.
+    const Instant attempt_end = std::min(limits_.attempt_deadline, limits_.call_deadline);
+    timer_ = multi_.loop().add_timer(attempt_end, [this] {
+      timer_ = 0;
+      if (phase_ == Phase::kHead) {
+        stop(Interrupt::kAttemptTimeout);
+      } else {
+        arm_call_deadline();
+      }
+    });
+    multi_.attach(*this);
+    in_multi_ = true;
+  }
+
+  void curl_done(CURLcode code) override {
+    multi_.detach(*this);
+    in_multi_ = false;
+    ended_ = true;
+    code_ = code;
+    if (phase_ == Phase::kHead) {
+      if (easy_->headers_done() && code == CURLE_OK) {
+        deliver_head();
+      } else {
+        deliver_failure();
+      }
+    } else if (reading_) {
+      complete_read();
+    }
+  }
+
+  void progressed() override {
+    if (phase_ == Phase::kHead && easy_->headers_done()) {
+      deliver_head();
+    } else if (phase_ == Phase::kBody && reading_ && easy_->sink().taken() > 0) {
+      complete_read();
+    }
+  }
+
+  // The attempt's handle.
+  void cancel_attempt() {
+    if (phase_ == Phase::kHead) stop(Interrupt::kCancelled);
+  }
+  void drop_attempt() {
+    if (phase_ != Phase::kHead) return;
+    done_ = nullptr;  // the caller no longer waits for it
+    close();
+  }
+
+  // The body's handle.
+  void read(char* buf, size_t cap, AsyncBody::ReadDone done) {
+    BodySink& sink = easy_->sink();
+    if (!failed_ && in_multi_ && std::chrono::steady_clock::now() >= limits_.call_deadline) {
+      stop(Interrupt::kCallTimeout);  // a reader coming back late is bounded by the deadline too (docs/timeouts.md §8)
+    }
+    if (failed_ || interrupt_ != Interrupt::kNone) {
+      post_read(std::move(done), ending());
+      return;
+    }
+    // Bytes kept from the last write come first, also after the transfer ended.
+    const size_t drained = sink.drain(buf, cap);
+    if (drained == cap || !in_multi_) {
+      BodyRead r;
+      r.n = drained;
+      post_read(std::move(done), drained > 0 ? std::move(r) : ending());
+      return;
+    }
+    reading_ = true;
+    read_done_ = std::move(done);
+    read_drained_ = drained;
+    sink.lend(buf + drained, cap - drained);
+    if (sink.paused()) {
+      // libcurl hands the write it kept over at once (into the lent buffer), then reads the socket again.
+      sink.resumed();
+      curl_easy_pause(easy_->handle(), CURLPAUSE_CONT);
+    }
+    if (reading_ && (drained > 0 || sink.taken() > 0)) complete_read();
+    // Otherwise progressed() or curl_done() completes it.
+  }
+
+  void cancel_body() {
+    if (in_multi_) stop(Interrupt::kCancelled);
+  }
+
+  // Both handles are gone, or the body's was: the transfer leaves the multi, its easy handle for the next one.
+  void close() {
+    phase_ = Phase::kClosed;
+    reading_ = false;
+    read_done_ = nullptr;
+    if (timer_ != 0) multi_.loop().cancel_timer(timer_);
+    timer_ = 0;
+    multi_.forget(*this);
+    if (in_multi_) multi_.detach(*this);
+    in_multi_ = false;
+    if (easy_) {
+      if (easy_->sink().streaming()) easy_->sink().unlend();
+      easy_->on_progress(nullptr, nullptr);
+      multi_.give_back(std::move(easy_));
+    }
+  }
+
+ private:
+  enum class Phase { kHead, kBody, kClosed };
+
+  void arm_call_deadline() {
+    if (!in_multi_) return;
+    if (limits_.call_deadline <= std::chrono::steady_clock::now()) {
+      stop(Interrupt::kCallTimeout);
+      return;
+    }
+    timer_ = multi_.loop().add_timer(limits_.call_deadline, [this] {
+      timer_ = 0;
+      stop(Interrupt::kCallTimeout);
+    });
+  }
+
+  // A deadline or cancel stops the transfer before libcurl finished it.
+  void stop(Interrupt why) {
+    if (!in_multi_) return;
+    interrupt_ = why;
+    multi_.detach(*this);
+    in_multi_ = false;
+    if (phase_ == Phase::kHead) {
+      deliver_failure();
+    } else if (reading_) {
+      reading_ = false;
+      easy_->sink().unlend();
+      post_read(std::move(read_done_), ending());
+    }
+  }
+
+  void deliver_head() {
+    phase_ = Phase::kBody;
+    if (!done_) return;
+    WireResult head = easy_->head();
+    // The body's handle is made in the task (a task must be copyable): dropped unrun, the transfer closes
+    // with its last reference.
+    multi_.loop().post([done = std::move(done_), head = std::move(head), t = shared_from_this()]() mutable {
+      done(std::move(head), std::make_unique<Body>(std::move(t)));
+    });
+    done_ = nullptr;
+  }
+
+  void deliver_failure() {
+    if (timer_ != 0) multi_.loop().cancel_timer(timer_);
+    timer_ = 0;
+    WireResult result = easy_->finish(code_, interrupt_);
+    phase_ = Phase::kClosed;
+    if (done_) {
+      multi_.loop().post([done = std::move(done_), result = std::move(result)]() mutable {
+        done(std::move(result), nullptr);
+      });
+    }
+    done_ = nullptr;
+  }
+
+  void complete_read() {
+    reading_ = false;
+    BodySink& sink = easy_->sink();
+    BodyRead r;
+    r.n = read_drained_ + sink.unlend();
+    if (r.n == 0 && !in_multi_) r = ending();  // the transfer ended with nothing more to hand over
+    post_read(std::move(read_done_), std::move(r));
+  }
+
+  // How the body ends once nothing is left to hand over: its end, or its failure (every later read too).
+  BodyRead ending() {
+    if (failed_) return failure_;
+    if (ended_ && code_ == CURLE_OK && interrupt_ == Interrupt::kNone) {
+      if (end_seen_ || !easy_->body_cut_at_close()) {
+        end_seen_ = true;
+        return BodyRead{};
+      }
+      failed_ = true;
+      failure_.error = Code::kConnectionLost;
+      failure_.message = kCutWithoutCloseNotify;
+      return failure_;
+    }
+    WireResult why = easy_->finish(code_, interrupt_);
+    failed_ = true;
+    failure_.error = why.error != Code::kOk ? why.error : Code::kConnectionLost;
+    failure_.message = why.error != Code::kOk ? std::move(why.message) : "the body ended early";
+    return failure_;
+  }
+
+  void post_read(AsyncBody::ReadDone done, BodyRead r) {
+    multi_.loop().post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+  }
+
+  class Body final : public AsyncBody {
+   public:
+    explicit Body(std::shared_ptr<StreamTransfer> t) : t_(std::move(t)) {}
+    ~Body() override { t_->close(); }
+    void read(char* buf, size_t cap, ReadDone done) override { t_->read(buf, cap, std::move(done)); }
+    void cancel() override { t_->cancel_body(); }
+
+   private:
+    std::shared_ptr<StreamTransfer> t_;
+  };
+
+  AsyncMulti& multi_;
+  std::unique_ptr<CurlEasy> easy_;  // back to the multi's pool at close()
+  const AttemptLimits limits_;
+  OpenDone done_;  // until the headers (or the failure) are delivered
+  Phase phase_ = Phase::kHead;
+  EventLoop::TimerId timer_ = 0;
+  bool in_multi_ = false;
+  bool ended_ = false;  // libcurl finished the transfer, with code_
+  CURLcode code_ = CURLE_OK;
+  Interrupt interrupt_ = Interrupt::kNone;
+  // The pending read: its buffer (lent to the sink past read_drained_ bytes of kept ones) and its done.
+  bool reading_ = false;
+  AsyncBody::ReadDone read_done_;
+  size_t read_drained_ = 0;
+  bool failed_ = false;
+  BodyRead failure_;
+  bool end_seen_ = false;
+};
+
+// The attempt's handle of a streamed transfer: cancelling it before the headers ends the attempt.
+class OpenAttempt final : public AsyncAttempt {
+ public:
+  explicit OpenAttempt(std::shared_ptr<StreamTransfer> t) : t_(std::move(t)) {}
+  ~OpenAttempt() override { t_->drop_attempt(); }
+  void cancel() override { t_->cancel_attempt(); }
+
+ private:
+  std::shared_ptr<StreamTransfer> t_;
+};
+
+void AsyncMulti::note_progress(void* entry) {
+  auto* e = static_cast<MultiEntry*>(entry);
+  static_cast<StreamTransfer*>(e)->multi().note(*e);
+}
+
+std::unique_ptr<AsyncAttempt> AsyncMulti::start_open(const WireRequest& request, const AttemptLimits& limits,
+                                                     OpenDone done) {
+  std::unique_ptr<CurlEasy> easy = take_easy();
+  easy->prepare(request, limits, std::chrono::steady_clock::now());
+  easy->stream_body();
+  auto t = std::make_shared<StreamTransfer>(*this, std::move(easy), limits, std::move(done));
+  t->begin();
+  return std::make_unique<OpenAttempt>(std::move(t));
 }
 
 // Overwrites a secret's bytes before its memory goes back to the heap.
@@ -366,19 +701,36 @@ class CurlTransport final : public Transport {
 
   std::unique_ptr<AsyncAttempt> start(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
                                       AttemptDone done) override {
-    if (!async_) {
-      try {
-        async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_, origin_);
-      } catch (const LocalShortage& s) {
-        loop.post([done = std::move(done), result = shortage_result(s)]() mutable { done(std::move(result)); });
-        return std::make_unique<UnstartedAttempt>();
-      }
-      async_loop_ = &loop;
+    if (std::optional<WireResult> shortage = make_async(loop)) {
+      loop.post([done = std::move(done), result = std::move(*shortage)]() mutable { done(std::move(result)); });
+      return std::make_unique<UnstartedAttempt>();
     }
     return async_->start(request, limits, std::move(done));
   }
 
+  std::unique_ptr<AsyncAttempt> start_open(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
+                                           OpenDone done) override {
+    if (std::optional<WireResult> shortage = make_async(loop)) {
+      loop.post([done = std::move(done), result = std::move(*shortage)]() mutable { done(std::move(result), nullptr); });
+      return std::make_unique<UnstartedAttempt>();
+    }
+    return async_->start_open(request, limits, std::move(done));
+  }
+
  private:
+  // The client's multi handle, made on first use: the failure to report when the machine has no descriptor
+  // left for it.
+  std::optional<WireResult> make_async(EventLoop& loop) {
+    if (async_) return std::nullopt;
+    try {
+      async_ = std::make_unique<AsyncMulti>(loop, config_, connect_to_, origin_);
+    } catch (const LocalShortage& s) {
+      return shortage_result(s);
+    }
+    async_loop_ = &loop;
+    return std::nullopt;
+  }
+
   std::unique_ptr<Lane> acquire() {
     std::vector<std::unique_ptr<Lane>> stale;  // closed outside the lock
     {

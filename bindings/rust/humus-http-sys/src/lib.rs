@@ -476,6 +476,10 @@ opaque! {
     humus_call;
 }
 
+/// The outcome of one `humus_response_read_async`, on the event-loop thread.
+pub type humus_read_done = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, status: humus_status, n: usize, err: *mut humus_error),
+>;
 pub type humus_call_done = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -492,6 +496,22 @@ extern "C" {
         on_done: humus_call_done,
         user_data: *mut c_void,
         call: *mut *mut humus_call,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_client_submit_open(
+        c: *mut humus_client,
+        r: *const humus_request,
+        on_headers: humus_call_done,
+        user_data: *mut c_void,
+        call: *mut *mut humus_call,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_response_read_async(
+        resp: *mut humus_response,
+        buf: *mut c_void,
+        cap: usize,
+        on_read: humus_read_done,
+        user_data: *mut c_void,
         err: *mut *mut humus_error,
     ) -> humus_status;
     pub fn humus_call_cancel(call: *mut humus_call);

@@ -1,0 +1,570 @@
+// Bodies read asynchronously (humus_client_submit_open + humus_response_read_async, docs/bodies.md §7) through the C
+// ABI alone, against real loopback sockets: a GiB in bounded memory, many bodies at once on the one event loop
+// over HTTP/1.1 and HTTP/2, the breaker counting the result at the end, an early close, a reset mid-body, a
+// probe slot held by an open body, a read pending at the deadline, cancelled, or left pending by a free.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "humus_http.h"
+#include "support/sanitizers.h"
+#include "support/stream_peer.h"
+#include "support/test_server.h"
+
+namespace {
+
+using humus::test::Checksum;
+using humus::test::kSanitized;
+using humus::test::kThreadSanitized;
+using humus::test::StreamPeer;
+using std::chrono::milliseconds;
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr auto kWait = std::chrono::seconds(60);
+
+uint64_t status_field(const char* name) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t len = std::strlen(name);
+  while (std::getline(in, line)) {
+    if (line.compare(0, len, name) == 0) return std::stoull(line.substr(len + 1)) * 1024;
+  }
+  return 0;
+}
+
+// One body read on the event loop. In `follow` mode each on_read starts the next read until the end or a
+// failure; otherwise the test thread starts each read (read()) and waits for it.
+struct Body {
+  explicit Body(size_t buffer = 64 * 1024, bool follows = true) : buf(buffer), follow(follows) {}
+
+  std::vector<char> buf;
+  const bool follow;
+  std::mutex mu;
+  std::condition_variable cv;
+  humus_response* resp = nullptr;  // set on the loop, read by the test thread after headers()
+  bool headed = false;
+  humus_status head_status = HUMUS_OK;
+  std::string head_error;
+  Checksum sum;
+  bool all_x = true;  // the test server's bodies are 'x' bytes
+  bool read_done = true;
+  humus_status read_status = HUMUS_OK;
+  size_t read_n = 0;
+  std::string read_error;
+  bool finished = false;  // follow mode: the end or a failure came
+  std::atomic<uint64_t> peak_rss{0};
+  bool sample_rss = false;
+  uint64_t reads = 0;
+
+  static void on_headers(void* user, humus_status status, humus_response* resp, humus_error* err) {
+    auto* b = static_cast<Body*>(user);
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      b->headed = true;
+      b->head_status = status;
+      b->resp = resp;
+      if (err != nullptr) b->head_error = humus_error_message(err);
+      if (status != HUMUS_OK) b->finished = true;
+    }
+    humus_error_free(err);
+    b->cv.notify_all();
+    if (status == HUMUS_OK && b->follow) b->next();
+  }
+
+  static void on_read(void* user, humus_status status, size_t n, humus_error* err) {
+    auto* b = static_cast<Body*>(user);
+    bool again = false;
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      b->read_done = true;
+      b->read_status = status;
+      b->read_n = n;
+      b->read_error = err != nullptr ? humus_error_message(err) : "";
+      if (status == HUMUS_OK && n > 0) {
+        b->sum.update(reinterpret_cast<const uint8_t*>(b->buf.data()), n);
+        if (b->all_x) b->all_x = std::all_of(b->buf.begin(), b->buf.begin() + static_cast<long>(n), [](char c) { return c == 'x'; });
+        ++b->reads;
+        if (b->sample_rss && b->reads % 512 == 0) {
+          b->peak_rss = std::max(b->peak_rss.load(), status_field("VmRSS"));
+        }
+      }
+      again = b->follow && status == HUMUS_OK && n > 0;
+      if (b->follow && !again) b->finished = true;
+    }
+    humus_error_free(err);
+    if (again) {
+      b->next();
+      return;
+    }
+    b->cv.notify_all();
+  }
+
+  void next() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      read_done = false;
+    }
+    humus_error* err = nullptr;
+    const humus_status st = humus_response_read_async(resp, buf.data(), buf.size(), &Body::on_read, this, &err);
+    if (st != HUMUS_OK) {
+      std::lock_guard<std::mutex> lock(mu);
+      read_done = finished = true;
+      read_status = st;
+      read_error = err != nullptr ? humus_error_message(err) : "";
+      humus_error_free(err);
+      cv.notify_all();
+    }
+  }
+
+  bool headers() {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, kWait, [&] { return headed; });
+  }
+  bool end() {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, kWait, [&] { return finished; });
+  }
+  bool wait_read() {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, kWait, [&] { return read_done; });
+  }
+  // Manual mode: one read, waited for.
+  humus_status read() {
+    next();
+    EXPECT_TRUE(wait_read());
+    std::lock_guard<std::mutex> lock(mu);
+    return read_status;
+  }
+};
+
+class AsyncStreamFixture {
+ protected:
+  void start_runtime(const std::string& options = "") {
+    ASSERT_EQ(humus_runtime_new(options.empty() ? nullptr : options.data(), options.size(), &rt_, nullptr), HUMUS_OK);
+  }
+  void stop() {
+    humus_client_free(client_);
+    client_ = nullptr;
+    humus_runtime_free(rt_);
+    rt_ = nullptr;
+  }
+  void make_client(const std::string& base_url, const std::string& extra = "",
+                   const std::string& timeouts = R"("timeout": "60s", "attempt_timeout": "30s")") {
+    const std::string json = R"({"base_url": ")" + base_url + R"(", )" + timeouts +
+                             R"(, "backoff_base": "1ms", "backoff_max": "2ms")" + extra + "}";
+    humus_settings* s = nullptr;
+    humus_error* err = nullptr;
+    ASSERT_EQ(humus_settings_from_json(json.data(), json.size(), &s, &err), HUMUS_OK)
+        << (err ? humus_error_message(err) : "");
+    ASSERT_EQ(humus_client_new(rt_, s, &client_, &err), HUMUS_OK) << (err ? humus_error_message(err) : "");
+    humus_settings_free(s);
+  }
+  humus_request* request(const std::string& url, const char* method = "GET") {
+    humus_request* r = nullptr;
+    EXPECT_EQ(humus_request_new(method, url.c_str(), &r, nullptr), HUMUS_OK);
+    return r;
+  }
+  void submit(humus_request* r, Body& b) {
+    humus_error* err = nullptr;
+    ASSERT_EQ(humus_client_submit_open(client_, r, &Body::on_headers, &b, nullptr, &err), HUMUS_OK)
+        << (err ? humus_error_message(err) : "");
+  }
+  humus_breaker_counts counts() {
+    humus_breaker_counts c = HUMUS_BREAKER_COUNTS_INIT;
+    EXPECT_EQ(humus_client_breaker_counts(client_, &c), HUMUS_OK);
+    return c;
+  }
+  // The breaker hears of a freed body on the loop thread: waits (bounded) for a count to reach `want`.
+  bool eventually(uint64_t humus_breaker_counts::*field, uint64_t want) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (counts().*field != want) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return true;
+  }
+  int32_t state() {
+    int32_t s = -1;
+    EXPECT_EQ(humus_client_breaker_state(client_, &s), HUMUS_OK);
+    return s;
+  }
+
+  humus_runtime* rt_ = nullptr;
+  humus_client* client_ = nullptr;
+};
+
+// Against the C++ stream peer: exact bytes (a checksum), large bodies, exact resets.
+class AsyncStreamPeerTest : public ::testing::Test, protected AsyncStreamFixture {
+ protected:
+  static void SetUpTestSuite() { peer_ = new StreamPeer(); }
+  static void TearDownTestSuite() {
+    delete peer_;
+    peer_ = nullptr;
+  }
+  void SetUp() override { start_runtime(); }
+  void TearDown() override { stop(); }
+  static StreamPeer* peer_;
+};
+StreamPeer* AsyncStreamPeerTest::peer_ = nullptr;
+
+// Against the Python test server: HTTP/2, scripted delays, statuses, resets.
+class AsyncStreamServerTest : public humus::test::WithTestServer, protected AsyncStreamFixture {
+ protected:
+  void SetUp() override {
+    WithTestServer::SetUp();
+    start_runtime(R"({"resolve": {")" + server().host_port("https") + R"(": ")" + server().address("https") + R"("}})");
+  }
+  void TearDown() override { stop(); }
+  void make_server_client(const std::string& extra = "",
+                          const std::string& timeouts = R"("timeout": "60s", "attempt_timeout": "30s")") {
+    make_client("http://" + server().address("http"), extra, timeouts);
+  }
+  std::string url(const std::string& path) { return server().url("http", path); }
+};
+
+TEST_F(AsyncStreamPeerTest, OneGibStreamsOnTheLoopInBoundedMemoryAndCountsAtTheEnd) {
+  if (kThreadSanitized) GTEST_SKIP() << "a gigabyte under TSan nears the test's timeout; the other builds read it";
+  make_client(peer_->base_url());
+  humus_request* req = request(peer_->url("/bytes/" + std::to_string(kGiB)));
+  const uint64_t before = status_field("VmRSS");
+  const auto started = std::chrono::steady_clock::now();
+  Body b;
+  b.sample_rss = true;
+  submit(req, b);
+  ASSERT_TRUE(b.headers());
+  ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  EXPECT_EQ(humus_response_status(b.resp), 200);
+  EXPECT_STREQ(humus_response_header(b.resp, "Content-Length"), std::to_string(kGiB).c_str());
+  ASSERT_TRUE(b.end());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(b.read_status, HUMUS_OK) << b.read_error;
+  EXPECT_EQ(b.sum.bytes(), kGiB);
+  EXPECT_EQ(b.sum.value(), humus::test::pattern_checksum(kGiB));
+  const uint64_t peak = std::max(b.peak_rss.load(), status_field("VmRSS"));
+  const uint64_t growth = peak > before ? peak - before : 0;
+  if (!kSanitized) {
+    EXPECT_LT(growth, 8 * kMiB);
+  }
+  EXPECT_EQ(counts().successes, 1u);  // read to the end: counted once, before the last on_read
+  humus_response_free(b.resp);
+  EXPECT_EQ(counts().successes, 1u);
+  std::printf("[async stream] 1 GiB in %.2f s (%.0f MiB/s), RSS growth %.2f MiB\n", seconds, 1024 / seconds,
+              static_cast<double>(growth) / static_cast<double>(kMiB));
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamPeerTest, ManyBodiesAtOnceOnOneLoopOverHttp1) {
+  make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 64}, "max_idle_connections": 32)");
+  constexpr int kBodies = 24;
+  const uint64_t size = (kThreadSanitized ? 1 : 4) * kMiB + 123;
+  humus_request* req = request(peer_->url("/bytes/" + std::to_string(size)));
+  std::vector<std::unique_ptr<Body>> bodies;
+  for (int i = 0; i < kBodies; ++i) {
+    bodies.push_back(std::make_unique<Body>(8 * 1024 + static_cast<size_t>(i) * 1000));  // odd buffer sizes
+    submit(req, *bodies.back());
+  }
+  for (auto& b : bodies) {
+    ASSERT_TRUE(b->end());
+    EXPECT_EQ(b->head_status, HUMUS_OK) << b->head_error;
+    EXPECT_EQ(b->read_status, HUMUS_OK) << b->read_error;
+    EXPECT_EQ(b->sum.bytes(), size);
+    EXPECT_EQ(b->sum.value(), humus::test::pattern_checksum(size));
+    humus_response_free(b->resp);
+  }
+  EXPECT_EQ(counts().successes, static_cast<uint64_t>(kBodies));
+  EXPECT_EQ(counts().failures, 0u);
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamServerTest, ManyBodiesAtOnceOnOneLoopOverHttp2) {
+  const int body_size = 512 * 1024 + 7;
+  server().script("/big", nlohmann::json::array({{{"status", 200}, {"body_size", body_size}}}));
+  make_client("https://" + server().host_port("https"),
+              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  constexpr int kBodies = 16;
+  humus_request* req = request(server().url("https", "/big"));
+  std::vector<std::unique_ptr<Body>> bodies;
+  for (int i = 0; i < kBodies; ++i) {
+    bodies.push_back(std::make_unique<Body>(4096 + static_cast<size_t>(i) * 997));
+    submit(req, *bodies.back());
+  }
+  for (auto& b : bodies) {
+    ASSERT_TRUE(b->end());
+    EXPECT_EQ(b->head_status, HUMUS_OK) << b->head_error;
+    EXPECT_EQ(b->read_status, HUMUS_OK) << b->read_error;
+    EXPECT_STREQ(humus_response_http_version(b->resp), "2");
+    EXPECT_EQ(b->sum.bytes(), static_cast<uint64_t>(body_size));
+    EXPECT_TRUE(b->all_x);
+    humus_response_free(b->resp);
+  }
+  EXPECT_EQ(counts().successes, static_cast<uint64_t>(kBodies));
+  std::vector<nlohmann::json> seen = server().requests("/big");
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kBodies));
+  // Multiplexed: the bodies shared the client's connections instead of one each.
+  std::vector<std::string> connections;
+  for (const auto& r : seen) connections.push_back(r["connection"].dump());
+  std::sort(connections.begin(), connections.end());
+  connections.erase(std::unique(connections.begin(), connections.end()), connections.end());
+  EXPECT_LT(connections.size(), static_cast<size_t>(kBodies));
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamPeerTest, EarlyCloseCountsTheResultAsClassified) {
+  make_client(peer_->base_url());
+  {
+    humus_request* req = request(peer_->url("/bytes/" + std::to_string(64 * kMiB)));
+    Body b(16 * 1024, false);
+    submit(req, b);
+    ASSERT_TRUE(b.headers());
+    ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+    ASSERT_EQ(b.read(), HUMUS_OK) << b.read_error;
+    EXPECT_GT(b.read_n, 0u);
+    EXPECT_EQ(counts().successes, 0u);  // not before the body ends or closes
+    humus_response_free(b.resp);        // closed before its end
+    EXPECT_TRUE(eventually(&humus_breaker_counts::successes, 1));
+    EXPECT_EQ(counts().failures, 0u);
+    humus_request_free(req);
+  }
+  {
+    humus_request* req = request(peer_->url("/status/500"));
+    Body b(16 * 1024, false);
+    submit(req, b);
+    ASSERT_TRUE(b.headers());
+    EXPECT_EQ(humus_response_status(b.resp), 500);
+    EXPECT_EQ(counts().failures, 0u);
+    humus_response_free(b.resp);  // a 500 is a breaker failure, counted when closed
+    EXPECT_TRUE(eventually(&humus_breaker_counts::failures, 1));
+    humus_request_free(req);
+  }
+  // The closed body's connection was not reused for a half-read stream: the next call reads whole.
+  humus_request* req = request(peer_->url("/bytes/1000"));
+  Body b;
+  submit(req, b);
+  ASSERT_TRUE(b.end());
+  EXPECT_EQ(b.read_status, HUMUS_OK) << b.read_error;
+  EXPECT_EQ(b.sum.value(), humus::test::pattern_checksum(1000));
+  humus_response_free(b.resp);
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamPeerTest, MidBodyResetIsABreakerFailure) {
+  make_client(peer_->base_url());
+  humus_request* req = request(peer_->url("/reset/" + std::to_string(8 * kMiB) + "/" + std::to_string(kMiB)));
+  Body b;
+  submit(req, b);
+  ASSERT_TRUE(b.end());
+  EXPECT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  EXPECT_EQ(b.read_status, HUMUS_E_CONNECTION_LOST) << b.read_error;
+  EXPECT_NE(b.read_error.find("reading the response body"), std::string::npos) << b.read_error;
+  EXPECT_LE(b.sum.bytes(), kMiB);
+  EXPECT_EQ(counts().failures, 1u);
+  EXPECT_EQ(counts().successes, 0u);
+  // Every later read fails the same way; the free counts nothing more.
+  Body again(1024, false);
+  again.resp = b.resp;
+  EXPECT_EQ(again.read(), HUMUS_E_CONNECTION_LOST);
+  humus_response_free(b.resp);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(counts().failures, 1u);
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamServerTest, AReadPendingAtTheDeadlineEndsWithTimeout) {
+  server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 5000}}}));
+  make_server_client("", R"("timeout": "600ms", "attempt_timeout": "500ms")");
+  humus_request* req = request(url("/slow"));
+  Body b(1024, false);
+  const auto started = std::chrono::steady_clock::now();
+  submit(req, b);
+  ASSERT_TRUE(b.headers());
+  ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  EXPECT_EQ(b.read(), HUMUS_E_TIMEOUT) << b.read_error;  // pending when the deadline passed
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, milliseconds(550));
+  EXPECT_LT(took, milliseconds(kThreadSanitized ? 4000 : 2000));
+  EXPECT_EQ(counts().failures, 1u);
+  EXPECT_EQ(b.read(), HUMUS_E_TIMEOUT);  // and every read after
+  humus_response_free(b.resp);
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamServerTest, CancellingDuringAPendingReadEndsItAndTheBreakerIgnoresIt) {
+  server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 5000}}}));
+  make_server_client();
+  humus_cancel* cancel = nullptr;
+  ASSERT_EQ(humus_cancel_new(&cancel), HUMUS_OK);
+  humus_request* req = request(url("/slow"));
+  ASSERT_EQ(humus_request_set_cancel(req, cancel), HUMUS_OK);
+  Body b(1024, false);
+  submit(req, b);
+  ASSERT_TRUE(b.headers());
+  ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  const auto started = std::chrono::steady_clock::now();
+  b.next();
+  std::this_thread::sleep_for(milliseconds(100));
+  {
+    std::lock_guard<std::mutex> lock(b.mu);
+    EXPECT_FALSE(b.read_done);  // still pending: the body waits 5 s
+  }
+  humus_cancel_trigger(cancel);
+  ASSERT_TRUE(b.wait_read());
+  EXPECT_EQ(b.read_status, HUMUS_E_CANCELLED) << b.read_error;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(2000));
+  humus_response_free(b.resp);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(counts().successes, 0u);
+  EXPECT_EQ(counts().failures, 0u);
+  humus_request_free(req);
+  humus_cancel_free(cancel);
+}
+
+TEST_F(AsyncStreamServerTest, FreeingWithAReadPendingCompletesItWithCancelledThenClosesAsClassified) {
+  server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 5000}}}));
+  make_server_client();
+  humus_request* req = request(url("/slow"));
+  Body b(1024, false);
+  submit(req, b);
+  ASSERT_TRUE(b.headers());
+  ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  b.next();
+  std::this_thread::sleep_for(milliseconds(50));
+  humus_response_free(b.resp);
+  ASSERT_TRUE(b.wait_read());
+  EXPECT_EQ(b.read_status, HUMUS_E_CANCELLED);
+  EXPECT_NE(b.read_error.find("freed"), std::string::npos) << b.read_error;
+  EXPECT_TRUE(eventually(&humus_breaker_counts::successes, 1));  // closed, counted as its 200 was classified
+  EXPECT_EQ(counts().failures, 0u);
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamServerTest, OneReadAtATimeAndOnlyForItsOwnResponses) {
+  server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 3000}}}));
+  make_server_client();
+  humus_request* req = request(url("/slow"));
+  Body b(1024, false);
+  submit(req, b);
+  ASSERT_TRUE(b.headers());
+  ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  b.next();
+  char other[16];
+  humus_error* err = nullptr;
+  EXPECT_EQ(humus_response_read_async(b.resp, other, sizeof other, &Body::on_read, &b, &err), HUMUS_E_MISUSE);
+  EXPECT_NE(std::string(humus_error_message(err)).find("pending"), std::string::npos);
+  humus_error_free(err);
+  size_t n = 0;
+  EXPECT_EQ(humus_response_read(b.resp, other, sizeof other, &n, nullptr), HUMUS_E_MISUSE);
+  const void* data = nullptr;
+  EXPECT_EQ(humus_response_body(b.resp, &data, &n, nullptr), HUMUS_E_MISUSE);
+  EXPECT_EQ(humus_response_read_async(b.resp, nullptr, 1, &Body::on_read, &b, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_response_read_async(b.resp, other, 0, &Body::on_read, &b, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_response_read_async(b.resp, other, 1, nullptr, &b, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  ASSERT_TRUE(b.wait_read());  // the first read: the body came after its delay
+  EXPECT_EQ(b.read_status, HUMUS_OK) << b.read_error;
+  EXPECT_EQ(b.read_n, 100u);
+  EXPECT_EQ(b.read(), HUMUS_OK);
+  EXPECT_EQ(b.read_n, 0u);  // the end
+  humus_response_free(b.resp);
+  EXPECT_EQ(humus_response_read_async(b.resp, other, 1, &Body::on_read, &b, nullptr), HUMUS_E_MISUSE);  // freed
+
+  // A response of humus_client_do is read with humus_response_read.
+  humus_request* plain = request(url("/plain"));
+  humus_response* resp = nullptr;
+  ASSERT_EQ(humus_client_do(client_, plain, &resp, nullptr), HUMUS_OK);
+  err = nullptr;
+  EXPECT_EQ(humus_response_read_async(resp, other, 1, &Body::on_read, &b, &err), HUMUS_E_MISUSE);
+  EXPECT_NE(std::string(humus_error_message(err)).find("humus_client_submit_open"), std::string::npos);
+  humus_error_free(err);
+  humus_response_free(resp);
+  EXPECT_EQ(humus_client_submit_open(client_, plain, nullptr, nullptr, nullptr, nullptr), HUMUS_E_INVALID_ARGUMENT);
+  EXPECT_EQ(humus_client_submit_open(nullptr, plain, &Body::on_headers, &b, nullptr, nullptr), HUMUS_E_MISUSE);
+  EXPECT_EQ(humus_client_submit_open(client_, nullptr, &Body::on_headers, &b, nullptr, nullptr), HUMUS_E_MISUSE);
+  humus_request_free(plain);
+  humus_request_free(req);
+}
+
+TEST_F(AsyncStreamServerTest, ASmallBodyIsReadAheadAndRetriedALargeOneReturnedIntact) {
+  server().script("/flaky", nlohmann::json::array({{{"status", 503}, {"body", "busy"}},
+                                                   {{"status", 200}, {"body_size", 300000}}}));
+  server().script("/large503", nlohmann::json::array({{{"status", 503}, {"body_size", 100000}}}));
+  make_server_client(R"(, "max_attempts": 3)");
+  humus_request* flaky = request(url("/flaky"));
+  Body b;
+  submit(flaky, b);
+  ASSERT_TRUE(b.end());
+  ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+  EXPECT_EQ(humus_response_status(b.resp), 200);
+  EXPECT_EQ(humus_response_attempts(b.resp), 2);
+  EXPECT_EQ(b.read_status, HUMUS_OK) << b.read_error;
+  EXPECT_EQ(b.sum.bytes(), 300000u);
+  EXPECT_TRUE(b.all_x);
+  humus_response_free(b.resp);
+
+  humus_request* large = request(url("/large503"));
+  Body l;
+  submit(large, l);
+  ASSERT_TRUE(l.end());
+  ASSERT_EQ(l.head_status, HUMUS_OK) << l.head_error;
+  EXPECT_EQ(humus_response_status(l.resp), 503);
+  EXPECT_EQ(humus_response_attempts(l.resp), 1);  // over 64 KiB: not retried, returned whole
+  EXPECT_EQ(l.sum.bytes(), 100000u);
+  EXPECT_TRUE(l.all_x);
+  humus_response_free(l.resp);
+  EXPECT_EQ(server().requests("/large503").size(), 1u);
+  humus_request_free(large);
+  humus_request_free(flaky);
+}
+
+TEST_F(AsyncStreamServerTest, AnOpenBodyHoldsAProbeSlotForAtMostProbeTimeout) {
+  server().script("/fail", nlohmann::json::array({{{"status", 500}}}));
+  server().script("/big", nlohmann::json::array({{{"status", 200}, {"body_size", 4 * 1024 * 1024}}}));
+  make_server_client(R"(, "max_attempts": 1, "breaker": {"open_for": "200ms", "probes": 1, "probe_timeout": "600ms"},
+      "trip": {"consecutive_failures": 2}, "probe": {"successes_to_close": 1})");
+  humus_response* resp = nullptr;
+  humus_request* fail = request(url("/fail"));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(humus_client_do(client_, fail, &resp, nullptr), HUMUS_OK);
+    humus_response_free(resp);
+  }
+  ASSERT_EQ(state(), HUMUS_CIRCUIT_OPEN);
+  std::this_thread::sleep_for(milliseconds(250));
+  ASSERT_EQ(state(), HUMUS_CIRCUIT_HALF_OPEN);
+
+  humus_request* big = request(url("/big"));
+  Body probe(16 * 1024, false);
+  submit(big, probe);  // the probe, its body left open
+  ASSERT_TRUE(probe.headers());
+  ASSERT_EQ(probe.head_status, HUMUS_OK) << probe.head_error;
+  Body rejected(1024, false);
+  submit(big, rejected);
+  ASSERT_TRUE(rejected.headers());
+  EXPECT_EQ(rejected.head_status, HUMUS_E_REJECTED);  // its slot is taken
+
+  std::this_thread::sleep_for(milliseconds(650));  // past probe_timeout: the slot is freed
+  Body second;
+  submit(big, second);
+  ASSERT_TRUE(second.end());
+  ASSERT_EQ(second.head_status, HUMUS_OK) << second.head_error;
+  EXPECT_EQ(second.sum.bytes(), 4u * 1024 * 1024);
+  humus_response_free(second.resp);
+  EXPECT_EQ(state(), HUMUS_CIRCUIT_CLOSED);  // the second probe's success closed it
+  humus_response_free(probe.resp);           // a stale result: changes nothing
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(state(), HUMUS_CIRCUIT_CLOSED);
+  EXPECT_EQ(counts().failures, 0u);
+  humus_request_free(big);
+  humus_request_free(fail);
+}
+
+}  // namespace
