@@ -84,7 +84,8 @@ class Nginx:
             "-out", f"{t}/ca.pem")
         ssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{t}/server.key")
         ssl("req", "-new", "-key", f"{t}/server.key", "-subj", "/CN=payments", "-out", f"{t}/server.csr")
-        (t / "ext.cnf").write_text("subjectAltName=DNS:payments\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        (t / "ext.cnf").write_text("subjectAltName=DNS:payments\nbasicConstraints=CA:FALSE\n"
+                                   "extendedKeyUsage=serverAuth\n")
         ssl("x509", "-req", "-in", f"{t}/server.csr", "-CA", f"{t}/ca.pem", "-CAkey", f"{t}/ca.key",
             "-CAcreateserial", "-days", "2", "-sha256", "-extfile", f"{t}/ext.cnf", "-out", f"{t}/server.pem")
         (t / "www").mkdir()
@@ -320,8 +321,8 @@ def venv_python(venv: Path, given: bool) -> str | None:
 def python_notes(py: str) -> list[str]:
     notes = []
     for module in ("humus_http", "pycurl", "aiohttp", "uvloop"):
-        r = subprocess.run([py, "-c", f"import {module} as m; print(getattr(m, '__version__', getattr(m, 'version', '?')),"
-                                      f" m.__file__)"], capture_output=True, text=True)
+        code = f"import {module} as m; print(getattr(m, '__version__', getattr(m, 'version', '?')), m.__file__)"
+        r = subprocess.run([py, "-c", code], capture_output=True, text=True)
         notes.append(f"{module}: {r.stdout.strip() if r.returncode == 0 else 'missing (rows skipped)'}")
     return notes
 

@@ -63,8 +63,9 @@ struct Options {
   std::fprintf(stderr,
                "usage: %s [--rounds N] [--requests N] [--warmup N] [--concurrency N]\n"
                "          [--h1-url URL] [--h2-url URL] [--ca FILE] [--resolve host:port:addr]\n"
-               "          [--only NAME[,NAME...]]   NAME: raw-seq raw-multi humus-seq humus-seq-traced humus-seq-header\n"
-               "                                    humus-async humus-layer humus-seq-via-loop, and/or\n"
+               "          [--only NAME[,NAME...]]   NAME: raw-seq raw-multi humus-seq humus-seq-traced\n"
+               "                                    humus-seq-header humus-async humus-layer humus-seq-via-loop,\n"
+               "                                    and/or\n"
                "                                    h1 h2 mock (a row runs if it matches a protocol and a name given)\n",
                argv0);
   std::exit(2);

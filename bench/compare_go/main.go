@@ -1,7 +1,8 @@
 // Command compare_go is the Go client of bench/compare.py: net/http (the peer a Go user would pick) and the
 // humushttp binding, the same loop for both.
 //
-//	compare_go nethttp|humus|humus-buffered|humus-start URL CONCURRENCY SECONDS WARMUP_SECONDS [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
+//	compare_go nethttp|humus|humus-buffered|humus-start URL CONCURRENCY SECONDS WARMUP_SECONDS
+//	           [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
 //
 // CONCURRENCY goroutines each GET URL, read the body whole and close it, until the time is up. humus is
 // humushttp.NewClient's *http.Client (the binding's Client.Do under net/http's redirect loop); humus-buffered
@@ -152,7 +153,8 @@ func run(c *http.Client, mode, target string, conc int, d time.Duration) (reques
 func main() {
 	args := os.Args[1:]
 	if len(args) < 5 {
-		fmt.Fprintln(os.Stderr, "usage: compare_go nethttp|humus URL CONCURRENCY SECONDS WARMUP [--ca F] [--resolve X] [--h2]")
+		fmt.Fprintln(os.Stderr, "usage: compare_go nethttp|humus|humus-buffered|humus-start URL CONCURRENCY "+
+			"SECONDS WARMUP [--ca F] [--resolve X] [--h2]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("compare_go", flag.ExitOnError)
@@ -173,5 +175,6 @@ func main() {
 	w0, c0 := time.Now(), cpuSeconds()
 	requests, errors := run(c, mode, target, conc, time.Duration(seconds*float64(time.Second)))
 	wall, cpu := time.Since(w0).Seconds(), cpuSeconds()-c0
-	fmt.Printf("{\"requests\": %d, \"errors\": %d, \"wall_s\": %.6f, \"cpu_s\": %.6f}\n", requests, errors+warmErrors, wall, cpu)
+	fmt.Printf("{\"requests\": %d, \"errors\": %d, \"wall_s\": %.6f, \"cpu_s\": %.6f}\n",
+		requests, errors+warmErrors, wall, cpu)
 }

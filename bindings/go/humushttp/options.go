@@ -42,7 +42,8 @@ func WithBreakerPolicy(p BreakerPolicy) Option { return func(o *clientOptions) {
 
 // CallOption is a per-call setting: pass it to Client.Do or Client.Start, or attach it to a request's
 // context with WithCallOptions so a call through *http.Client carries it. The CallOptions are RetryMode
-// values, IdempotencyKey, Timeout, FollowRedirects and BufferBody. Plain values: safe to share between goroutines and reuse.
+// values, IdempotencyKey, Timeout, FollowRedirects and BufferBody. Plain values: safe to share between
+// goroutines and reuse.
 type CallOption interface{ applyCall(*callOptions) }
 
 type callOptionFunc func(*callOptions)
