@@ -6,6 +6,9 @@
 #
 #   bench/callgrind_engine_bench.sh [h1|h2]...      (default: h1 h2)
 #
+# CG_ROWS="base other..." compares other rows of engine_bench with a base other than raw-seq, e.g.
+# CG_ROWS="humus-seq humus-seq-traced humus-seq-header" for what telemetry costs in instructions (issue 15).
+#
 # Needs valgrind (installed when missing). Uses bench/run_engine_bench.sh for the server and the build; set
 # BENCH_BIN to profile another engine_bench binary. Roughly 10k instructions are 1 us on this machine.
 set -euo pipefail
@@ -28,9 +31,9 @@ out=$(mktemp -d -t humus-callgrind.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 build=${BENCH_BUILD:-1}
 for proto in "${protos[@]}"; do
-  for scenario in raw-seq:RawSequential humus-seq:HumusSequential; do
-    name=${scenario%%:*}
-    cls=${scenario##*:}
+  for name in ${CG_ROWS:-raw-seq humus-seq}; do
+    cls=HumusSequential
+    [ "$name" = raw-seq ] && cls=RawSequential
     for n in "$n1" "$n2"; do
       BENCH_BUILD=$build BENCH_WRAP="valgrind --tool=callgrind --callgrind-out-file=$out/$proto-$name-$n.out --toggle-collect=*${cls}::run*" \
         "$root/bench/run_engine_bench.sh" --only "$proto,$name" --rounds 1 --requests "$n" --warmup 200 \
@@ -41,9 +44,9 @@ for proto in "${protos[@]}"; do
   done
 done
 
-python3 - "$out" "$n1" "$n2" "$top" "${protos[@]}" <<'EOF'
+python3 - "$out" "$n1" "$n2" "$top" "${CG_ROWS:-raw-seq humus-seq}" "${protos[@]}" <<'EOF'
 import re, sys
-out, n1, n2, top, protos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+out, n1, n2, top, names, protos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split(), sys.argv[6:]
 
 def load(path):
     costs = {}
@@ -60,11 +63,11 @@ def per_request(proto, name):
     a, b = load(f'{out}/{proto}-{name}-{n1}.txt'), load(f'{out}/{proto}-{name}-{n2}.txt')
     return {k: (b.get(k, 0) - a.get(k, 0)) / (n2 - n1) for k in set(a) | set(b)}
 
-for proto in protos:
-    raw, humus = per_request(proto, 'raw-seq'), per_request(proto, 'humus-seq')
+for proto, other in ((p, o) for p in protos for o in names[1:]):
+    raw, humus = per_request(proto, names[0]), per_request(proto, other)
     r, h = raw.get('PROGRAM TOTALS', 0), humus.get('PROGRAM TOTALS', 0)
-    print(f'\n{proto}: instructions per request  raw-seq {r:,.0f}  humus-seq {h:,.0f}  extra {h - r:+,.0f} ({h / r:.3f}x)')
-    print(f'  inclusive per request, largest growth first (raw, humus, delta); libcurl internals have no symbols')
+    print(f'\n{proto}: instructions per request  {names[0]} {r:,.0f}  {other} {h:,.0f}  extra {h - r:+,.0f} ({h / r:.3f}x)')
+    print(f'  inclusive per request, largest growth first ({names[0]}, {other}, delta); libcurl internals have no symbols')
     rows = sorted(set(raw) | set(humus), key=lambda k: -(humus.get(k, 0) - raw.get(k, 0)))
     shown = 0
     for k in rows:

@@ -6,6 +6,7 @@
 //   humus-seq    humus_client_do in a loop, one request built once
 //   humus-async  humus_client_submit with --concurrency calls in flight, on the event loop
 //   humus-layer  humus_client_do against the mock transport on a real clock: the layer's own cost, no socket
+//   humus-seq-traced / humus-seq-header  humus-seq with span and log sinks / with only a traceparent header
 //
 // Scenarios run as interleaved rounds (every scenario once per round, the order reversed every other round),
 // so slow drift of a shared machine hits raw and humus alike. Each round yields requests/s (wall), p50/p99
@@ -62,7 +63,9 @@ struct Options {
   std::fprintf(stderr,
                "usage: %s [--rounds N] [--requests N] [--warmup N] [--concurrency N]\n"
                "          [--h1-url URL] [--h2-url URL] [--ca FILE] [--resolve host:port:addr]\n"
-               "          [--only NAME[,NAME...]]   NAME: raw-seq raw-multi humus-seq humus-async humus-layer, and/or\n"
+               "          [--only NAME[,NAME...]]   NAME: raw-seq raw-multi humus-seq humus-seq-traced\n"
+               "                                    humus-seq-header humus-async humus-layer humus-seq-via-loop,\n"
+               "                                    and/or\n"
                "                                    h1 h2 mock (a row runs if it matches a protocol and a name given)\n",
                argv0);
   std::exit(2);
@@ -456,9 +459,16 @@ void ignore_record(void* /*user*/, const humus_log_record* /*record*/) {}
 class HumusSequential final : public Runner {
  public:
   // `traced`: with a span sink and a log sink installed, so every attempt makes its span and traceparent.
-  HumusSequential(const Target& t, int concurrency, bool traced)
+  // `header`: no sinks, but the request carries a traceparent of the same length: what libcurl's sending of
+  // that header costs, the floor under the traced row's extra CPU.
+  HumusSequential(const Target& t, int concurrency, bool traced, bool header = false)
       : setup_(humus_runtime_json(t), humus_settings_json(t, concurrency), t.url, nullptr),
-        name_(traced ? "humus-seq-traced" : "humus-seq") {
+        name_(traced ? "humus-seq-traced" : header ? "humus-seq-header" : "humus-seq") {
+    if (header) {
+      const humus_status st = humus_request_set_header(
+          setup_.request, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", nullptr);
+      if (st != HUMUS_OK) die_humus("humus_request_set_header", st);
+    }
     if (!traced) return;
     humus_span_sink spans = HUMUS_SPAN_SINK_INIT;
     spans.span = ignore_span;
@@ -629,6 +639,7 @@ const ScenarioDef kScenarios[] = {
     {"raw-seq", "raw-seq", true, "libcurl easy handle reused, curl_easy_perform"},
     {"humus-seq", "raw-seq", true, "humus_client_do in a loop (blocking)"},
     {"humus-seq-traced", "raw-seq", true, "humus-seq with a span sink and a log sink that do nothing"},
+    {"humus-seq-header", "raw-seq", true, "humus-seq sending a traceparent header, no sinks (the traced floor)"},
     {"raw-multi", "raw-multi", true, "curl_multi, N transfers in flight, one thread"},
     {"humus-async", "raw-multi", true, "humus_client_submit, N calls in flight"},
     {"humus-layer", "raw-seq", false, "humus_client_do on the mock transport (no socket)"},
@@ -728,6 +739,7 @@ int main(int argc, char** argv) {
       else if (name == "raw-multi") runner = std::make_unique<RawMulti>(t, opt.concurrency);
       else if (name == "humus-seq") runner = std::make_unique<HumusSequential>(t, opt.concurrency, false);
       else if (name == "humus-seq-traced") runner = std::make_unique<HumusSequential>(t, opt.concurrency, true);
+      else if (name == "humus-seq-header") runner = std::make_unique<HumusSequential>(t, opt.concurrency, false, true);
       else if (name == "humus-async") runner = make_humus_async(t, opt.concurrency);
       else if (name == "humus-seq-via-loop") runner = std::make_unique<HumusSeqViaLoop>(t, opt.concurrency);
       rows.push_back(Row{t.proto, &def, std::move(runner), {}});
@@ -842,6 +854,20 @@ int main(int argc, char** argv) {
                   proto.c_str(), 100 * (median(per_round(*traced, *hs, [](const Sample& a, const Sample& b) {
                                           return a.cpu_us_per_req / b.cpu_us_per_req;
                                         })) - 1));
+    }
+    const Row* header = find_row(rows, proto, "humus-seq-header");
+    if (header != nullptr && hs != nullptr) {
+      std::printf("  %s the same traceparent header sent without spans vs humus-seq: CPU %+.1f %% per request%s\n",
+                  proto.c_str(), 100 * (median(per_round(*header, *hs, [](const Sample& a, const Sample& b) {
+                                          return a.cpu_us_per_req / b.cpu_us_per_req;
+                                        })) - 1),
+                  traced != nullptr ? "" : " (run humus-seq-traced too for the rest)");
+      if (traced != nullptr) {
+        std::printf("  %s telemetry beyond that header (traced vs header): CPU %+.1f %% per request (goal <= 2 %%)\n",
+                    proto.c_str(), 100 * (median(per_round(*traced, *header, [](const Sample& a, const Sample& b) {
+                                            return a.cpu_us_per_req / b.cpu_us_per_req;
+                                          })) - 1));
+      }
     }
     const Row* multi = find_row(rows, proto, "raw-multi");
     const Row* async = find_row(rows, proto, "humus-async");

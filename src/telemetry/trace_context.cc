@@ -61,12 +61,20 @@ std::optional<TraceParent> parse_traceparent(std::string_view h) {
   return p;
 }
 
+namespace {
+
+// The two lowercase hex digits of every byte: one 2-byte copy per byte (each span hexes ~56 bytes).
+constexpr std::array<std::array<char, 2>, 256> kHexPairs = [] {
+  constexpr char kDigits[] = "0123456789abcdef";
+  std::array<std::array<char, 2>, 256> t{};
+  for (size_t b = 0; b < 256; ++b) t[b] = {kDigits[b >> 4], kDigits[b & 0xf]};
+  return t;
+}();
+
+}  // namespace
+
 void write_hex(const uint8_t* bytes, size_t size, char* out) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (size_t i = 0; i < size; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
+  for (size_t i = 0; i < size; ++i) std::memcpy(out + 2 * i, kHexPairs[bytes[i]].data(), 2);
   out[2 * size] = '\0';
 }
 

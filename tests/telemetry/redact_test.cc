@@ -10,6 +10,9 @@ namespace {
 TEST(RedactedUrl, DropsUserInfoAndTheFragment) {
   EXPECT_EQ(redacted_url("https://user:pw@payments:8443/a?b=1#frag"), "https://payments:8443/a?b=1");
   EXPECT_EQ(redacted_url("http://u@h"), "http://h");
+  EXPECT_EQ(redacted_url("http://h/p#frag"), "http://h/p");
+  EXPECT_EQ(redacted_url("http://h/a@b"), "http://h/a@b");  // an '@' in the path is no user-info
+  EXPECT_EQ(redacted_url("http://h:8080/plain/path"), "http://h:8080/plain/path");
 }
 
 // S22

@@ -38,9 +38,11 @@ type Call struct {
 // req.Body is read whole first, and the Response's Body is buffered: the attempts run on the event loop,
 // which must not wait on a Go reader, and the C ABI has no asynchronous body read yet.
 //
-// done, when not nil, receives the outcome exactly once on the runtime's event-loop thread, before Wait
-// returns it: it must not block, and a blocking Do from it is refused (ErrMisuse). Cancelling req's context
-// cancels the call, as does Call.Cancel. Safe for concurrent use.
+// done, when not nil, receives the outcome exactly once before Wait returns it, on the one goroutine that
+// delivers the completions of the process (completions.go; on a virtual-clock runtime, on the event-loop
+// thread at the moment the call ends, where a blocking Do is refused with ErrMisuse): it must not block,
+// since every other completion waits for it. Cancelling req's context cancels the call, as does
+// Call.Cancel. Safe for concurrent use.
 func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...CallOption) (*Call, error) {
 	body, err := readBody(req)
 	if err != nil {
@@ -73,7 +75,13 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 	var handle *C.humus_call
 	var cerr *C.humus_error
 	state.watch() // before submit: a context ending meanwhile triggers the token, which the call honours
-	if st := C.humusgo_client_submit(c.core.native, native, C.uintptr_t(h), &handle, &cerr); st != C.HUMUS_OK {
+	var st C.humus_status
+	if !c.core.rt.virtual && queuedCompletions() {
+		st = C.humusgo_client_submit_queued(c.core.native, native, C.uintptr_t(h), &handle, &cerr)
+	} else {
+		st = C.humusgo_client_submit(c.core.native, native, C.uintptr_t(h), &handle, &cerr)
+	}
+	if st != C.HUMUS_OK {
 		deleteHandle(h) // never submitted: no completion will delete it
 		state.unwatch()
 		state.free()
@@ -111,7 +119,8 @@ func (call *Call) Wait() (*Response, error) {
 	return call.resp, call.err
 }
 
-// complete runs once, on the event-loop thread, with the library's outcome (ours to free).
+// complete runs once, on the completions goroutine or the event-loop thread (see Start), with the library's
+// outcome (ours to free).
 func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *C.humus_error) {
 	var r *Response
 	var err error

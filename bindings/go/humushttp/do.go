@@ -29,8 +29,18 @@ import (
 // deadline, and its cancellation cancels the native call (or the read in progress); the error then also
 // matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
 // WithCallContext) set the per-call rules. Safe for concurrent use; the goroutine blocks in C for the call
-// (cgo releases its P, so other goroutines run).
+// (cgo releases its P, so other goroutines run, but an OS thread waits for each call in flight) — except
+// with BufferBody, where the call runs as Start's does and the goroutine waits in Go.
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
+	ctx := req.Context()
+	o := collectCallOptions(ctx, opts)
+	if o.buffer {
+		call, err := c.Start(req, nil, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return call.Wait()
+	}
 	body, err := streamBody(req)
 	if err != nil {
 		return nil, err
@@ -39,8 +49,6 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		body.discard()
 		return nil, err
 	}
-	ctx := req.Context()
-	o := collectCallOptions(ctx, opts)
 	bound, err := callBound(ctx, &o, c.core.rt.virtual)
 	if err != nil {
 		body.discard()

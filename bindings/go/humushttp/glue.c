@@ -1,7 +1,12 @@
 /* The C side of the Go binding: see glue.h. */
 #include "glue.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "_cgo_export.h"
 
@@ -56,6 +61,82 @@ static void call_done(void *user_data, humus_status status, humus_response *resp
 humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uintptr_t handle, humus_call **call,
                                    humus_error **err) {
   return humus_client_submit(c, r, call_done, (void *)handle, call, err);
+}
+
+/* --- The completion queue (see glue.h) --------------------------------------------------------------- */
+
+static pthread_once_t queue_once = PTHREAD_ONCE_INIT;
+static int queue_fd = -1;
+static int queue_errno;
+static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;
+static humusgo_completion *queue_items; /* guarded by queue_mu: a ring of queue_cap */
+static size_t queue_cap, queue_head, queue_len; /* guarded by queue_mu */
+
+static void queue_init(void) {
+  queue_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (queue_fd < 0) queue_errno = errno;
+}
+
+int humusgo_completions_fd(void) {
+  pthread_once(&queue_once, queue_init);
+  if (queue_fd < 0) errno = queue_errno;
+  return queue_fd;
+}
+
+/* Appends under queue_mu; a full ring doubles (growth is rare: it settles at the most calls ever waiting). */
+static int queue_push(const humusgo_completion *c) {
+  int was_empty;
+  pthread_mutex_lock(&queue_mu);
+  if (queue_len == queue_cap) {
+    size_t cap = queue_cap ? 2 * queue_cap : 256, i;
+    humusgo_completion *items = malloc(cap * sizeof *items);
+    if (items == NULL) {
+      pthread_mutex_unlock(&queue_mu);
+      return -1;
+    }
+    for (i = 0; i < queue_len; i++) items[i] = queue_items[(queue_head + i) % queue_cap];
+    free(queue_items);
+    queue_items = items;
+    queue_cap = cap;
+    queue_head = 0;
+  }
+  queue_items[(queue_head + queue_len) % queue_cap] = *c;
+  was_empty = queue_len++ == 0;
+  pthread_mutex_unlock(&queue_mu);
+  if (was_empty) {
+    const uint64_t one = 1;
+    /* Cannot fail short of a counter at 2^64 - 2: the reader drains it to 0 on every wake-up. */
+    while (write(queue_fd, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+  return 0;
+}
+
+size_t humusgo_completions_take(humusgo_completion *out, size_t cap) {
+  size_t n = 0;
+  pthread_mutex_lock(&queue_mu);
+  while (n < cap && queue_len > 0) {
+    out[n++] = queue_items[queue_head];
+    queue_head = (queue_head + 1) % queue_cap;
+    queue_len--;
+  }
+  pthread_mutex_unlock(&queue_mu);
+  return n;
+}
+
+static void call_done_queued(void *user_data, humus_status status, humus_response *resp, humus_error *err) {
+  humusgo_completion c;
+  c.handle = (uintptr_t)user_data;
+  c.status = status;
+  c.resp = resp;
+  c.err = err;
+  /* Out of memory for the ring: hand it to Go on this thread instead, as humusgo_client_submit does. */
+  if (queue_push(&c) != 0) humusgoCallDone(c.handle, status, resp, err);
+}
+
+humus_status humusgo_client_submit_queued(humus_client *c, const humus_request *r, uintptr_t handle,
+                                          humus_call **call, humus_error **err) {
+  return humus_client_submit(c, r, call_done_queued, (void *)handle, call, err);
 }
 
 humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_t header_count, int has_context,

@@ -53,9 +53,31 @@ humus_status humusgo_client_open(humus_client *c, const humus_request *r, uintpt
 humus_status humusgo_set_body_reader(humus_request *r, uintptr_t handle, int64_t length, int replayable,
                                      humus_error **err);
 
-/* humus_client_submit with the Go completion trampoline; `handle` identifies the Go call. */
+/* humus_client_submit with the Go completion trampoline; `handle` identifies the Go call. The completion
+ * runs Go on the event-loop thread: the design for a virtual-clock runtime, whose completions must see the
+ * loop's time (completions.go). */
 humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uintptr_t handle, humus_call **call,
                                    humus_error **err);
+
+/* One finished call, as the event-loop thread queued it for Go (humusgo_client_submit_queued). */
+typedef struct humusgo_completion {
+  uintptr_t handle;
+  humus_status status;
+  humus_response *resp;
+  humus_error *err;
+} humusgo_completion;
+
+/* The process's completion queue: its eventfd (nonblocking, close-on-exec), made on the first call; -1 with
+ * errno set when it cannot be made. Becomes readable when the queue goes from empty to not empty. Any thread. */
+int humusgo_completions_fd(void);
+/* humus_client_submit whose completion only appends to the queue (no Go runs on the event-loop thread); the
+ * queue's reader (completions.go) takes it with humusgo_completions_take. humusgo_completions_fd must have
+ * succeeded first. */
+humus_status humusgo_client_submit_queued(humus_client *c, const humus_request *r, uintptr_t handle,
+                                          humus_call **call, humus_error **err);
+/* Moves up to `cap` queued completions, oldest first, into `out` and returns how many; fewer than `cap` means
+ * the queue is now empty, so the next completion makes the eventfd readable again. Any thread. */
+size_t humusgo_completions_take(humusgo_completion *out, size_t cap);
 
 /* Called by a Go callback that failed: keeps `handle` as this blocking call's failure and returns 0, or
  * returns `handle` (for the caller to delete) when this thread is in no blocking call or one is kept. */

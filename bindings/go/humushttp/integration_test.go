@@ -604,3 +604,43 @@ func TestRequestsRefusedBeforeSending(t *testing.T) {
 		}
 	}
 }
+
+// BufferBody runs Do as Start runs a call: the body comes whole (through *http.Client too), and one past
+// max_response_body fails the call itself, where a streamed body would fail only when read.
+func TestBufferBody(t *testing.T) {
+	s := server(t)
+	settings := s.settings("https")
+	settings.MaxResponseBody = 1024
+	c := s.open(t, settings)
+	small, large := uniquePath(), uniquePath()
+	s.script(t, small, map[string]any{"status": 200, "body": "buffered"})
+	s.script(t, large, map[string]any{"status": 200, "body": strings.Repeat("x", 2000)},
+		map[string]any{"status": 200, "body": strings.Repeat("x", 2000)})
+
+	req, _ := http.NewRequestWithContext(humushttp.WithCallOptions(context.Background(), humushttp.BufferBody()),
+		"GET", s.url("https", small), nil)
+	resp, err := c.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(got) != "buffered" || resp.ContentLength != int64(len("buffered")) {
+		t.Fatalf("body %q (length %d), err %v", got, resp.ContentLength, err)
+	}
+
+	req, _ = http.NewRequest("GET", s.url("https", large), nil)
+	if _, err := c.Do(req, humushttp.BufferBody()); !errors.Is(err, humushttp.ErrTooLarge) {
+		t.Fatalf("buffered past max_response_body: err = %v", err)
+	}
+	req, _ = http.NewRequest("GET", s.url("https", large), nil)
+	streamed, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("streamed: %v", err)
+	}
+	n, err := io.Copy(io.Discard, streamed.Body)
+	streamed.Body.Close()
+	if err != nil || n != 2000 {
+		t.Fatalf("streamed: %d bytes, err %v", n, err)
+	}
+}

@@ -42,7 +42,8 @@ func WithBreakerPolicy(p BreakerPolicy) Option { return func(o *clientOptions) {
 
 // CallOption is a per-call setting: pass it to Client.Do or Client.Start, or attach it to a request's
 // context with WithCallOptions so a call through *http.Client carries it. The CallOptions are RetryMode
-// values, IdempotencyKey and Timeout. Plain values: safe to share between goroutines and reuse.
+// values, IdempotencyKey, Timeout, FollowRedirects and BufferBody. Plain values: safe to share between
+// goroutines and reuse.
 type CallOption interface{ applyCall(*callOptions) }
 
 type callOptionFunc func(*callOptions)
@@ -59,6 +60,7 @@ type callOptions struct {
 	// follow is humus_request_set_follow_redirects' argument: -1 leaves the core's default (follow), and
 	// collectCallOptions starts from it.
 	follow int32
+	buffer bool // BufferBody: Do runs the call as Start does and waits for it
 }
 
 // RetryMode is the caller's per-call override of the retry rules (docs/retries.md §4). A RetryMode is itself a
@@ -100,6 +102,14 @@ func FollowRedirects(follow bool) CallOption {
 		}
 	})
 }
+
+// BufferBody makes Client.Do (and so a call through *http.Client, with WithCallOptions) read the response
+// body whole before it returns, as Client.Start does, instead of streaming it: the call then runs on the
+// runtime's event loop and the goroutine waits without an OS thread blocked in C for it, which is cheaper
+// under concurrency (bench/README.md "The Go boundary"). For responses known to be small: the body is held
+// in memory, and one past the setting max_response_body fails with ErrTooLarge; req.Body is read whole
+// first, as Start reads it. A plain value.
+func BufferBody() CallOption { return callOptionFunc(func(o *callOptions) { o.buffer = true }) }
 
 // CallContext is what the request being served carries, passed on to the dependency (docs/telemetry.md §12): its W3C
 // trace context and baggage, its X-Request-ID (sent only when given) and its Authorization (sent only with

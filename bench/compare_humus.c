@@ -1,0 +1,225 @@
+/* humus_http through its C ABI, for bench/compare.py: the rows compared with compare_curl.c.
+ *
+ *   compare_humus do|do-traced|threads|submit URL CONCURRENCY SECONDS WARMUP_SECONDS
+ *                 [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
+ *
+ * do: humus_client_do in a loop, the request built once, the body read with humus_response_body (CONCURRENCY
+ * must be 1); do-traced: the same with a span sink and a log sink that do nothing (what telemetry costs the
+ * call path, docs/telemetry.md §13); threads: CONCURRENCY threads each calling humus_client_do on one shared
+ * client; submit: humus_client_submit with CONCURRENCY calls in flight, each completion (on the event-loop
+ * thread) submitting the next. After WARMUP_SECONDS it runs for SECONDS and prints one JSON line: requests,
+ * errors, wall and CPU seconds of this process. It never judges the numbers. */
+#include <humus_http.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void die(const char *what, humus_status st, humus_error *err) {
+  fprintf(stderr, "compare_humus: %s: %s: %s\n", what, humus_status_name(st), err ? humus_error_message(err) : "");
+  exit(1);
+}
+
+static humus_client *client;
+static humus_request *request;
+
+/* One blocking call; 1 when it failed. */
+static int one_call(void) {
+  humus_response *resp = NULL;
+  humus_status st = humus_client_do(client, request, &resp, NULL);
+  if (st != HUMUS_OK) return 1;
+  const void *data = NULL;
+  size_t len = 0;
+  int bad = humus_response_body(resp, &data, &len, NULL) != HUMUS_OK || humus_response_status(resp) != 200;
+  humus_response_free(resp);
+  return bad;
+}
+
+/* --- threads ---------------------------------------------------------------------------------------- */
+
+static double until;
+static atomic_long total_requests, total_errors;
+
+static void *thread_loop(void *arg) {
+  (void)arg;
+  long requests = 0, errors = 0;
+  while (now_s() < until) {
+    errors += one_call();
+    requests++;
+  }
+  atomic_fetch_add(&total_requests, requests);
+  atomic_fetch_add(&total_errors, errors);
+  return NULL;
+}
+
+static void run_threads(int n, double seconds) {
+  pthread_t *tids = calloc((size_t)n, sizeof *tids);
+  until = now_s() + seconds;
+  for (int i = 0; i < n; i++) pthread_create(&tids[i], NULL, thread_loop, NULL);
+  for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
+  free(tids);
+}
+
+/* --- submit ----------------------------------------------------------------------------------------- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int in_flight; /* guarded by mu */
+
+static void submit_one(void);
+
+static void done(void *user, humus_status status, humus_response *resp, humus_error *err) {
+  (void)user;
+  const void *data = NULL;
+  size_t len = 0;
+  int bad = status != HUMUS_OK || humus_response_body(resp, &data, &len, NULL) != HUMUS_OK ||
+            humus_response_status(resp) != 200;
+  humus_response_free(resp);
+  humus_error_free(err);
+  atomic_fetch_add(&total_requests, 1);
+  if (bad) atomic_fetch_add(&total_errors, 1);
+  if (now_s() < until) {
+    submit_one(); /* in_flight unchanged: this call's slot goes to the next */
+    return;
+  }
+  pthread_mutex_lock(&mu);
+  if (--in_flight == 0) pthread_cond_signal(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+static void submit_one(void) {
+  humus_error *err = NULL;
+  humus_status st = humus_client_submit(client, request, done, NULL, NULL, &err);
+  if (st != HUMUS_OK) die("humus_client_submit", st, err);
+}
+
+static void run_submit(int n, double seconds) {
+  until = now_s() + seconds;
+  pthread_mutex_lock(&mu);
+  in_flight = n;
+  pthread_mutex_unlock(&mu);
+  for (int i = 0; i < n; i++) submit_one();
+  pthread_mutex_lock(&mu);
+  while (in_flight > 0) pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+}
+
+static void ignore_span(void *user, const humus_span *span) {
+  (void)user;
+  (void)span;
+}
+
+static void ignore_record(void *user, const humus_log_record *record) {
+  (void)user;
+  (void)record;
+}
+
+static void run(const char *mode, int conc, double seconds) {
+  if (strcmp(mode, "threads") == 0) {
+    run_threads(conc, seconds);
+  } else if (strcmp(mode, "submit") == 0) {
+    run_submit(conc, seconds);
+  } else {
+    double end = now_s() + seconds;
+    long requests = 0, errors = 0;
+    while (now_s() < end) {
+      errors += one_call();
+      requests++;
+    }
+    atomic_fetch_add(&total_requests, requests);
+    atomic_fetch_add(&total_errors, errors);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr,
+            "usage: compare_humus do|do-traced|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] [--resolve X] "
+            "[--h2]\n");
+    return 2;
+  }
+  const char *mode = argv[1], *url = argv[2], *ca = NULL, *resolve = NULL;
+  int conc = atoi(argv[3]), h2 = 0;
+  double seconds = atof(argv[4]), warmup = atof(argv[5]);
+  for (int i = 6; i < argc; i++) {
+    if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc) ca = argv[++i];
+    else if (strcmp(argv[i], "--resolve") == 0 && i + 1 < argc) resolve = argv[++i];
+    else if (strcmp(argv[i], "--h2") == 0) h2 = 1;
+    else {
+      fprintf(stderr, "compare_humus: unknown flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (strcmp(mode, "do") != 0 && strcmp(mode, "do-traced") != 0 && strcmp(mode, "threads") != 0 &&
+      strcmp(mode, "submit") != 0) {
+    fprintf(stderr, "compare_humus: unknown mode %s\n", mode);
+    return 2;
+  }
+
+  /* The origin of URL is the client's base_url; the settings are the defaults but for the protocol, the CA,
+   * and a bulkhead wide enough for every call in flight. */
+  const char *path = strchr(strstr(url, "://") + 3, '/');
+  size_t origin_len = path ? (size_t)(path - url) : strlen(url);
+  char runtime_json[512] = "", settings_json[1024];
+  if (resolve != NULL) {
+    const char *eq = strchr(resolve, '=');
+    if (eq == NULL) {
+      fprintf(stderr, "compare_humus: --resolve wants HOST:PORT=ADDR:PORT\n");
+      return 2;
+    }
+    snprintf(runtime_json, sizeof runtime_json, "{\"resolve\": {\"%.*s\": \"%s\"}}", (int)(eq - resolve), resolve,
+             eq + 1);
+  }
+  snprintf(settings_json, sizeof settings_json,
+           "{\"base_url\": \"%.*s\", \"bulkhead\": {\"max_concurrent\": %d}, \"http_version\": \"%s\"%s%s%s}",
+           (int)origin_len, url, conc > 50 ? conc : 50, h2 ? "2" : "1.1", ca ? ", \"tls\": {\"ca_file\": \"" : "",
+           ca ? ca : "", ca ? "\"}" : "");
+
+  humus_error *err = NULL;
+  humus_runtime *rt = NULL;
+  humus_status st = humus_runtime_new(runtime_json, strlen(runtime_json), &rt, &err);
+  if (st != HUMUS_OK) die("humus_runtime_new", st, err);
+  if (strcmp(mode, "do-traced") == 0) {
+    humus_span_sink spans = HUMUS_SPAN_SINK_INIT;
+    spans.span = ignore_span;
+    humus_log_sink logs = HUMUS_LOG_SINK_INIT;
+    logs.record = ignore_record;
+    if ((st = humus_runtime_set_span_sink(rt, &spans, &err)) != HUMUS_OK) die("set_span_sink", st, err);
+    if ((st = humus_runtime_set_log_sink(rt, &logs, &err)) != HUMUS_OK) die("set_log_sink", st, err);
+  }
+  humus_settings *s = NULL;
+  if ((st = humus_settings_from_json(settings_json, strlen(settings_json), &s, &err)) != HUMUS_OK) {
+    die("humus_settings_from_json", st, err);
+  }
+  if ((st = humus_client_new(rt, s, &client, &err)) != HUMUS_OK) die("humus_client_new", st, err);
+  humus_settings_free(s);
+  if ((st = humus_request_new("GET", url, &request, &err)) != HUMUS_OK) die("humus_request_new", st, err);
+
+  run(mode, conc, warmup);
+  long warm_errors = atomic_exchange(&total_errors, 0);
+  atomic_store(&total_requests, 0);
+  double w0 = now_s(), c0 = cpu_s();
+  run(mode, conc, seconds);
+  double w1 = now_s(), c1 = cpu_s();
+  printf("{\"requests\": %ld, \"errors\": %ld, \"wall_s\": %.6f, \"cpu_s\": %.6f}\n", atomic_load(&total_requests),
+         atomic_load(&total_errors) + warm_errors, w1 - w0, c1 - c0);
+  humus_request_free(request);
+  humus_client_free(client);
+  humus_runtime_free(rt);
+  return 0;
+}
