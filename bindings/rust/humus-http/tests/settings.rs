@@ -393,6 +393,9 @@ fn the_builder_covers_every_key_of_the_library_schema() {
     for entry in keys {
         let key = entry["key"].as_str().unwrap();
         let kind = entry["kind"].as_str().unwrap();
+        if kind == "plugin" {
+            continue; // a plugin (breaker_policy) is named through Settings::from_json: tests/plugin.rs
+        }
         let Some(&(_, setter)) = setters.iter().find(|(k, _)| *k == key) else {
             panic!("schema key {key} ({kind}) has no builder method");
         };
