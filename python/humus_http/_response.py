@@ -462,12 +462,8 @@ class Response(_StatusPredicates, Closing):
         """The body decoded with ``encoding`` piece by piece (undecodable bytes replaced)."""
         decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
         for chunk in self.iter_bytes(chunk_size):
-            text = decoder.decode(chunk)
-            if text:
-                yield text
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            yield tail
+            yield from _decoded(decoder, chunk)
+        yield from _decoded(decoder, b"", final=True)
 
     def iter_lines(self) -> Iterator[str]:
         """The body's lines, without their line endings (``\\n``, ``\\r\\n`` or ``\\r``), as they arrive."""
@@ -565,12 +561,10 @@ class Response(_StatusPredicates, Closing):
         """As iter_text(): the body decoded with ``encoding`` piece by piece (undecodable bytes replaced)."""
         decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
         async for chunk in self.aiter_bytes(chunk_size):
-            text = decoder.decode(chunk)
-            if text:
+            for text in _decoded(decoder, chunk):
                 yield text
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            yield tail
+        for text in _decoded(decoder, b"", final=True):
+            yield text
 
     async def aiter_lines(self) -> AsyncIterator[str]:
         """As iter_lines(): the body's lines, without their line endings, as they arrive."""
@@ -641,6 +635,12 @@ class _Chunker:
 
     def finish(self) -> list[bytes]:
         return [bytes(self._pending)] if self._pending else []
+
+
+def _decoded(decoder: codecs.IncrementalDecoder, chunk: bytes, final: bool = False) -> list[str]:
+    """The text `chunk` completes (none while a character is cut), from an incremental decoder."""
+    text = decoder.decode(chunk, final=final)
+    return [text] if text else []
 
 
 class _LineSplitter:

@@ -1080,22 +1080,8 @@ class Client {
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
               int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
               py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
-    std::shared_ptr<ClientHandle> h = acquire();
-    RequestPtr req =
-        build_or_fail(prepare(method, url, headers, body, key, retry, follow, timeout_ms, context));
-    // The core cancels the submitted call through the token (one already triggered: before anything is sent).
-    if (cancel) humus_request_set_cancel(req.get(), cancel->token());
-    auto pending = std::make_unique<AsyncPending>(
-        AsyncPending{bridge, future.release().ptr(), &h->clock(), h->clock().now_us()});
-    humus_call* call = nullptr;
-    humus_error* err = nullptr;
-    const humus_status st = humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
-    if (st != HUMUS_OK) {
-      Py_DECREF(pending->future);
-      fail(st, ErrorPtr(err));
-    }
-    (void)pending.release();  // async_done owns it now
-    return Call(CallPtr(call));
+    return start_async(false, prepare(method, url, headers, body, key, retry, follow, timeout_ms, context),
+                       bridge, std::move(future), cancel);
   }
 
   // An asynchronous streamed call (humus_client_submit_open): `future` receives a Response once the
@@ -1104,22 +1090,8 @@ class Client {
   Call submit_open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
                    int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
                    py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
-    std::shared_ptr<ClientHandle> h = acquire();
-    RequestPtr req =
-        build_or_fail(prepare(method, url, headers, body, key, retry, follow, timeout_ms, context));
-    if (cancel) humus_request_set_cancel(req.get(), cancel->token());
-    auto pending = std::make_unique<AsyncPending>(
-        AsyncPending{bridge, future.release().ptr(), &h->clock(), h->clock().now_us(), h});
-    humus_call* call = nullptr;
-    humus_error* err = nullptr;
-    const humus_status st =
-        humus_client_submit_open(h->get(), req.get(), async_done, pending.get(), &call, &err);
-    if (st != HUMUS_OK) {
-      Py_DECREF(pending->future);
-      fail(st, ErrorPtr(err));
-    }
-    (void)pending.release();  // async_done owns it now
-    return Call(CallPtr(call));
+    return start_async(true, prepare(method, url, headers, body, key, retry, follow, timeout_ms, context),
+                       bridge, std::move(future), cancel);
   }
 
  private:
@@ -1326,6 +1298,28 @@ class Client {
     Built b = build(p);
     if (b.status != HUMUS_OK) fail(b.status, std::move(b.err));
     return std::move(b.req);
+  }
+
+  // humus_client_submit, or with `open` humus_client_submit_open (whose Response keeps the client alive).
+  Call start_async(bool open, const Prepared& p, const std::shared_ptr<Bridge>& bridge, py::object future,
+                   const std::shared_ptr<Cancel>& cancel) {
+    std::shared_ptr<ClientHandle> h = acquire();
+    RequestPtr req = build_or_fail(p);
+    // The core cancels the submitted call through the token (one already triggered: before anything is sent).
+    if (cancel) humus_request_set_cancel(req.get(), cancel->token());
+    auto pending = std::make_unique<AsyncPending>(AsyncPending{
+        bridge, future.release().ptr(), &h->clock(), h->clock().now_us(), open ? h : nullptr});
+    humus_call* call = nullptr;
+    humus_error* err = nullptr;
+    const humus_status st =
+        open ? humus_client_submit_open(h->get(), req.get(), async_done, pending.get(), &call, &err)
+             : humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
+    if (st != HUMUS_OK) {
+      Py_DECREF(pending->future);
+      fail(st, ErrorPtr(err));
+    }
+    (void)pending.release();  // async_done owns it now
+    return Call(CallPtr(call));
   }
 
   // `req` carries the caller's token, if any: the core cancels the submitted call through it.

@@ -9,12 +9,12 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 import humus_http
 from server_harness import TestServer
+from test_stream import _hwm, reset_hwm, x_digest
 
 MiB = 1024 * 1024
 
@@ -273,29 +273,14 @@ async def test_failures_before_the_headers_raise_as_request_does(
             pass
 
 
-def _hwm() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 @pytest.mark.asyncio
 async def test_one_gib_download_streams_with_bounded_peak_memory(
         server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
     size = 1024 * MiB
     server.script(path, [{"body_size": size}])
-    expected = hashlib.sha256()
-    block = b"x" * MiB
-    for _ in range(size // len(block)):
-        expected.update(block)
-    del block
+    expected = x_digest(size)
     client = make_async_client(timeout=300, attempt_timeout=300)
-    try:
-        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the RSS now (Linux 4.0+)
-    except OSError:
-        pass  # then the delta is measured against an earlier peak
-    before = _hwm()
+    before = reset_hwm()
     digest = hashlib.sha256()
     total = 0
     async with client.stream("GET", path) as resp:
@@ -304,6 +289,6 @@ async def test_one_gib_download_streams_with_bounded_peak_memory(
             total += len(chunk)
     grown = _hwm() - before
     assert total == size
-    assert digest.hexdigest() == expected.hexdigest()
+    assert digest.hexdigest() == expected
     assert grown < 32 * MiB, f"VmHWM grew {grown / MiB:.1f} MiB"
     print(f"1 GiB streamed asynchronously, VmHWM +{grown / MiB:.1f} MiB")
