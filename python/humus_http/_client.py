@@ -1,6 +1,7 @@
 """The blocking client, and what it shares with the asynchronous one: settings, URLs, request encoding."""
 from __future__ import annotations
 
+import functools
 import json as jsonlib
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -172,13 +173,16 @@ def _timeout_settings(timeout: Duration | Timeout | UseClientDefault | None, att
             connect_timeout if timeout.connect is None else timeout.connect)
 
 
+@functools.cache
+def _default_max_response_body() -> int:
+    (key,) = (k for k in settings_schema() if k["key"] == "max_response_body")
+    return int(key["default"])
+
+
 def _max_response_body(document: Mapping[str, object]) -> int:
     """The client's max_response_body: the document's, else the core's default (a built client checked it)."""
     given = document.get("max_response_body")
-    if isinstance(given, int):
-        return given
-    (key,) = (k for k in settings_schema() if k["key"] == "max_response_body")
-    return int(key["default"])
+    return given if isinstance(given, int) else _default_max_response_body()
 
 
 class _Call:

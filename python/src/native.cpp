@@ -362,10 +362,12 @@ class Response {
       : client_(std::move(client)), r_(r), elapsed_us_(elapsed_us) {}
   ~Response() {
     // Closing a body may close its connection; the last share of a client waits for its calls.
-    without_gil([this] {
-      r_.reset();
-      client_.reset();
-    });
+    if (r_ || client_) {
+      without_gil([this] {
+        r_.reset();
+        client_.reset();
+      });
+    }
   }
   const humus_response* get() const {
     if (!r_) throw std::runtime_error("the response is closed");

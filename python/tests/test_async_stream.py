@@ -292,3 +292,19 @@ async def test_one_gib_download_streams_with_bounded_peak_memory(
     assert digest.hexdigest() == expected
     assert grown < 32 * MiB, f"VmHWM grew {grown / MiB:.1f} MiB"
     print(f"1 GiB streamed asynchronously, VmHWM +{grown / MiB:.1f} MiB")
+
+
+@pytest.mark.asyncio
+async def test_an_upstreams_client_keeps_its_max_response_body(
+        server: TestServer, make_runtime: Callable[..., humus_http.Runtime], path: str) -> None:
+    document = {"upstreams": {"small": {"base_url": server.url("http"), "timeout": "5s", "max_attempts": 1,
+                                        "max_response_body": 64 * 1024},
+                              "default": {"base_url": server.url("http"), "timeout": "5s"}}}
+    server.script(path, [{"body_size": 256 * 1024}] * 2)
+    with humus_http.Upstreams.from_json(document, runtime=make_runtime()) as upstreams:
+        small = upstreams.async_client("small")
+        async with small.stream("GET", path) as resp:
+            with pytest.raises(humus_http.ResponseTooLargeError):
+                await resp.aread()
+        async with upstreams.async_client("default").stream("GET", path) as resp:
+            assert len(await resp.aread()) == 256 * 1024  # the default bound, 64 MiB
