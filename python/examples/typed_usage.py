@@ -68,6 +68,20 @@ async def use_async(runtime: humus_http.Runtime) -> int:
         return sum(r.status_code for r in responses)
 
 
+async def use_async_stream(runtime: humus_http.Runtime) -> tuple[int, list[str], bytes]:
+    async with humus_http.AsyncClient("https://payments:8443", timeout=30.0, runtime=runtime) as client:
+        size = 0
+        async with client.stream("GET", "/v1/export", params={"format": "csv"}) as resp:
+            async for chunk in resp.aiter_bytes(chunk_size=64 * 1024):
+                size += len(chunk)
+        async with client.stream("GET", "/v1/events") as resp:
+            lines: list[str] = [line async for line in resp.aiter_lines()]
+        async with client.stream("POST", "/v1/report", json={"q": 1}, idempotency_key="k") as resp:
+            body: bytes = await resp.aread()
+            await resp.aclose()
+        return size, lines, body
+
+
 def use_like_httpx(runtime: humus_http.Runtime) -> list[str]:
     def sign(request: humus_http.Request) -> humus_http.Request:
         request.headers["X-Signature"] = f"{request.method} {request.url.path}"
@@ -106,6 +120,7 @@ def main() -> None:
     except humus_http.HTTPStatusError as error:
         print(error.status_code, error.response.text)
     print(asyncio.run(use_async(runtime)))
+    print(asyncio.run(use_async_stream(runtime)))
     print(use_like_httpx(runtime))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Self, Unpack
 
@@ -76,7 +77,27 @@ class AsyncClient(_BaseClient):
             "files": files, "json": json, "auth": auth, "follow_redirects": follow_redirects, "timeout": timeout,
             "idempotency_key": idempotency_key, "retry": retry, "context": context, "cancel": cancel})
 
-    async def _send(self, method: str, url: str, options: Mapping[str, Any]) -> Response:
+    @asynccontextmanager
+    async def stream(self, method: str, url: str, **options: Unpack[AsyncBodyOptions]) -> AsyncIterator[Response]:
+        """As request() (the same keyword arguments), but the response comes once its headers are in, its body
+        still on its connection, as httpx.AsyncClient.stream: ``async with client.stream("GET", "/export") as
+        resp: async for chunk in resp.aiter_bytes(): ...`` (also ``aiter_text()``, ``aiter_lines()``,
+        ``aread()``, ``aclose()``). Each read is one humus_response_read_async into a buffer the response owns,
+        completed on this asyncio loop: no thread per call, one read in flight. ``timeout`` and ``cancel``
+        bound the reads too; cancelling the task awaiting a read closes the body. Response hooks see the
+        response before its body is read. Leaving the block closes the response: a body not read to its end
+        is closed with its connection, and the breaker counts the call's result when the body ends or closes.
+        Raises as request() does; a read failing mid-body raises ProtocolError for a lost connection,
+        UpstreamTimeoutError once ``timeout`` passed, or the cancellation's error. While its headers are
+        awaited or its response is open, the stream keeps the native client alive: aclose() of the client
+        takes effect for it once the response is closed."""
+        response = await self._send(method.upper(), url, options, stream=True)
+        try:
+            yield response
+        finally:
+            response.close()
+
+    async def _send(self, method: str, url: str, options: Mapping[str, Any], stream: bool = False) -> Response:
         call, request = self._prepare(method, url, options)
         if request is not None:
             for hook in self._request_hooks:
@@ -85,12 +106,12 @@ class AsyncClient(_BaseClient):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         cancel = options.get("cancel")
+        submit = self._native.submit_open if stream else self._native.submit
         try:
-            native_call = self._native.submit(call.method, call.target, call.headers, call.body,
-                                              options.get("idempotency_key"), _RETRY_MODES[options.get("retry")],
-                                              call.follow, call.timeout_ms, self._bridge_for(loop), future,
-                                              context_parts(options.get("context")),
-                                              None if cancel is None else cancel.native)
+            native_call = submit(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
+                                 _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
+                                 self._bridge_for(loop), future, context_parts(options.get("context")),
+                                 None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         try:
@@ -98,7 +119,10 @@ class AsyncClient(_BaseClient):
         except asyncio.CancelledError:
             native_call.cancel()
             raise
-        response = self._response(raw, call)
+        response = self._response(raw, call, stream=stream)
+        if stream:
+            response._bridge_of = self._bridge_for
+            response._max_body = self._max_response_body
         try:
             for hook in self._response_hooks:
                 await _run_hook(hook, response)

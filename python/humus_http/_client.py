@@ -1,6 +1,7 @@
 """The blocking client, and what it shares with the asynchronous one: settings, URLs, request encoding."""
 from __future__ import annotations
 
+import functools
 import json as jsonlib
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from ._settings import (
     classifier_adapter,
     default_runtime,
     settings_json,
+    settings_schema,
 )
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault, call_timeout_ms, refuse_no_timeout
 from ._urls import origin_of
@@ -171,6 +173,18 @@ def _timeout_settings(timeout: Duration | Timeout | UseClientDefault | None, att
             connect_timeout if timeout.connect is None else timeout.connect)
 
 
+@functools.cache
+def _default_max_response_body() -> int:
+    (key,) = (k for k in settings_schema() if k["key"] == "max_response_body")
+    return int(key["default"])
+
+
+def _max_response_body(document: Mapping[str, object]) -> int:
+    """The client's max_response_body: the document's, else the core's default (a built client checked it)."""
+    given = document.get("max_response_body")
+    return given if isinstance(given, int) else _default_max_response_body()
+
+
 class _Call:
     """One call as the extension takes it, once its request hooks ran."""
 
@@ -267,6 +281,7 @@ class _BaseClient:
                                           trip_fn, probe_fn)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
+        self._max_response_body = _max_response_body(document)
         _open_clients.add(self)
 
     # --- httpx-shaped options -------------------------------------------------------------------------------
@@ -394,16 +409,20 @@ class _BaseClient:
         ``other`` is closed."""
         if not isinstance(other, _BaseClient):
             raise TypeError(f"from_client takes a humus_http Client or AsyncClient, not {type(other).__name__}")
-        client = cls._adopt(other._native.share(), other.base_url, other.origin, other._runtime)
+        client = cls._adopt(other._native.share(), other.base_url, other.origin, other._runtime,
+                            other._max_response_body)
         client._auth, client.follow_redirects = other._auth, other.follow_redirects
         client._request_hooks, client._response_hooks = other._request_hooks, other._response_hooks
         client._default_headers = other._default_headers
         return client
 
     @classmethod
-    def _adopt(cls, native: _native.Client, base_url: str, origin: str, runtime: Runtime) -> Self:
-        """A client of this class over a native client made elsewhere (another client's share, a registry's)."""
+    def _adopt(cls, native: _native.Client, base_url: str, origin: str, runtime: Runtime,
+               max_response_body: int | None = None) -> Self:
+        """A client of this class over a native client made elsewhere (another client's share, a registry's);
+        ``max_response_body`` as it was built with (None: the default)."""
         client = cls.__new__(cls)
+        client._max_response_body = _max_response_body({"max_response_body": max_response_body})
         client._options(None, True, None, None)
         client.base_url = base_url
         client.origin = origin

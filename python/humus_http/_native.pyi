@@ -83,6 +83,10 @@ class Response:
         """Up to ``cap`` next bytes of the body, b"" at its end (humus_response_read); raises Failure."""
     def read_rest(self) -> bytes:
         """The rest of the body into memory, within max_response_body; raises Failure."""
+    def read_async(self, cap: int, bridge: Bridge, future: Any) -> None:
+        """Starts the next read of a body from Client.submit_open (humus_response_read_async) into the buffer
+        this response owns: ``future`` (an asyncio.Future of bridge's loop) receives up to ``cap`` bytes (b"" at
+        the end) or an ErrorInfo. One read at a time; raises Failure when it cannot start."""
     def headers(self) -> list[tuple[str, str]]: ...
     def close(self) -> None: ...
 
@@ -129,6 +133,12 @@ class Client:
     def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
                idempotency_key: str | None, retry: int, follow: int, timeout_ms: int, bridge: Bridge,
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
+    def submit_open(self, method: str, url: str, headers: list[tuple[str, str]] | None,
+                    body: bytes | BodyReader | None, idempotency_key: str | None, retry: int, follow: int,
+                    timeout_ms: int, bridge: Bridge, future: Any, context: tuple[str | None, ...] | None = None,
+                    cancel: Cancel | None = None) -> Call:
+        """humus_client_submit_open: ``future`` receives the Response once its headers are in (its body read
+        with Response.read_async(); it keeps this client alive) or an ErrorInfo."""
 
 class Upstreams:
     """A humus_upstreams registry: clients by name (docs/upstreams.md §15.1)."""

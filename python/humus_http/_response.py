@@ -1,6 +1,7 @@
 """Responses and requests shaped like httpx's, and case-insensitive multi-value headers."""
 from __future__ import annotations
 
+import asyncio
 import codecs
 import http
 import io
@@ -8,13 +9,13 @@ import json as jsonlib
 import os
 import stat
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from datetime import timedelta
 from typing import Any, BinaryIO, cast, overload
 
 from . import _native
 from ._closing import Closing
-from ._errors import HTTPStatusError, from_native
+from ._errors import HTTPStatusError, ResponseTooLargeError, from_native
 from ._urls import URL, origin_of
 
 __all__ = ["ContentTypes", "HeaderTypes", "Headers", "MutableHeaders", "Redirect", "Request", "RequestParts",
@@ -258,16 +259,23 @@ class Response(_StatusPredicates, Closing):
     ``elapsed`` (the call's duration on its runtime's clock), and httpx's status predicates (``is_success``,
     ``is_redirect``, ``is_client_error``, ...). ``close()`` (or leaving a ``with`` block) frees the native
     buffer; what was read stays readable. Read it from one thread at a time.
+
+    A response of ``AsyncClient.stream()`` is read with ``aiter_bytes()``, ``aiter_text()``, ``aiter_lines()``
+    and ``aread()`` on its asyncio loop (one read at a time), and closed with ``aclose()``.
     """
 
-    __slots__ = ("_attempts", "_content", "_elapsed_us", "_final_request", "_headers", "_history",
-                 "_http_version", "_native", "_request", "_streamed", "_url", "origin", "status_code")
+    __slots__ = ("_attempts", "_bridge_of", "_content", "_elapsed_us", "_final_request", "_headers", "_history",
+                 "_http_version", "_max_body", "_native", "_request", "_streamed", "_url", "origin", "status_code")
 
     def __init__(self, native: _native.Response, origin: str, request: RequestParts, *,
                  stream: bool = False) -> None:
         self._native: _native.Response | None = native
-        #: True for Client.stream(): the body is still on its connection (read it with iter_bytes() or read()).
+        #: True for Client.stream() and AsyncClient.stream(): the body is still on its connection.
         self._streamed = stream
+        #: AsyncClient.stream() only (set by it): the bridge of an asyncio loop, on which read_async completes.
+        self._bridge_of: BridgeOf | None = None
+        #: AsyncClient.stream() only (set by it): aread()'s bound, the client's max_response_body.
+        self._max_body = 0
         self.status_code: int = native.status
         self._elapsed_us: int = native.elapsed_us
         self._request: RequestParts = request
@@ -293,8 +301,8 @@ class Response(_StatusPredicates, Closing):
         content = self._content
         if content is None:
             if self._streamed:
-                raise RuntimeError("a streamed response's content is there only after read(); iterate with "
-                                   "iter_bytes() instead")
+                raise RuntimeError("a streamed response's content is there only after read() (aread() for "
+                                   "AsyncClient.stream()); iterate with iter_bytes() (aiter_bytes()) instead")
             content = self._content = self._live().body()
         return content
 
@@ -431,58 +439,44 @@ class Response(_StatusPredicates, Closing):
         for start in range(0, len(content), chunk_size):
             yield content[start:start + chunk_size]
 
+    def _sync_stream(self) -> _native.Response:
+        if self._bridge_of is not None:
+            raise RuntimeError("a response of AsyncClient.stream() is read with aiter_bytes(), aiter_text(), "
+                               "aiter_lines() or aread()")
+        return self._live()
+
     def _iter_stream(self, chunk_size: int | None) -> Iterator[bytes]:
-        native = self._live()
-        piece = chunk_size if chunk_size is not None else 64 * 1024
-        pending = bytearray()
+        native = self._sync_stream()
+        chunks = _Chunker(chunk_size)
         while True:
             try:
-                data = native.read(piece if chunk_size is None else max(1, chunk_size - len(pending)))
+                data = native.read(chunks.cap())
             except _native.Failure as failure:
                 raise from_native(failure.args[0], self.origin) from None
             if not data:
                 break
-            if chunk_size is None:
-                yield data
-                continue
-            pending += data
-            if len(pending) >= chunk_size:
-                yield bytes(pending)
-                pending.clear()
-        if pending:
-            yield bytes(pending)
+            yield from chunks.feed(data)
+        yield from chunks.finish()
 
     def iter_text(self, chunk_size: int | None = None) -> Iterator[str]:
         """The body decoded with ``encoding`` piece by piece (undecodable bytes replaced)."""
         decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
         for chunk in self.iter_bytes(chunk_size):
-            text = decoder.decode(chunk)
-            if text:
-                yield text
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            yield tail
+            yield from _decoded(decoder, chunk)
+        yield from _decoded(decoder, b"", final=True)
 
     def iter_lines(self) -> Iterator[str]:
         """The body's lines, without their line endings (``\\n``, ``\\r\\n`` or ``\\r``), as they arrive."""
-        pending = ""
+        lines = _LineSplitter()
         for text in self.iter_text():
-            pending += text
-            lines = pending.splitlines(keepends=True)
-            pending = ""
-            if lines and not lines[-1].endswith(("\n", "\r")):
-                pending = lines.pop()
-            elif lines and lines[-1].endswith("\r"):
-                pending = lines.pop()  # may be the first half of a "\r\n"
-            for line in lines:
-                yield line.rstrip("\r\n")
-        for line in pending.splitlines():
-            yield line
+            yield from lines.feed(text)
+        yield from lines.finish()
 
     def read(self) -> bytes:
         """The whole body (as httpx's ``read()``); for a streamed response, the rest of it read into memory,
         bounded by max_response_body (UpstreamError with status TOO_LARGE past it)."""
         if self._streamed and self._content is None:
+            self._sync_stream()
             try:
                 self._content = self._live().read_rest()
             except _native.Failure as failure:
@@ -515,8 +509,159 @@ class Response(_StatusPredicates, Closing):
         """True once close() ran."""
         return self._native is None
 
+    # --- AsyncClient.stream() -------------------------------------------------------------------------------
+
+    async def _read_async(self, cap: int) -> bytes:
+        """The next bytes of an AsyncClient.stream() body (at most ``cap``, b"" at its end), read into the
+        native response's own buffer and completed on this asyncio loop. Cancelled while it waits, it closes
+        the response (the breaker counts the result as classified)."""
+        bridge_of = self._bridge_of
+        if bridge_of is None:
+            raise RuntimeError("only a response of AsyncClient.stream() is read asynchronously; this one has "
+                               "iter_bytes() and read()")
+        native = self._live()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bytes | _native.ErrorInfo] = loop.create_future()
+        try:
+            native.read_async(cap, bridge_of(loop), future)
+        except _native.Failure as failure:
+            raise from_native(failure.args[0], self.origin) from None
+        try:
+            data = await future
+        except asyncio.CancelledError:
+            self.close()
+            raise
+        if isinstance(data, bytes):
+            return data
+        raise from_native(data, self.origin)
+
+    async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """As iter_bytes(), awaiting each piece: the body in chunks of ``chunk_size`` bytes (the last may be
+        shorter), or each piece as it arrives when None. A response of AsyncClient.stream() is read from its
+        connection as the iteration goes, one read in flight into one buffer, so memory stays at one chunk
+        whatever the body's size; it can be iterated once. Another response yields its content. A read failing
+        mid-body raises as iter_bytes() does."""
+        if chunk_size is not None and chunk_size <= 0:
+            raise ValueError(f"chunk_size must be > 0, not {chunk_size}")
+        if not (self._streamed and self._content is None):
+            for chunk in self.iter_bytes(chunk_size):
+                yield chunk
+            return
+        chunks = _Chunker(chunk_size)
+        while True:
+            data = await self._read_async(chunks.cap())
+            if not data:
+                break
+            for chunk in chunks.feed(data):
+                yield chunk
+        for chunk in chunks.finish():
+            yield chunk
+
+    async def aiter_text(self, chunk_size: int | None = None) -> AsyncIterator[str]:
+        """As iter_text(): the body decoded with ``encoding`` piece by piece (undecodable bytes replaced)."""
+        decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
+        async for chunk in self.aiter_bytes(chunk_size):
+            for text in _decoded(decoder, chunk):
+                yield text
+        for text in _decoded(decoder, b"", final=True):
+            yield text
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """As iter_lines(): the body's lines, without their line endings, as they arrive."""
+        lines = _LineSplitter()
+        async for text in self.aiter_text():
+            for line in lines.feed(text):
+                yield line
+        for line in lines.finish():
+            yield line
+
+    async def aread(self) -> bytes:
+        """The whole body (as httpx's ``aread()``): for a response of AsyncClient.stream(), the rest of it read
+        into memory, bounded by the client's max_response_body: past it the response is closed (its result
+        counted as classified, as aclose() does) and ResponseTooLargeError (status HUMUS_E_TOO_LARGE) raised.
+        Afterwards ``content``, ``text`` and ``json()`` work."""
+        if self._streamed and self._content is None:
+            self._live()
+            body = bytearray()
+            while True:
+                data = await self._read_async(64 * 1024)
+                if not data:
+                    break
+                body += data
+                if len(body) > self._max_body:
+                    attempts = self.attempts
+                    self.close()
+                    raise ResponseTooLargeError(
+                        f"the response body passed max_response_body ({self._max_body} bytes)",
+                        status="HUMUS_E_TOO_LARGE", origin=self.origin, attempts=attempts)
+            self._content = bytes(body)
+        return self.content
+
+    async def aclose(self) -> None:
+        """The same as close(), for ``async`` code: a body not read to its end is closed with its connection,
+        and the breaker counts its result then. Idempotent."""
+        self.close()
+
     def __repr__(self) -> str:
         return f"<Response [{self.status_code} {self.reason_phrase}]>"
+
+
+#: Gives the native bridge of an asyncio loop (AsyncClient's, one per loop).
+BridgeOf = Callable[[asyncio.AbstractEventLoop], _native.Bridge]
+
+
+class _Chunker:
+    """Regroups the pieces read from a streamed body into chunks of ``chunk_size`` bytes (None: as read)."""
+
+    __slots__ = ("_pending", "_size")
+
+    def __init__(self, chunk_size: int | None) -> None:
+        self._size = chunk_size
+        self._pending = bytearray()
+
+    def cap(self) -> int:
+        """How many bytes the next read may bring."""
+        return 64 * 1024 if self._size is None else max(1, self._size - len(self._pending))
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._size is None:
+            return [data]
+        self._pending += data
+        if len(self._pending) < self._size:
+            return []
+        chunk = bytes(self._pending)
+        self._pending.clear()
+        return [chunk]
+
+    def finish(self) -> list[bytes]:
+        return [bytes(self._pending)] if self._pending else []
+
+
+def _decoded(decoder: codecs.IncrementalDecoder, chunk: bytes, final: bool = False) -> list[str]:
+    """The text `chunk` completes (none while a character is cut), from an incremental decoder."""
+    text = decoder.decode(chunk, final=final)
+    return [text] if text else []
+
+
+class _LineSplitter:
+    """Cuts decoded text into lines without their endings (``\\n``, ``\\r\\n`` or ``\\r``) as it arrives."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> list[str]:
+        lines = (self._pending + text).splitlines(keepends=True)
+        self._pending = ""
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            self._pending = lines.pop()
+        elif lines and lines[-1].endswith("\r"):
+            self._pending = lines.pop()  # may be the first half of a "\r\n"
+        return [line.rstrip("\r\n") for line in lines]
+
+    def finish(self) -> list[str]:
+        return self._pending.splitlines()
 
 
 def request_headers(headers: HeaderTypes | None, extra: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]] | None:

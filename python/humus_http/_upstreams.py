@@ -53,6 +53,20 @@ def _base_urls(text: str, names: tuple[str, ...]) -> dict[str, str]:
     return found
 
 
+def _max_bodies(text: str) -> dict[str, int]:
+    """Each upstream's max_response_body when its document entry sets one (the core checked it), for
+    AsyncClient.stream()'s aread() (the core keeps no setting to ask for)."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return {}
+    upstreams = document.get("upstreams") if isinstance(document, dict) else None
+    if not isinstance(upstreams, dict):
+        return {}
+    return {name: entry["max_response_body"] for name, entry in upstreams.items()
+            if isinstance(entry, dict) and isinstance(entry.get("max_response_body"), int)}
+
+
 class Upstreams(Closing):
     """A registry of clients by name (docs/upstreams.md §15.1), built from one JSON document::
 
@@ -78,9 +92,11 @@ class Upstreams(Closing):
     closed. Thread-safe.
     """
 
-    def __init__(self, native: _native.Upstreams, runtime: Runtime, base_urls: Mapping[str, str]) -> None:
+    def __init__(self, native: _native.Upstreams, runtime: Runtime, base_urls: Mapping[str, str],
+                 max_bodies: Mapping[str, int] | None = None) -> None:
         """Use ``from_file()`` or ``from_json()``."""
         self._native = native
+        self._max_bodies: Mapping[str, int] = max_bodies or {}
         self._runtime = runtime
         self._names: tuple[str, ...] = native.names()
         origins = {str(c.get("name")): str(c.get("origin"))
@@ -117,7 +133,7 @@ class Upstreams(Closing):
             names = native.names()
         except _native.Failure as failure:
             raise from_native(failure.args[0], "") from None
-        return cls(native, runtime, _base_urls(text, names))
+        return cls(native, runtime, _base_urls(text, names), _max_bodies(text))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], runtime: Runtime | None = None) -> Upstreams:
@@ -170,12 +186,12 @@ class Upstreams(Closing):
         let the registry's close() do it. Raises UnknownUpstreamError (a KeyError) listing the configured names
         for a name not configured, RuntimeError once the registry is closed."""
         return self._keep(Client._adopt(self._native_client(name), self._base_urls[name], self._origins[name],
-                                        self._runtime))
+                                        self._runtime, self._max_bodies.get(name)))
 
     def async_client(self, name: str) -> AsyncClient:
         """The same as client(), as an AsyncClient."""
         return self._keep(AsyncClient._adopt(self._native_client(name), self._base_urls[name],
-                                             self._origins[name], self._runtime))
+                                             self._origins[name], self._runtime, self._max_bodies.get(name)))
 
     def _native_client(self, name: str) -> _native.Client:
         if not isinstance(name, str):

@@ -346,16 +346,28 @@ void destroy_policy(void* user_data) {
 // ---- Responses --------------------------------------------------------------------------------------------
 
 class ClientHandle;
+class Bridge;
+
+// The buffer a response of Client.submit_open lends to each humus_response_read_async: the response owns
+// it, and the read in flight shares it, since it stays lent until on_read ran even after a close().
+using ReadBuffer = std::shared_ptr<std::vector<char>>;
 
 // A response: whole in memory, or for Client.open its body still on its connection (read() hands out the
-// next bytes). Read-only accessors; close() frees it early. A streamed one keeps its client alive: the C
-// ABI wants it freed before its client.
+// next bytes), or for Client.submit_open on its connection and read with read_async(). Read-only
+// accessors; close() frees it early. A streamed one keeps its client alive: the C ABI wants it freed before
+// its client.
 class Response {
  public:
   Response(humus_response* r, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr)
       : client_(std::move(client)), r_(r), elapsed_us_(elapsed_us) {}
   ~Response() {
-    if (r_) without_gil([this] { r_.reset(); });  // closing a body may close its connection
+    // Closing a body may close its connection; the last share of a client waits for its calls.
+    if (r_ || client_) {
+      without_gil([this] {
+        r_.reset();
+        client_.reset();
+      });
+    }
   }
   const humus_response* get() const {
     if (!r_) throw std::runtime_error("the response is closed");
@@ -435,13 +447,20 @@ class Response {
     return py::bytes(static_cast<const char*>(data), len);
   }
   void close() {
-    without_gil([this] { r_.reset(); });
-    client_.reset();
+    without_gil([this] {
+      r_.reset();
+      client_.reset();
+    });
   }
+  // Starts the next read of a body from Client.submit_open (at most `cap` bytes into the buffer this
+  // response owns): `future` (an asyncio.Future of `bridge`'s loop) receives the bytes (b"" at the end) or
+  // an ErrorInfo. One read at a time (Failure HUMUS_E_MISUSE otherwise). Defined after Bridge.
+  void read_async(size_t cap, const std::shared_ptr<Bridge>& bridge, py::object future);
 
  private:
   std::shared_ptr<ClientHandle> client_;  // streamed only; declared first so the response goes first
   ResponsePtr r_;
+  ReadBuffer buf_;  // read_async's buffer, grown to the largest cap asked
   int64_t elapsed_us_;  // the call's duration on the runtime's clock (Runtime::now_us)
 };
 
@@ -491,13 +510,67 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
   Bridge(const Bridge&) = delete;
   Bridge& operator=(const Bridge&) = delete;
 
-  // Loop thread, no GIL. Takes ownership of every pointer.
+  // Loop thread, no GIL. Takes ownership of every pointer. `client` (may be null): a streamed response's
+  // client, which the Response keeps (dropped on the asyncio thread, never on the loop thread).
   void push(PyObject* future, humus_status status, humus_response* resp, humus_error* err,
-            PyObject* exception, int64_t elapsed_us) {
+            PyObject* exception, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr) {
+    enqueue(Item{future, status, resp, err, exception, elapsed_us, std::move(client), nullptr, 0});
+  }
+
+  // Loop thread, no GIL: a read_async completion, `n` bytes in `buf` (which the item keeps) or `err`.
+  void push_read(PyObject* future, humus_status status, size_t n, humus_error* err, ReadBuffer buf) {
+    enqueue(Item{future, status, nullptr, err, nullptr, 0, nullptr, std::move(buf), n});
+  }
+
+  // The asyncio loop's thread, GIL held: resolves the queued futures with a Response, bytes or an ErrorInfo.
+  void drain() {
+    std::vector<Item> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batch.swap(items_);
+      scheduled_ = false;
+    }
+    // Leaked on purpose: a static py::str would be released after the interpreter is gone.
+    static PyObject* const done_name = PyUnicode_InternFromString("done");
+    static PyObject* const set_result_name = PyUnicode_InternFromString("set_result");
+    for (Item& item : batch) {
+      py::object future = py::reinterpret_steal<py::object>(item.future);
+      py::object result;
+      if (item.buf) {
+        result = item.status == HUMUS_OK ? py::object(py::bytes(item.buf->data(), item.n))
+                                         : py::cast(make_error(item.status, ErrorPtr(item.err), nullptr));
+      } else if (item.client && item.status == HUMUS_OK) {
+        Py_XDECREF(item.exception);
+        result = py::cast(new Response(item.resp, item.elapsed_us, std::move(item.client)),
+                          py::return_value_policy::take_ownership);
+      } else {
+        result = outcome(item.status, item.resp, item.err, item.exception, item.elapsed_us);
+      }
+      // A Response nobody awaits any more (its task was cancelled) is freed with `result`: closed.
+      if (!future.attr(py::handle(done_name))().cast<bool>())
+        future.attr(py::handle(set_result_name))(result);
+      if (item.client) without_gil([&] { item.client.reset(); });
+    }
+  }
+
+ private:
+  struct Item {
+    PyObject* future;
+    humus_status status;
+    humus_response* resp;
+    humus_error* err;
+    PyObject* exception;
+    int64_t elapsed_us;
+    std::shared_ptr<ClientHandle> client;  // a streamed response's (submit_open), else null
+    ReadBuffer buf;                        // a read completion's, else null
+    size_t n;                              // a read completion's byte count
+  };
+
+  void enqueue(Item item) {
     bool schedule = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      items_.push_back(Item{future, status, resp, err, exception, elapsed_us});
+      items_.push_back(std::move(item));
       schedule = !scheduled_;
       scheduled_ = true;
     }
@@ -512,34 +585,6 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
     }
   }
 
-  // The asyncio loop's thread, GIL held: resolves the queued futures with a Response or an ErrorInfo.
-  void drain() {
-    std::vector<Item> batch;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      batch.swap(items_);
-      scheduled_ = false;
-    }
-    // Leaked on purpose: a static py::str would be released after the interpreter is gone.
-    static PyObject* const done_name = PyUnicode_InternFromString("done");
-    static PyObject* const set_result_name = PyUnicode_InternFromString("set_result");
-    for (Item& item : batch) {
-      py::object future = py::reinterpret_steal<py::object>(item.future);
-      py::object result = outcome(item.status, item.resp, item.err, item.exception, item.elapsed_us);
-      if (!future.attr(py::handle(done_name))().cast<bool>())
-        future.attr(py::handle(set_result_name))(result);
-    }
-  }
-
- private:
-  struct Item {
-    PyObject* future;
-    humus_status status;
-    humus_response* resp;
-    humus_error* err;
-    PyObject* exception;
-    int64_t elapsed_us;
-  };
   py::object call_soon_;
   std::mutex mu_;
   std::vector<Item> items_;  // guarded by mu_
@@ -551,12 +596,46 @@ struct AsyncPending {
   PyObject* future;   // owned
   const Runtime* clock;  // outlives the call (the client holds it)
   int64_t start_us;     // Runtime::now_us when the call was submitted
+  std::shared_ptr<ClientHandle> client = nullptr;  // submit_open: the client its Response keeps
 };
 
 void async_done(void* user_data, humus_status status, humus_response* resp, humus_error* err) {
   std::unique_ptr<AsyncPending> pending(static_cast<AsyncPending*>(user_data));
   const int64_t elapsed = pending->clock->now_us() - pending->start_us;
-  pending->bridge->push(pending->future, status, resp, err, take_callback_exception(), elapsed);
+  pending->bridge->push(pending->future, status, resp, err, take_callback_exception(), elapsed,
+                        std::move(pending->client));
+}
+
+// One read_async in flight: what its on_read hands to the bridge.
+struct ReadPending {
+  std::shared_ptr<Bridge> bridge;
+  PyObject* future;  // owned
+  ReadBuffer buf;    // lent to the core until read_done runs
+};
+
+void read_done(void* user_data, humus_status status, size_t n, humus_error* err) {
+  std::unique_ptr<ReadPending> pending(static_cast<ReadPending*>(user_data));
+  pending->bridge->push_read(pending->future, status, n, err, std::move(pending->buf));
+}
+
+void Response::read_async(size_t cap, const std::shared_ptr<Bridge>& bridge, py::object future) {
+  humus_response* r = const_cast<humus_response*>(get());
+  if (cap == 0) cap = 64 * 1024;
+  // A buffer still lent to an earlier read is never written here: a new one replaces it (and the core
+  // refuses a second read in flight anyway).
+  if (!buf_ || buf_->size() < cap || buf_.use_count() > 1) buf_ = std::make_shared<std::vector<char>>(cap);
+  auto pending = std::make_unique<ReadPending>(ReadPending{bridge, future.release().ptr(), buf_});
+  humus_error* err = nullptr;
+  humus_status st = HUMUS_OK;
+  {
+    py::gil_scoped_release nogil;
+    st = humus_response_read_async(r, buf_->data(), cap, read_done, pending.get(), &err);
+  }
+  if (st != HUMUS_OK) {
+    Py_DECREF(pending->future);
+    fail(st, ErrorPtr(err));
+  }
+  (void)pending.release();  // read_done owns it now
 }
 
 // A blocking call made on the main thread while another wakeup fd is installed (see SignalWatch) runs on the
@@ -1003,22 +1082,18 @@ class Client {
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
               int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
               py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
-    std::shared_ptr<ClientHandle> h = acquire();
-    RequestPtr req =
-        build_or_fail(prepare(method, url, headers, body, key, retry, follow, timeout_ms, context));
-    // The core cancels the submitted call through the token (one already triggered: before anything is sent).
-    if (cancel) humus_request_set_cancel(req.get(), cancel->token());
-    auto pending = std::make_unique<AsyncPending>(
-        AsyncPending{bridge, future.release().ptr(), &h->clock(), h->clock().now_us()});
-    humus_call* call = nullptr;
-    humus_error* err = nullptr;
-    const humus_status st = humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
-    if (st != HUMUS_OK) {
-      Py_DECREF(pending->future);
-      fail(st, ErrorPtr(err));
-    }
-    (void)pending.release();  // async_done owns it now
-    return Call(CallPtr(call));
+    return start_async(false, prepare(method, url, headers, body, key, retry, follow, timeout_ms, context),
+                       bridge, std::move(future), cancel);
+  }
+
+  // An asynchronous streamed call (humus_client_submit_open): `future` receives a Response once the
+  // headers are in, its body read with Response.read_async(), or an ErrorInfo. `cancel` (may be null)
+  // ends the call and its body reads; Call.cancel() ends only the call before its headers.
+  Call submit_open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+                   int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
+                   py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
+    return start_async(true, prepare(method, url, headers, body, key, retry, follow, timeout_ms, context),
+                       bridge, std::move(future), cancel);
   }
 
  private:
@@ -1225,6 +1300,28 @@ class Client {
     Built b = build(p);
     if (b.status != HUMUS_OK) fail(b.status, std::move(b.err));
     return std::move(b.req);
+  }
+
+  // humus_client_submit, or with `open` humus_client_submit_open (whose Response keeps the client alive).
+  Call start_async(bool open, const Prepared& p, const std::shared_ptr<Bridge>& bridge, py::object future,
+                   const std::shared_ptr<Cancel>& cancel) {
+    std::shared_ptr<ClientHandle> h = acquire();
+    RequestPtr req = build_or_fail(p);
+    // The core cancels the submitted call through the token (one already triggered: before anything is sent).
+    if (cancel) humus_request_set_cancel(req.get(), cancel->token());
+    auto pending = std::make_unique<AsyncPending>(AsyncPending{
+        bridge, future.release().ptr(), &h->clock(), h->clock().now_us(), open ? h : nullptr});
+    humus_call* call = nullptr;
+    humus_error* err = nullptr;
+    const humus_status st =
+        open ? humus_client_submit_open(h->get(), req.get(), async_done, pending.get(), &call, &err)
+             : humus_client_submit(h->get(), req.get(), async_done, pending.get(), &call, &err);
+    if (st != HUMUS_OK) {
+      Py_DECREF(pending->future);
+      fail(st, ErrorPtr(err));
+    }
+    (void)pending.release();  // async_done owns it now
+    return Call(CallPtr(call));
   }
 
   // `req` carries the caller's token, if any: the core cancels the submitted call through it.
@@ -1482,6 +1579,7 @@ PYBIND11_MODULE(_native, m) {
       .def("body", &Response::body)
       .def("read", &Response::read, py::arg("cap"))
       .def("read_rest", &Response::read_rest)
+      .def("read_async", &Response::read_async, py::arg("cap"), py::arg("bridge"), py::arg("future"))
       .def("headers", &Response::headers)
       .def("close", &Response::close);
 
@@ -1517,6 +1615,10 @@ PYBIND11_MODULE(_native, m) {
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
            py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(),
+           py::arg("cancel") = py::none())
+      .def("submit_open", &Client::submit_open, py::arg("method"), py::arg("url"), py::arg("headers"),
+           py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"),
+           py::arg("timeout_ms"), py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(),
            py::arg("cancel") = py::none());
 
   py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (docs/upstreams.md §15.1).")

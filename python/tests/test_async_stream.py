@@ -1,0 +1,310 @@
+"""AsyncClient.stream(): bodies read with humus_response_read_async and completed on the asyncio loop
+(docs/bodies.md §7), against the local test server over HTTP/1.1 and HTTP/2: bytes and checksum, chunks, text
+and lines, aread() and its bound, the breaker counting at the end or the close, a body breaking off, timeouts,
+cancellation, and a GiB in bounded memory."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from collections.abc import Callable
+
+import pytest
+
+import humus_http
+from server_harness import TestServer
+from test_stream import _hwm, reset_hwm, x_digest
+
+MiB = 1024 * 1024
+
+
+async def eventually(check: Callable[[], bool], what: str, seconds: float = 5.0) -> None:
+    """Waits for `check` (a freed body is closed on the event-loop thread, a moment later)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.01)
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.asyncio
+async def test_bytes_and_checksum_of_a_multi_mib_body(server: TestServer,
+                                                      make_async_client: Callable[..., humus_http.AsyncClient],
+                                                      listener: str, path: str) -> None:
+    body = os.urandom(3 * MiB).hex()  # 6 MiB of varied bytes
+    server.script(path, [{"body": body}] * 2)
+    client = make_async_client(listener, timeout=60, attempt_timeout=30)
+    assert (await client.get(path + "/warm")).status_code == 200  # the event-loop thread exists now
+    threads = _threads()
+    digest = hashlib.sha256()
+    pieces = 0
+    async with client.stream("GET", path) as resp:
+        assert resp.status_code == 200
+        assert resp.http_version == ("HTTP/2" if listener == "https" else "HTTP/1.1")
+        assert client.breaker_counts.successes == 1  # the warm-up only: counted when the body ends
+        async for chunk in resp.aiter_bytes():
+            assert 0 < len(chunk) <= 64 * 1024
+            digest.update(chunk)
+            pieces += 1
+        assert client.breaker_counts.successes == 2
+        assert _threads() <= threads  # no thread per call
+    assert resp.is_closed
+    assert pieces > 1
+    assert digest.hexdigest() == hashlib.sha256(body.encode()).hexdigest()
+
+    async with client.stream("GET", path) as resp:
+        sizes = [len(chunk) async for chunk in resp.aiter_bytes(chunk_size=100_000)]
+    assert sum(sizes) == len(body)
+    assert set(sizes[:-1]) == {100_000} and 0 < sizes[-1] <= 100_000
+
+
+@pytest.mark.asyncio
+async def test_text_lines_and_aread(server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient],
+                                    listener: str, path: str) -> None:
+    body = "".join(f"line {i} é\r\n" for i in range(5000)) + "last €"
+    server.script(path, [{"body": body, "chunk_delay_ms": 1,
+                          "headers": {"Content-Type": "text/plain; charset=utf-8"}}] * 4)
+    client = make_async_client(listener)
+    async with client.stream("GET", path) as resp:
+        assert [line async for line in resp.aiter_lines()] == body.split("\r\n")
+    async with client.stream("GET", path) as resp:
+        pieces = [text async for text in resp.aiter_text(chunk_size=3)]  # characters cut by the 3-byte pieces
+        assert len(pieces) > 1 and "".join(pieces) == body
+    async with client.stream("GET", path) as resp:
+        with pytest.raises(RuntimeError, match="aread"):
+            _ = resp.content
+        with pytest.raises(RuntimeError, match="aiter_bytes"):
+            next(resp.iter_bytes())  # the blocking reads are refused on an asynchronous stream
+        assert await resp.aread() == body.encode()
+        assert resp.text == body
+        assert [chunk async for chunk in resp.aiter_bytes()] == [body.encode()]  # read: its content
+    assert client.breaker_counts.successes == 3
+
+    sync = humus_http.Client.from_client(client)
+    try:
+        with sync.stream("GET", path) as sync_resp:
+            with pytest.raises(RuntimeError, match="AsyncClient.stream"):
+                await anext(aiter(sync_resp.aiter_bytes()))
+    finally:
+        sync.close()
+
+
+@pytest.mark.asyncio
+async def test_aread_is_bounded_by_max_response_body(server: TestServer,
+                                                     make_async_client: Callable[..., humus_http.AsyncClient],
+                                                     path: str) -> None:
+    server.script(path, [{"body_size": 2 * MiB}, {"body_size": 64 * 1024}])
+    client = make_async_client(max_response_body=128 * 1024, max_attempts=1)
+    async with client.stream("GET", path) as resp:
+        with pytest.raises(humus_http.ResponseTooLargeError) as caught:
+            await resp.aread()
+        assert resp.is_closed
+    assert caught.value.status == "HUMUS_E_TOO_LARGE" and caught.value.attempts == 1
+    assert "max_response_body" in str(caught.value)
+    async with client.stream("GET", path) as resp:
+        assert len(await resp.aread()) == 64 * 1024  # within the bound
+
+    shared = humus_http.AsyncClient.from_client(client)  # the bound carries over to a share
+    try:
+        server.script(path, [{"body_size": 2 * MiB}])
+        async with shared.stream("GET", path) as resp:
+            with pytest.raises(humus_http.ResponseTooLargeError):
+                await resp.aread()
+    finally:
+        await shared.aclose()
+
+
+@pytest.mark.asyncio
+async def test_early_close_counts_the_classified_result(server: TestServer,
+                                                        make_async_client: Callable[..., humus_http.AsyncClient],
+                                                        listener: str, path: str) -> None:
+    server.script(path, [{"status": 500, "body_size": 4 * MiB}] * 2)
+    client = make_async_client(listener, max_attempts=1)
+    async with client.stream("GET", path) as resp:
+        assert resp.status_code == 500
+        await anext(aiter(resp.aiter_bytes()))
+        assert client.breaker_counts.failures == 0
+        await resp.aclose()
+        assert resp.is_closed
+        await resp.aclose()  # idempotent
+    await eventually(lambda: client.breaker_counts.failures == 1, "the closed body was never counted")
+
+    async with client.stream("GET", path) as resp:  # leaving the block unread closes it too
+        assert resp.status_code == 500
+    assert resp.is_closed
+    await eventually(lambda: client.breaker_counts.failures == 2, "the body left unread was never counted")
+    assert client.breaker_counts.successes == 0
+
+
+@pytest.mark.asyncio
+async def test_mid_body_reset_raises_and_counts_a_failure(server: TestServer,
+                                                          make_async_client: Callable[..., humus_http.AsyncClient],
+                                                          listener: str, path: str) -> None:
+    server.script(path, [{"body_size": MiB, "reset": "mid_body"}])
+    client = make_async_client(listener, max_attempts=1)
+    received = 0
+    with pytest.raises(humus_http.ProtocolError) as caught:
+        async with client.stream("GET", path) as resp:
+            async for chunk in resp.aiter_bytes():
+                received += len(chunk)
+    assert caught.value.status == "HUMUS_E_CONNECTION_LOST"
+    assert received < MiB
+    assert resp.is_closed
+    await eventually(lambda: client.breaker_counts.failures == 1, "the broken body was not counted a failure")
+    assert client.breaker_counts.successes == 0
+
+
+@pytest.mark.asyncio
+async def test_the_timeout_bounds_the_reads(server: TestServer,
+                                            make_async_client: Callable[..., humus_http.AsyncClient],
+                                            path: str) -> None:
+    server.script(path, [{"body_size": MiB, "chunk_delay_ms": 200}])
+    client = make_async_client(timeout=0.6, attempt_timeout=0.6, max_attempts=1)
+    started = time.monotonic()
+    with pytest.raises(humus_http.UpstreamTimeoutError):
+        async with client.stream("GET", path) as resp:
+            async for _ in resp.aiter_bytes():
+                pass
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.asyncio
+async def test_the_cancel_token_ends_a_pending_read(server: TestServer,
+                                                    make_async_client: Callable[..., humus_http.AsyncClient],
+                                                    path: str) -> None:
+    server.script(path, [{"body_size": MiB, "chunk_delay_ms": 300}])
+    client = make_async_client(max_attempts=1)
+    token = humus_http.CancelToken()
+    async with client.stream("GET", path, cancel=token) as resp:
+        chunks = aiter(resp.aiter_bytes())
+        await anext(chunks)
+        asyncio.get_running_loop().call_later(0.05, token.cancel)
+        with pytest.raises(humus_http.CancelledCallError):
+            async for _ in chunks:
+                pass
+    await asyncio.sleep(0.1)
+    counts = client.breaker_counts
+    assert (counts.successes, counts.failures) == (0, 0)  # a cancelled body is ignored by the breaker
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_awaiting_task_closes_the_body(server: TestServer,
+                                                            make_async_client: Callable[..., humus_http.AsyncClient],
+                                                            listener: str, path: str) -> None:
+    server.script(path, [{"body_size": 4 * MiB, "chunk_delay_ms": 200}])
+    client = make_async_client(listener, max_attempts=1, timeout=30, attempt_timeout=30)
+    first = asyncio.Event()
+    opened: list[humus_http.Response] = []
+
+    async def download() -> int:
+        total = 0
+        async with client.stream("GET", path) as resp:
+            opened.append(resp)
+            async for chunk in resp.aiter_bytes():
+                total += len(chunk)
+                first.set()
+        return total
+
+    task = asyncio.create_task(download())
+    await asyncio.wait_for(first.wait(), 10)
+    await asyncio.sleep(0.05)  # the task now awaits its next read
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (resp,) = opened
+    assert resp.is_closed
+    # Closed, not read to its end: counted as classified (a 200), long before the body could have ended.
+    await eventually(lambda: client.breaker_counts.successes == 1, "the cancelled body was never closed")
+    assert client.breaker_counts.failures == 0
+    # The client goes on: the next call is answered.
+    server.script(path + "/next", [{"body": "ok"}])
+    async with client.stream("GET", path + "/next") as resp:
+        assert await resp.aread() == b"ok"
+
+
+@pytest.mark.asyncio
+async def test_cancelling_while_the_headers_are_awaited(server: TestServer,
+                                                        make_async_client: Callable[..., humus_http.AsyncClient],
+                                                        path: str) -> None:
+    server.script(path, [{"delay_ms": 2000}])
+    client = make_async_client(max_attempts=1, bulkhead=humus_http.Bulkhead(max_concurrent=1, wait=0))
+
+    async def open_it() -> None:
+        async with client.stream("GET", path):
+            raise AssertionError("the headers came despite the cancellation")
+
+    task = asyncio.create_task(open_it())
+    deadline = time.monotonic() + 5
+    while not server.requests(path):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    server.script(path + "/next", [{"body": "ok"}])
+
+    async def next_call() -> bytes:
+        async with client.stream("GET", path + "/next") as resp:
+            return await resp.aread()
+    deadline = time.monotonic() + 1.5  # well before the first call's answer: its bulkhead slot is free
+    while True:
+        try:
+            assert await next_call() == b"ok"
+            break
+        except humus_http.BulkheadFullError:
+            assert time.monotonic() < deadline, "the cancelled call kept its bulkhead slot"
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.asyncio
+async def test_failures_before_the_headers_raise_as_request_does(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
+    server.script(path, [{"hang": True}])
+    client = make_async_client("https", timeout=0.3, attempt_timeout=0.3)
+    with pytest.raises(humus_http.UpstreamTimeoutError):
+        async with client.stream("GET", path):
+            pass
+    with pytest.raises(humus_http.CrossOriginError):
+        async with client.stream("GET", server.url("http", path)):
+            pass
+
+
+@pytest.mark.asyncio
+async def test_one_gib_download_streams_with_bounded_peak_memory(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
+    size = 1024 * MiB
+    server.script(path, [{"body_size": size}])
+    expected = x_digest(size)
+    client = make_async_client(timeout=300, attempt_timeout=300)
+    before = reset_hwm()
+    digest = hashlib.sha256()
+    total = 0
+    async with client.stream("GET", path) as resp:
+        async for chunk in resp.aiter_bytes():
+            digest.update(chunk)
+            total += len(chunk)
+    grown = _hwm() - before
+    assert total == size
+    assert digest.hexdigest() == expected
+    assert grown < 32 * MiB, f"VmHWM grew {grown / MiB:.1f} MiB"
+    print(f"1 GiB streamed asynchronously, VmHWM +{grown / MiB:.1f} MiB")
+
+
+@pytest.mark.asyncio
+async def test_an_upstreams_client_keeps_its_max_response_body(
+        server: TestServer, make_runtime: Callable[..., humus_http.Runtime], path: str) -> None:
+    document = {"upstreams": {"small": {"base_url": server.url("http"), "timeout": "5s", "max_attempts": 1,
+                                        "max_response_body": 64 * 1024},
+                              "default": {"base_url": server.url("http"), "timeout": "5s"}}}
+    server.script(path, [{"body_size": 256 * 1024}] * 2)
+    with humus_http.Upstreams.from_json(document, runtime=make_runtime()) as upstreams:
+        small = upstreams.async_client("small")
+        async with small.stream("GET", path) as resp:
+            with pytest.raises(humus_http.ResponseTooLargeError):
+                await resp.aread()
+        async with upstreams.async_client("default").stream("GET", path) as resp:
+            assert len(await resp.aread()) == 256 * 1024  # the default bound, 64 MiB
