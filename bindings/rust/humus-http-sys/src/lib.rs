@@ -477,9 +477,8 @@ opaque! {
 }
 
 /// The outcome of one `humus_response_read_async`, on the event-loop thread.
-pub type humus_read_done = Option<
-    unsafe extern "C" fn(user_data: *mut c_void, status: humus_status, n: usize, err: *mut humus_error),
->;
+pub type humus_read_done =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, status: humus_status, n: usize, err: *mut humus_error)>;
 pub type humus_call_done = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
