@@ -39,6 +39,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod body_stream;
 mod breaker;
 mod call;
 mod cancel;
@@ -58,6 +59,7 @@ mod settings;
 mod span;
 mod upstreams;
 
+pub use body_stream::{AsyncStreamingResponse, StreamCall};
 pub use breaker::{BreakerCounts, CircuitState, ProbeDecision};
 pub use call::{Call, CallHandle};
 pub use cancel::CancelToken;
