@@ -5,38 +5,18 @@
 mod support;
 
 use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::Duration;
 
 use futures_core::Stream;
 use humus_http::{AsyncStreamingResponse, Client, Error, ErrorKind, Request};
 use serde_json::json;
-use support::{runtime, settings, unique_path, TestServer};
+use support::{block_on, runtime, settings, unique_path, TestServer};
 
 const MIB: usize = 1 << 20;
 const CHUNK: usize = 64 * 1024;
-
-/// The smallest executor: polls on this thread, parks until woken.
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::park();
-    }
-}
 
 /// Polls once with a waker that does nothing: whether the future is ready at once.
 fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
@@ -94,6 +74,13 @@ async fn drain(mut response: AsyncStreamingResponse<'_>) -> Result<(Checksum, us
     }
     assert!(next(&mut response).await.is_none(), "the stream stays ended");
     Ok((sum, chunks))
+}
+
+#[test]
+fn the_call_and_the_response_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<humus_http::StreamCall<'static>>();
+    send_sync::<AsyncStreamingResponse<'static>>();
 }
 
 #[test]
