@@ -140,13 +140,14 @@ fn a_reset_mid_body_is_an_err_item_and_a_breaker_failure() {
     }
 }
 
-/// A client of one bulkhead slot that refuses at once when it is taken.
+/// A client of one bulkhead slot, for which a call waits 1 s at most: a slot given back on the event loop
+/// (a dropped body closes there, a cancel ends the call there) is taken within that wait.
 fn one_slot_client() -> Client {
-    let settings = settings("http").bulkhead_max_concurrent(1).bulkhead_wait(Duration::ZERO).max_attempts(1);
+    let settings = settings("http").bulkhead_max_concurrent(1).bulkhead_wait(Duration::from_secs(1)).max_attempts(1);
     Client::new(&runtime(), &settings.build().unwrap()).unwrap()
 }
 
-/// Whether a call on `client` gets the bulkhead slot now: it is answered, or refused as full.
+/// Whether a call on `client` gets the bulkhead slot within its wait: it is answered, or refused as full.
 fn slot_is_free(client: &Client, url: &str) -> bool {
     match block_on(client.submit_stream(&Request::get(url)).unwrap()) {
         Ok(response) => block_on(drain(response)).is_ok(),
