@@ -92,6 +92,12 @@ extern "C" {
     pub fn humus_error_field(e: *const humus_error, i: usize) -> *const c_char;
     pub fn humus_error_retry_after_ms(e: *const humus_error) -> i64;
     pub fn humus_error_free(e: *mut humus_error);
+    pub fn humus_error_new(
+        status: humus_status,
+        message: *const c_char,
+        field: *const c_char,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_last_error() -> *const humus_error;
 }
 
