@@ -92,6 +92,12 @@ extern "C" {
     pub fn humus_error_field(e: *const humus_error, i: usize) -> *const c_char;
     pub fn humus_error_retry_after_ms(e: *const humus_error) -> i64;
     pub fn humus_error_free(e: *mut humus_error);
+    pub fn humus_error_new(
+        status: humus_status,
+        message: *const c_char,
+        field: *const c_char,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_last_error() -> *const humus_error;
 }
 
@@ -477,9 +483,8 @@ opaque! {
 }
 
 /// The outcome of one `humus_response_read_async`, on the event-loop thread.
-pub type humus_read_done = Option<
-    unsafe extern "C" fn(user_data: *mut c_void, status: humus_status, n: usize, err: *mut humus_error),
->;
+pub type humus_read_done =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, status: humus_status, n: usize, err: *mut humus_error)>;
 pub type humus_call_done = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,

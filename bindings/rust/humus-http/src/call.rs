@@ -79,7 +79,7 @@ impl Drop for RawCall {
 /// cancel the same call; dropping one does not cancel it.
 #[derive(Clone)]
 pub struct CallHandle {
-    call: Arc<RawCall>,
+    pub(crate) call: Arc<RawCall>,
 }
 
 impl CallHandle {
@@ -97,30 +97,42 @@ impl std::fmt::Debug for CallHandle {
     }
 }
 
-/// What the completion trampoline owns: the handle (kept alive until the end) and where the outcome goes.
-struct Completion {
+/// What the completion trampoline owns: the handle (kept alive until the end), how a response is taken over
+/// (`T`: a buffered [`Response`] or an open body), and where the outcome goes.
+struct Completion<T> {
     call: Arc<RawCall>,
-    deliver: Box<dyn FnOnce(Result<Response, Error>) + Send>,
+    take: unsafe fn(*mut sys::humus_response) -> Result<T, Error>,
+    deliver: Box<dyn FnOnce(Result<T, Error>) + Send>,
 }
 
+/// The C function that starts a call: `humus_client_submit` or `humus_client_submit_open`.
+pub(crate) type SubmitFn = unsafe extern "C" fn(
+    *mut sys::humus_client,
+    *const sys::humus_request,
+    sys::humus_call_done,
+    *mut c_void,
+    *mut *mut sys::humus_call,
+    *mut *mut sys::humus_error,
+) -> sys::humus_status;
+
 /// # Safety
-/// Called once by the library with the `user_data` of `submit_raw` (a boxed `Completion`), and a response
+/// Called once by the library with the `user_data` of `submit_raw` (a boxed `Completion<T>`), and a response
 /// (on HUMUS_OK) or an error that are ours to free.
-unsafe extern "C" fn on_done(
+unsafe extern "C" fn on_done<T>(
     user_data: *mut c_void,
     status: sys::humus_status,
     resp: *mut sys::humus_response,
     err: *mut sys::humus_error,
 ) {
     // SAFETY: the box leaked by submit_raw, handed back exactly once.
-    let completion = unsafe { Box::from_raw(user_data.cast::<Completion>()) };
+    let completion = unsafe { Box::from_raw(user_data.cast::<Completion<T>>()) };
     // A callback that failed this call panicked on this thread (the loop's): its message is waiting here.
     let panicked = panic::take();
     let outcome = if status == sys::HUMUS_OK {
         // SAFETY: on HUMUS_OK the response is ours (an error, if any, too).
         unsafe {
             sys::humus_error_free(err);
-            Response::from_raw(resp)
+            (completion.take)(resp)
         }
     } else {
         // SAFETY: otherwise the error is ours (and a response, if any, too).
@@ -129,35 +141,34 @@ unsafe extern "C" fn on_done(
             Err(Error::from_raw(status, err).with_panic(panicked))
         }
     };
-    let Completion { call, deliver } = *completion;
+    let Completion { call, deliver, .. } = *completion;
     // A panicking completion closure must not unwind into the event loop; it has no one to report to.
     let _ = panic::catch("completion callback", Report::Drop, move || deliver(outcome));
     drop(call);
 }
 
 impl Client {
-    /// Starts the call and returns at once; `deliver` receives the outcome once, on the event-loop thread.
-    fn submit_raw(
+    /// Starts the call with `submit` and returns at once; `take` turns the response over (on the event-loop
+    /// thread) and `deliver` receives the outcome once, there too.
+    ///
+    /// # Safety
+    /// `take` accepts a response of `submit` that is handed over to it.
+    pub(crate) unsafe fn submit_raw<T: 'static>(
         &self,
         request: &Request,
-        deliver: Box<dyn FnOnce(Result<Response, Error>) + Send>,
+        submit: SubmitFn,
+        take: unsafe fn(*mut sys::humus_response) -> Result<T, Error>,
+        deliver: Box<dyn FnOnce(Result<T, Error>) + Send>,
     ) -> Result<Arc<RawCall>, Error> {
         let raw_request = self.request_for(request)?;
         let call = RawCall::new(self.runtime().clone());
-        let user_data = Box::into_raw(Box::new(Completion { call: Arc::clone(&call), deliver }));
+        let user_data = Box::into_raw(Box::new(Completion { call: Arc::clone(&call), take, deliver }));
         let mut handle: *mut sys::humus_call = ptr::null_mut();
         let mut err: *mut sys::humus_error = ptr::null_mut();
         // SAFETY: client and request are live; the library copies the request; `user_data` is handed over
-        // for exactly one completion.
+        // for exactly one completion, which on_done::<T> reads as the Completion<T> it is.
         let status = unsafe {
-            sys::humus_client_submit(
-                self.raw(),
-                raw_request.as_ptr(),
-                Some(on_done),
-                user_data.cast(),
-                &mut handle,
-                &mut err,
-            )
+            submit(self.raw(), raw_request.as_ptr(), Some(on_done::<T>), user_data.cast(), &mut handle, &mut err)
         };
         if status != sys::HUMUS_OK {
             // SAFETY: a refused submit never completes: the completion is still ours to drop.
@@ -167,6 +178,16 @@ impl Client {
         // The request's CancelToken, if any, is on the C request: the library cancels the call through it.
         call.attach(handle);
         Ok(call)
+    }
+
+    /// A buffered call: `humus_client_submit`, its response copied and freed.
+    fn submit_buffered(
+        &self,
+        request: &Request,
+        deliver: Box<dyn FnOnce(Result<Response, Error>) + Send>,
+    ) -> Result<Arc<RawCall>, Error> {
+        // SAFETY: Response::from_raw takes over any response the library hands over.
+        unsafe { self.submit_raw(request, sys::humus_client_submit, Response::from_raw, deliver) }
     }
 
     /// Starts an asynchronous call and returns at once (docs/bindings.md §17.1): every rule of a blocking call applies
@@ -183,7 +204,7 @@ impl Client {
     where
         F: FnOnce(Result<Response, Error>) + Send + 'static,
     {
-        self.submit_raw(request, Box::new(on_done)).map(|call| CallHandle { call })
+        self.submit_buffered(request, Box::new(on_done)).map(|call| CallHandle { call })
     }
 
     /// Starts an asynchronous call and returns a [`Call`] to wait on ([`Call::wait`]), poll (it is a
@@ -191,32 +212,36 @@ impl Client {
     pub fn submit(&self, request: &Request) -> Result<Call, Error> {
         let slot = Arc::new(Slot::default());
         let delivered = Arc::clone(&slot);
-        let call = self.submit_raw(request, Box::new(move |outcome| delivered.fill(outcome)))?;
+        let call = self.submit_buffered(request, Box::new(move |outcome| delivered.fill(outcome)))?;
         Ok(Call { handle: CallHandle { call }, slot, cancel_on_drop: true })
     }
 }
 
-/// Where a `Call`'s outcome waits for its owner.
-#[derive(Default)]
-struct Slot {
-    state: Mutex<SlotState>,
+/// Where a call's outcome waits for its owner (a `Call`'s, or a `StreamCall`'s).
+pub(crate) struct Slot<T> {
+    state: Mutex<SlotState<T>>,
     filled: Condvar,
 }
 
-#[derive(Default)]
-struct SlotState {
-    outcome: Option<Result<Response, Error>>,
+struct SlotState<T> {
+    outcome: Option<Result<T, Error>>,
     finished: bool,
     waker: Option<Waker>,
 }
 
-impl Slot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+impl<T> Default for Slot<T> {
+    fn default() -> Slot<T> {
+        Slot { state: Mutex::new(SlotState { outcome: None, finished: false, waker: None }), filled: Condvar::new() }
+    }
+}
+
+impl<T> Slot<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState<T>> {
         // Nothing panics while holding the lock; recovering a poisoned one is safe all the same.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn fill(&self, outcome: Result<Response, Error>) {
+    pub(crate) fn fill(&self, outcome: Result<T, Error>) {
         let waker = {
             let mut state = self.lock();
             state.outcome = Some(outcome);
@@ -226,6 +251,27 @@ impl Slot {
         };
         if let Some(waker) = waker {
             waker.wake();
+        }
+    }
+
+    /// Whether the outcome has arrived.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.lock().finished
+    }
+
+    /// A future's poll: ready with the outcome once it has arrived, else the waker kept for `fill`.
+    ///
+    /// # Panics
+    /// If polled again after it returned the outcome (`what` names the future in the message).
+    pub(crate) fn poll(&self, cx: &mut Context<'_>, what: &str) -> Poll<Result<T, Error>> {
+        let mut state = self.lock();
+        match state.outcome.take() {
+            Some(outcome) => Poll::Ready(outcome),
+            None if state.finished => panic!("{what} polled after it completed"),
+            None => {
+                state.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
         }
     }
 }
@@ -241,14 +287,14 @@ impl Slot {
 /// while it is kept.
 pub struct Call {
     handle: CallHandle,
-    slot: Arc<Slot>,
+    slot: Arc<Slot<Response>>,
     /// False once detached: dropping then leaves the call running.
     cancel_on_drop: bool,
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if self.cancel_on_drop && !self.slot.lock().finished {
+        if self.cancel_on_drop && !self.slot.is_finished() {
             self.handle.cancel();
         }
     }
@@ -274,7 +320,7 @@ impl Call {
 
     /// Whether the outcome has arrived.
     pub fn is_finished(&self) -> bool {
-        self.slot.lock().finished
+        self.slot.is_finished()
     }
 
     /// Blocks the thread until the outcome arrives: the response, or why there is none (as
@@ -297,15 +343,7 @@ impl Future for Call {
     /// # Panics
     /// If polled again after it returned `Ready`.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.slot.lock();
-        match state.outcome.take() {
-            Some(outcome) => Poll::Ready(outcome),
-            None if state.finished => panic!("humus_http::Call polled after it completed"),
-            None => {
-                state.waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
+        self.slot.poll(cx, "humus_http::Call")
     }
 }
 

@@ -91,8 +91,8 @@ impl Client {
     /// the client, which it must not outlive. The call's `timeout` and the request's
     /// [`CancelToken`](crate::CancelToken) bound the reads too. Errors as [`execute`](Client::execute).
     ///
-    /// Blocking only: an asynchronous stream of chunks needs an asynchronous read in the C ABI, which it
-    /// does not have yet ([`submit`](Client::submit) buffers the body).
+    /// Blocking; the asynchronous twin is [`submit_stream`](Client::submit_stream), whose body is a
+    /// `futures_core::Stream` ([`submit`](Client::submit) buffers the body).
     pub fn stream(&self, request: &Request) -> Result<StreamingResponse<'_>, Error> {
         let resp = self.call(request, sys::humus_client_open)?;
         // SAFETY: the response is ours, of a call on `self`, which the result borrows; it keeps the

@@ -28,8 +28,8 @@
 //! Bodies stream when asked (docs/bodies.md §7): [`Client::stream`] returns a [`StreamingResponse`] at the
 //! response's headers, read with [`std::io::Read`] in memory bounded by your buffer, its result counted by
 //! the breaker when read to the end or dropped; [`Request::body_stream`] sends a [`Body`] from a reader
-//! (replayed only when seekable). Streaming is blocking only: an asynchronous stream of chunks needs an
-//! asynchronous read the C ABI does not have yet.
+//! (replayed only when seekable). Asynchronously, [`Client::submit_stream`] resolves at the headers to an
+//! [`AsyncStreamingResponse`], a [`futures_core::Stream`] of chunks read on the library's event loop.
 //!
 //! Many dependencies can be configured at once as an [`Upstreams`] registry (docs/upstreams.md §15). Callbacks
 //! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
@@ -39,6 +39,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod body_stream;
 mod breaker;
 mod call;
 mod cancel;
@@ -58,6 +59,7 @@ mod settings;
 mod span;
 mod upstreams;
 
+pub use body_stream::{AsyncStreamingResponse, StreamCall};
 pub use breaker::{BreakerCounts, CircuitState, ProbeDecision};
 pub use call::{Call, CallHandle};
 pub use cancel::CancelToken;

@@ -15,18 +15,18 @@ use crate::ffi;
 
 /// Everything of a response but its body, copied out of a live C response.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Head {
-    status: u16,
-    attempts: u32,
-    headers: Vec<(String, String)>,
-    http_version: String,
-    url: String,
+pub(crate) struct Head {
+    pub(crate) status: u16,
+    pub(crate) attempts: u32,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) http_version: String,
+    pub(crate) url: String,
 }
 
 impl Head {
     /// # Safety
     /// `resp` is a live response.
-    unsafe fn copy(resp: *mut sys::humus_response) -> Head {
+    pub(crate) unsafe fn copy(resp: *mut sys::humus_response) -> Head {
         // SAFETY: accessors of a live response; borrowed strings are copied.
         unsafe {
             let count = sys::humus_response_header_count(resp);
@@ -119,9 +119,10 @@ macro_rules! head_accessors {
         }
     };
 }
+pub(crate) use head_accessors;
 
 impl Head {
-    fn status_error(&self) -> Option<Error> {
+    pub(crate) fn status_error(&self) -> Option<Error> {
         let status = self.status;
         let side = match status {
             400..=499 => "a client error",
@@ -205,7 +206,7 @@ impl Response {
     }
 }
 
-fn no_response() -> Error {
+pub(crate) fn no_response() -> Error {
     Error::new(ErrorKind::Internal, "the library reported success with no response", Vec::new())
 }
 

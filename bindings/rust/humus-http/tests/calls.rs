@@ -1,14 +1,13 @@
 //! Asynchronous calls (docs/bindings.md §17.1) on the mock transport: `Call` as a Future any executor can poll,
 //! completion closures on the event loop, and what they may not do.
-use std::future::Future;
-use std::pin::pin;
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::Duration;
 
 use humus_http::{Client, ErrorKind, MockReply, Request, Runtime, Settings};
+use support::block_on_counting as block_on;
 
 const BASE: &str = "http://payments:8080";
 
@@ -22,27 +21,6 @@ fn client_on(
 ) -> Client {
     runtime.set_mock_transport(respond).unwrap();
     Client::new(&runtime, &Settings::builder(BASE).build().unwrap()).unwrap()
-}
-
-/// The smallest executor: polls on this thread, parks until woken. Counts the polls.
-fn block_on<F: Future>(future: F) -> (F::Output, usize) {
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    let mut polls = 0;
-    loop {
-        polls += 1;
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return (output, polls);
-        }
-        std::thread::park();
-    }
 }
 
 #[test]

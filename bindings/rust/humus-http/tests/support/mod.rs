@@ -7,12 +7,16 @@
 //! delivers when this process exits, even if it crashes.
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+use std::future::Future;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
+use std::pin::pin;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
 use std::time::Duration;
 
 use humus_http::{Runtime, Settings, SettingsBuilder, Tls};
@@ -189,4 +193,30 @@ pub fn settings(listener: &str) -> SettingsBuilder {
     } else {
         builder.tls(&Tls::new().ca_file(server.ca_file()))
     }
+}
+
+/// The smallest executor: polls on this thread, parks until woken. Counts the polls.
+pub fn block_on_counting<F: Future>(future: F) -> (F::Output, usize) {
+    struct Unpark(Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return (output, polls);
+        }
+        std::thread::park();
+    }
+}
+
+/// [`block_on_counting`]'s output alone.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    block_on_counting(future).0
 }
