@@ -139,11 +139,19 @@ class ClientClosed:
     """A blocking call made just after the soak closed its client: RuntimeError, nothing sent."""
 
 
+def call_timeout(timeout: float | None) -> float | humus_http.UseClientDefault:
+    """A call's timeout argument: its own, or the client's (None would be refused: deadlines are mandatory)."""
+    return humus_http.USE_CLIENT_DEFAULT if timeout is None else timeout
+
+
 def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float, timeout: float | None,
             result: Any) -> dict[str, Any]:
     record = {"rid": rid, "client": client, "method": method, "idem": idem, "t0": t0, "t1": t1,
               "deadline": timeout if timeout is not None else COMMON["timeout"]}
-    if isinstance(result, humus_http.Response):
+    if isinstance(result, humus_http.ConfigError):
+        # Every call the soak makes is valid: a refused one means the driver or the package broke.
+        record.update(outcome="unexpected", kind=f"{type(result).__name__}: {result}", attempts=0)
+    elif isinstance(result, humus_http.Response):
         # The upstream echoes the call id in X-Echo and in a 200's body: is this answer this call's own?
         own = result.headers.get("x-echo") == rid and (result.status_code != 200 or result.content == rid.encode())
         record.update(outcome="response", kind=result.status_code, attempts=result.attempts, own=own)
@@ -168,7 +176,7 @@ def sync_worker(client: humus_http.Client, name: str, worker: str, rec: Recorder
         t0 = time.monotonic()
         try:
             result: Any = client.request(method, f"/soak/{rid}", content=b"payload" if method != "GET" else None,
-                                         idempotency_key=f"key-{rid}" if idem else None, timeout=timeout,
+                                         idempotency_key=f"key-{rid}" if idem else None, timeout=call_timeout(timeout),
                                          context=humus_http.CallContext(request_id=rid), cancel=cancel)
         except RuntimeError as error:
             # The soak closed the client between this worker's check and its call: refused before sending.
@@ -188,7 +196,7 @@ async def async_driver(client: humus_http.AsyncClient, name: str, workers: int, 
             t0 = time.monotonic()
             try:
                 call = client.request(method, f"/soak/{rid}", content=b"payload" if method != "GET" else None,
-                                      idempotency_key=f"key-{rid}" if idem else None, timeout=timeout,
+                                      idempotency_key=f"key-{rid}" if idem else None, timeout=call_timeout(timeout),
                                       context=humus_http.CallContext(request_id=rid))
                 result: Any = await (call if cancel_after is None else asyncio.wait_for(call, cancel_after))
             except TimeoutError as error:
