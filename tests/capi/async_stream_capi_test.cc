@@ -68,8 +68,12 @@ struct Body {
   bool sample_rss = false;
   uint64_t reads = 0;
 
+  // Each callback notifies while it holds the lock: a waiter that sees the end may destroy the Body as soon as
+  // it gets the lock, so nothing of the Body is touched after it is released — except by a callback that goes
+  // on reading, which the waiter is still waiting for.
   static void on_headers(void* user, humus_status status, humus_response* resp, humus_error* err) {
     auto* b = static_cast<Body*>(user);
+    bool read_on = false;
     {
       std::lock_guard<std::mutex> lock(b->mu);
       b->headed = true;
@@ -77,10 +81,11 @@ struct Body {
       b->resp = resp;
       if (err != nullptr) b->head_error = humus_error_message(err);
       if (status != HUMUS_OK) b->finished = true;
+      read_on = status == HUMUS_OK && b->follow;
+      b->cv.notify_all();
     }
     humus_error_free(err);
-    b->cv.notify_all();
-    if (status == HUMUS_OK && b->follow) b->next();
+    if (read_on) b->next();
   }
 
   static void on_read(void* user, humus_status status, size_t n, humus_error* err) {
@@ -102,13 +107,10 @@ struct Body {
       }
       again = b->follow && status == HUMUS_OK && n > 0;
       if (b->follow && !again) b->finished = true;
+      if (!again) b->cv.notify_all();
     }
     humus_error_free(err);
-    if (again) {
-      b->next();
-      return;
-    }
-    b->cv.notify_all();
+    if (again) b->next();
   }
 
   void next() {
