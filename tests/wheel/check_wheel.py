@@ -3,13 +3,15 @@
     python3 tests/wheel/check_wheel.py OUTDIR
 
 Installs the one humus_http wheel of OUTDIR with pip into a fresh virtual environment (no system site
-packages), pip running with PATH reduced to a directory holding only the environment's python3, CC/CXX and
-every other variable unset, binaries only from OUTDIR (`--only-binary=:all: --no-index --find-links OUTDIR`);
-checks that no compiler is on that PATH, that pip built nothing and installed the manylinux wheel, and prints
-how long pip took. Then, in that environment with the same PATH, calls the test server's HTTP/2 TLS listener
-(tests/server/, its own test CA) and checks that the libcurl, OpenSSL and nghttp2 in the process's memory are
-the copies in the installed humus_http.libs/, none of the system's. Runs the test server with the interpreter
-running this script (it needs tests/server/requirements.txt). Exits non-zero with a sentence on failure.
+packages), pip running with PATH reduced to the environment's bin/ (python3, pip, the activate scripts), CC,
+CXX and every other variable unset, binaries only from OUTDIR (`--only-binary=:all: --no-index --find-links
+OUTDIR`); checks that no compiler is on that PATH, that pip built nothing and installed the manylinux wheel,
+and prints how long pip took. Then, in that environment with the same PATH, calls the test server's HTTP/2 TLS
+listener (tests/server/, its own test CA) and checks that the libcurl, OpenSSL and nghttp2 in the process's
+memory are the copies in the installed humus_http.libs/ (the system's OpenSSL only beside them, for Python's
+own ssl module), and with ldd that every library of the wheel resolves them there. Runs the test server with
+the interpreter running this script (it needs tests/server/requirements.txt). Exits non-zero with a sentence
+on failure.
 """
 from __future__ import annotations
 
