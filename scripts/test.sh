@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test suite: the C++ core and C ABI tests in a debug build, under AddressSanitizer+UBSan, and
-# under ThreadSanitizer; every libFuzzer target for a few seconds (clang); then the Python package, built with
-# pip, its pytest suite and a one-minute soak (tests/soak); then the Go and Rust bindings against the installed
-# library. Each language runs the conformance vectors (tests/vectors) through its own API and prints a line
-# per vector. Installs missing system packages first.
+# under ThreadSanitizer; every libFuzzer target for a few seconds (clang); then the Python package: its wheel
+# built and repaired once (scripts/wheel.sh), installed, its pytest suite, that wheel in a fresh venv without
+# a compiler (tests/wheel), and a one-minute soak (tests/soak); then the Go and Rust bindings against the
+# installed library. Each language runs the conformance vectors (tests/vectors) through its own API and prints
+# a line per vector. Installs missing system packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,10 +45,17 @@ done
 stage "fuzz: every libFuzzer target of tests/fuzz for a few seconds (their corpora replay in ctest above)"
 HUMUS_FUZZ_SECONDS=5 scripts/fuzz-ci.sh
 
-stage "python: build the package and test it"
-PIP_BREAK_SYSTEM_PACKAGES=1 CMAKE_BUILD_PARALLEL_LEVEL=2 python3 -m pip install --quiet --disable-pip-version-check \
-  --root-user-action=ignore .
+# The Python suite tests what ships: the wheel scripts/wheel.sh builds once and repairs (libcurl, OpenSSL and
+# nghttp2 inside it), installed over any earlier humus_http; then that same file in a fresh venv without a
+# compiler (tests/wheel/check_wheel.py).
+stage "python: build and repair the wheel (scripts/wheel.sh), install it, test it"
+scripts/wheel.sh build/wheel
+PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  --force-reinstall --no-deps build/wheel/humus_http-*.whl
 python3 -m pytest -q python/tests
+
+stage "wheel: the repaired wheel in a fresh venv, no compiler on PATH, an HTTPS call through its own libcurl"
+python3 tests/wheel/check_wheel.py build/wheel
 
 stage "soak: the installed package through a fault-scheduled upstream, its invariants checked"
 scripts/soak.sh --python python3 --selftest --duration 60
