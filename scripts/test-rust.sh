@@ -3,7 +3,7 @@
 # (scripts/stage.sh: build/dev installed into build/stage-dev), then builds and tests both crates against it
 # through pkg-config, as a user's crate would build against the installed library: rustfmt's check, cargo
 # test (unit tests, the conformance vectors, integration tests against tests/server/, a built example run
-# without LD_LIBRARY_PATH), and clippy when it is installed, each with every cargo feature (json) on;
+# without LD_LIBRARY_PATH), and clippy when it is installed, each with every cargo feature (json, http) on;
 # the crate is also built with none, as a user's default build is. Cargo's output goes to build/rust-target,
 # so the source tree stays clean.
 #
