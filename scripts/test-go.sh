@@ -3,7 +3,10 @@
 # installed into build/stage-dev), then, against that prefix through pkg-config as a user's program would,
 # checks gofmt, runs go vet and `go test -race` — the conformance vectors, the integration tests against the
 # local test server (tests/server, needs `python3 -m pip install -r tests/server/requirements.txt`), the leak
-# check. Go's caches stay in their default locations.
+# check — then does the same for the OpenTelemetry adapter (bindings/go/otelhumus, a module of its own whose
+# go.mod replaces humushttp by the checkout; its dependencies come through Go's module download, GOPROXY and
+# GOFLAGS as the environment sets them, checked against its committed go.sum). Go's caches stay in their
+# default locations.
 #
 #   scripts/test-go.sh [go test flags...]        e.g. -run TestVectors
 #
@@ -38,8 +41,13 @@ export CGO_ENABLED=1 # -race and the binding itself need cgo
 cd "$root/bindings/go"
 echo "test-go: $(go version), libhumus_http $(pkg-config --modversion humus_http) from $prefix"
 
-unformatted=$(gofmt -l .)
+unformatted=$(gofmt -l .) # bindings/go/otelhumus included
 [ -z "$unformatted" ] || fail "not gofmt-formatted: $unformatted"
 go vet ./...
 # -v: every vector prints its "vector <name>: ok" line, as the C++ runner does.
 go test -race -count=1 -p 2 -v "$@" ./...
+
+# The adapter module: ./... of bindings/go stops at its go.mod. The test flags given apply here too.
+cd "$root/bindings/go/otelhumus"
+go vet ./...
+go test -race -count=1 -v "$@" ./...

@@ -3,8 +3,13 @@
 # (scripts/stage.sh: build/dev installed into build/stage-dev), then builds and tests both crates against it
 # through pkg-config, as a user's crate would build against the installed library: rustfmt's check, cargo
 # test (unit tests, the conformance vectors, integration tests against tests/server/, a built example run
-# without LD_LIBRARY_PATH), and clippy when it is installed, each with every cargo feature (json) on; the
-# crate is also built with none, as a user's default build is. Cargo's output goes to build/rust-target, so the source tree stays clean.
+# without LD_LIBRARY_PATH), and clippy when it is installed, each with every cargo feature (json, http) on;
+# the crate is also built with none, as a user's default build is. Cargo's output goes to build/rust-target,
+# so the source tree stays clean.
+#
+# Environment:
+#   HUMUS_PREFIX=dir   use a library already installed there instead of running scripts/stage.sh dev
+#                      (as scripts/test-go.sh does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +18,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-prefix="$(scripts/stage.sh dev)"
+if [[ -n "${HUMUS_PREFIX:-}" ]]; then
+  prefix="$HUMUS_PREFIX"
+else
+  prefix="$(scripts/stage.sh dev)"
+fi
 # GNUInstallDirs may choose lib64 or lib/<multiarch> for the prefix: take whichever holds humus_http.pc.
 pc_dir="$(dirname "$(find "$prefix" -name humus_http.pc -print -quit)")"
 if [[ ! -f "$pc_dir/humus_http.pc" ]]; then

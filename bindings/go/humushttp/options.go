@@ -141,6 +141,17 @@ func WithCallContext(ctx context.Context, cc CallContext) context.Context {
 	return WithCallOptions(ctx, callOptionFunc(func(o *callOptions) { c := cc; o.context = &c }))
 }
 
+// CallContextFromContext is the call context that calls made with ctx pass on: the one the last
+// WithCallContext attached (false: none). An adapter uses it to change one part and keep the others, as
+// otelhumus puts the span of an OpenTelemetry context in place of the traceparent and tracestate. Safe for
+// concurrent use.
+func CallContextFromContext(ctx context.Context) (CallContext, bool) {
+	if o := collectCallOptions(ctx, nil); o.context != nil {
+		return *o.context, true
+	}
+	return CallContext{}, false
+}
+
 type callOptionsKey struct{}
 
 // WithCallOptions returns a context carrying opts, for calls made through *http.Client (whose Do takes no

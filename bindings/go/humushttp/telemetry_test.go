@@ -341,3 +341,19 @@ func TestSpansOfAsynchronousCalls(t *testing.T) {
 		}
 	}
 }
+
+func TestCallContextFromContext(t *testing.T) {
+	if cc, ok := humushttp.CallContextFromContext(context.Background()); ok || cc != (humushttp.CallContext{}) {
+		t.Errorf("empty context: %+v, %v", cc, ok)
+	}
+	first := humushttp.CallContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", Baggage: "a=1"}
+	second := humushttp.CallContext{RequestID: "req-42"}
+	ctx := humushttp.WithCallContext(context.Background(), first)
+	ctx = humushttp.WithCallOptions(ctx, humushttp.RetryForbid) // other options leave it as it is
+	if cc, ok := humushttp.CallContextFromContext(ctx); !ok || cc != first {
+		t.Errorf("got %+v, %v; want %+v", cc, ok, first)
+	}
+	if cc, ok := humushttp.CallContextFromContext(humushttp.WithCallContext(ctx, second)); !ok || cc != second {
+		t.Errorf("the last one attached: got %+v, %v; want %+v", cc, ok, second)
+	}
+}

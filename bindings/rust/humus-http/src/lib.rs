@@ -31,6 +31,11 @@
 //! (replayed only when seekable). Asynchronously, [`Client::submit_stream`] resolves at the headers to an
 //! [`AsyncStreamingResponse`], a [`futures_core::Stream`] of chunks read on the library's event loop.
 //!
+//! With the cargo feature `http`, the `http` crate's types convert both ways, as hyper, axum and tower code
+//! holds them: `Request::try_from(http::Request<B>)` (method, URI, headers, body, and a [`CallContext`] or
+//! [`RetryMode`] from its extensions) and `Response::into_http` (`TryFrom<Response>` for
+//! `http::Response<Vec<u8>>`), each failing with an [`Error`] naming what cannot convert.
+//!
 //! Many dependencies can be configured at once as an [`Upstreams`] registry (docs/upstreams.md §15). Callbacks
 //! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
 //! `extern "C"` trampolines; a closure that panics is reported to the library as a failing callback
@@ -47,6 +52,8 @@ mod classify;
 mod client;
 mod error;
 mod ffi;
+#[cfg(feature = "http")]
+mod http_types;
 mod json;
 mod log;
 mod metrics;
@@ -75,6 +82,11 @@ pub use runtime::{Runtime, RuntimeBuilder};
 pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
 pub use span::{AttributeValue, Span};
 pub use upstreams::Upstreams;
+
+/// The `http` crate (cargo feature `http`) whose `Request` and `Response` this crate converts from and to,
+/// re-exported so that a program names the same version.
+#[cfg(feature = "http")]
+pub use http;
 
 /// The README's examples, compiled and run as doc tests so they cannot drift from the API.
 #[cfg(doctest)]

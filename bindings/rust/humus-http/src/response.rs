@@ -172,6 +172,12 @@ impl Response {
         copied
     }
 
+    /// A response made of its parts, for the unit tests of the `http` conversions.
+    #[cfg(all(test, feature = "http"))]
+    pub(crate) fn from_parts(head: Head, body: Vec<u8>) -> Response {
+        Response { head, body }
+    }
+
     head_accessors!();
 
     /// The whole body.
