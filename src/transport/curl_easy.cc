@@ -395,6 +395,10 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
     } else {
       curl_easy_setopt(e, CURLOPT_CAINFO, c.ca_file.c_str());
     }
+  } else if (!c.system_ca_file.empty()) {
+    // libcurl's built-in bundle is missing here: the system's, found where this distribution keeps it.
+    curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
+    curl_easy_setopt(e, CURLOPT_CAINFO, c.system_ca_file.c_str());
   }
   if (!c.cert_pem.empty()) {
     curl_blob blob{const_cast<char*>(c.cert_pem.data()), c.cert_pem.size(), CURL_BLOB_COPY};

@@ -19,6 +19,7 @@
 
 #include "transport/curl_easy.h"
 #include "transport/curl_stream.h"
+#include "transport/system_roots.h"
 #include "transport/tls_identity.h"
 
 namespace humus::transport {
@@ -796,6 +797,7 @@ Result<std::unique_ptr<Transport>> make_curl_transport(const TransportConfig& co
     if (!ok) return Status(Code::kConfig, std::string(keys[i]) + ": cannot read \"" + *file + "\"", {keys[i]});
     file->clear();
   }
+  if (c.https && c.ca_pem.empty()) c.system_ca_file = system_ca_bundle();
   if (!c.cert_pem.empty() || !c.key_pem.empty()) {
     if (Status s = check_client_identity(c.cert_pem, c.key_pem, cert_from_file ? "tls.cert_file" : "tls.cert_pem",
                                          key_from_file ? "tls.key_file" : "tls.key_pem");

@@ -80,6 +80,8 @@ struct TransportConfig {
   // TLS: PEM text or file for each; empty means none. Verification is always on. Only an https client has
   // any: settings::validate refuses tls with an http base_url (docs/settings.md §3.2), the rule's one check.
   std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;
+  // Neither CA given: the system's bundle when libcurl's own is missing (transport/system_roots.h), or "".
+  std::string system_ca_file;
   bool tls13_only = false;  // min version 1.3 instead of 1.2
   // "host:port:address:port" entries (curl --connect-to form) from the runtime's name overrides
   // (docs/transport.md §10.6): the URL, SNI and certificate check keep the name, the socket goes to the address.

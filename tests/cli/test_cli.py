@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -643,6 +644,18 @@ def test_exit_58_when_the_client_certificate_cannot_be_read(run, server: TestSer
               "--key", str(tmp_path / "none.key"))
     assert key.returncode == 58
     assert one_line_error(key.stderr).startswith("humus-http: (58) --key: ")
+
+
+# No CA given: the system's roots, which SSL_CERT_FILE (OpenSSL's convention) names when set
+# (src/transport/system_roots.h); the test CA is trusted through it and not without it.
+def test_ssl_cert_file_names_the_system_roots_when_no_ca_is_given(cli: Path, server: TestServer) -> None:
+    args = [str(cli), "get", server.url("https", "/roots"), "--resolve", server.resolve("https"), "--retry", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "SSL_CERT_FILE"}
+    untrusted = subprocess.run(args, capture_output=True, env=env, timeout=60, check=False)
+    assert untrusted.returncode == 60, untrusted.stderr
+    trusted = subprocess.run(args, capture_output=True, env={**env, "SSL_CERT_FILE": str(server.ca_file)},
+                             timeout=60, check=False)
+    assert trusted.returncode == 0, trusted.stderr
 
 
 @pytest.mark.parametrize("listener", ["untrusted", "cn_only"])
