@@ -29,21 +29,26 @@ Setting the sink is what turns the bridge on, for every client of that runtime:
   of the provider's Tracer for the ``humus_http`` scope), draws them from an id generator that yields the ids
   the core chose for the attempt. Neither the provider nor any Tracer it hands out is changed.
 
+``metrics(runtime)`` exports the runtime's counters and gauges (docs/telemetry.md §13.2) as observable instruments
+of an OpenTelemetry MeterProvider (docs/telemetry.md §13.4).
+
 This module imports without the SDK; ``span_sink()`` then raises ImportError naming the package to install,
-``opentelemetry-sdk``.
+``opentelemetry-sdk`` (``metrics()`` needs only ``opentelemetry-api``).
 """
 from __future__ import annotations
 
 import importlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
 from . import _native
-from ._telemetry import Span
+from ._settings import Runtime
+from ._telemetry import METRIC_DESCRIPTIONS, Span
 
-__all__ = ["SpanBridge", "span_sink"]
+__all__ = ["SpanBridge", "metrics", "span_sink"]
 
 #: The instrumentation scope of the bridged spans.
 SCOPE_NAME = "humus_http"
@@ -177,3 +182,55 @@ def span_sink(tracer_provider: object | None = None) -> SpanBridge:
     Raises ImportError naming ``opentelemetry-sdk`` when the SDK is not installed, TypeError when
     ``tracer_provider`` is not an SDK TracerProvider. The sink is thread-safe (the SDK's processors are)."""
     return SpanBridge(tracer_provider)
+
+
+def _observe(runtime: Runtime, name: str, observation: Any) -> Callable[[Any], Iterable[Any]]:
+    """The callback of the instrument ``name``: the runtime's data points of it, read now."""
+    def callback(options: Any) -> Iterable[Any]:
+        for metric in runtime.metrics_json()["metrics"]:
+            if metric.get("name") == name:
+                points: list[Mapping[str, Any]] = metric.get("points", [])
+                return [observation(point["value"], dict(point.get("attributes", {}))) for point in points]
+        return []
+    return callback
+
+
+def metrics(runtime: Runtime, meter_provider: object | None = None) -> list[Any]:
+    """Exports ``runtime``'s counters and gauges (docs/telemetry.md §13.2) as OpenTelemetry observable instruments, read
+    at each collection of the provider's readers, and returns the instruments made.
+
+    ``meter_provider`` is an ``opentelemetry.metrics.MeterProvider`` (the SDK's, typically); None uses the global
+    one (``opentelemetry.metrics.get_meter_provider()``). The meter is ``humus_http`` at the core's version. Each
+    counter (``humus.circuit.transitions``, ``humus.circuit.calls``, ``humus.retry.decisions``) becomes an
+    ObservableCounter of its cumulative totals and each gauge (``humus.circuit.state``) an ObservableGauge, with
+    the runtime's names, units, descriptions and attributes (``server.address``, ``server.port`` as an int, and
+    the instrument's own). The histograms (``http.client.request.duration``, ``http.client.request.body.size``)
+    are not exported: OpenTelemetry's API has no asynchronous histogram, and the runtime keeps bucket counts, not
+    the samples a synchronous one would need; read them through ``humus_http.prometheus`` or
+    ``Runtime.metrics_json()``. Call it once per provider: for the same names and scope the SDK hands a second
+    call the instruments already made, which keep observing the first runtime.
+
+    Raises ImportError naming ``opentelemetry-api`` when OpenTelemetry is not installed, TypeError when
+    ``runtime`` is not a Runtime. Thread-safe; the callbacks run on the reader's thread."""
+    if not isinstance(runtime, Runtime):
+        raise TypeError(f"humus_http.otel.metrics: runtime must be a humus_http.Runtime, not {type(runtime).__name__}")
+    try:
+        metrics_api = importlib.import_module("opentelemetry.metrics")
+    except ImportError as e:
+        raise ImportError("humus_http.otel.metrics needs OpenTelemetry: install the package opentelemetry-api "
+                          "(or opentelemetry-sdk, which brings it)", name="opentelemetry.metrics") from e
+    provider = meter_provider if meter_provider is not None else metrics_api.get_meter_provider()
+    if not isinstance(provider, metrics_api.MeterProvider):
+        raise TypeError("humus_http.otel.metrics: meter_provider must be an opentelemetry.metrics.MeterProvider, "
+                        f"not {type(provider).__name__}")
+    meter = provider.get_meter(SCOPE_NAME, _native.VERSION)
+    made: list[Any] = []
+    for metric in runtime.metrics_json()["metrics"]:
+        name, kind = str(metric["name"]), metric.get("type")
+        create = {"counter": meter.create_observable_counter, "gauge": meter.create_observable_gauge}.get(kind)
+        if create is None:
+            continue  # a histogram (see above), or a kind this version does not know
+        made.append(create(name, callbacks=[_observe(runtime, name, metrics_api.Observation)],
+                           unit=str(metric.get("unit", "")), description=METRIC_DESCRIPTIONS.get(name, "")))
+    return made
+

@@ -25,18 +25,10 @@ from types import ModuleType
 from typing import Any
 
 from ._settings import Runtime
+from ._telemetry import METRIC_DESCRIPTIONS
 
 __all__ = ["RuntimeCollector", "collector"]
 
-# The HELP line of each instrument, as the runtime's Prometheus text has it.
-_HELP = {
-    "http.client.request.duration": "Duration of HTTP client requests (one per attempt).",
-    "http.client.request.body.size": "Size of HTTP client request bodies (one per attempt).",
-    "humus.circuit.state": "Circuit breakers in each state, read at collection.",
-    "humus.circuit.transitions": "Circuit breaker state changes, by the state entered.",
-    "humus.circuit.calls": "Attempts as the circuit breaker counted them, and attempts it rejected.",
-    "humus.retry.decisions": "Retry decisions after attempts, by decision.",
-}
 # OpenTelemetry units as Prometheus name suffixes; an annotation such as "{call}" has none.
 _UNITS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": "ratio"}
 _NOT_IN_A_NAME = re.compile(r"[^a-zA-Z0-9_]")
@@ -86,7 +78,7 @@ class RuntimeCollector:
     def _family(self, metric: Mapping[str, Any]) -> Any:
         core = self._core
         name = _prometheus_name(str(metric["name"]))
-        documentation = _HELP.get(str(metric["name"]), str(metric["name"]))
+        documentation = METRIC_DESCRIPTIONS.get(str(metric["name"]), str(metric["name"]))
         unit = _UNITS.get(str(metric.get("unit", "")), "")
         points: list[Mapping[str, Any]] = list(metric.get("points", ()))
         # Every label any point has; a point without one has it empty (absent, to Prometheus).

@@ -234,6 +234,61 @@ def test_without_the_bridge_the_current_span_is_not_read(server: TestServer, mak
     assert parent_seen(server.requests(path)[0])[0] != handler_trace
 
 
+def otel_points(reader: Any, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
+    """The data points of the metric ``name`` the reader collects now, by their sorted attributes."""
+    data = reader.get_metrics_data()
+    found: dict[tuple[tuple[str, Any], ...], Any] = {}
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    assert scope.scope.name == humus_http.otel.SCOPE_NAME
+                    found.update({tuple(sorted(p.attributes.items())): (metric, p) for p in metric.data.data_points})
+    return found
+
+
+def test_the_runtimes_counters_and_gauges_as_observable_instruments(server: TestServer, make_runtime: MakeRuntime,
+                                                                    make_client: Callable[..., humus_http.Client],
+                                                                    path: str) -> None:
+    sdk_metrics = pytest.importorskip("opentelemetry.sdk.metrics")
+    export = pytest.importorskip("opentelemetry.sdk.metrics.export")
+    reader = export.InMemoryMetricReader()
+    provider = sdk_metrics.MeterProvider(metric_readers=[reader], shutdown_on_exit=False)
+    try:
+        runtime = make_runtime()
+        made = humus_http.otel.metrics(runtime, provider)
+        assert len(made) == 4  # the three counters and the gauge; no histogram
+        server.script(path, [{"status": 503}, {"status": 200}])
+        assert make_client(runtime=runtime).get(path).attempts == 2
+        origin = (("server.address", "127.0.0.1"), ("server.port", server.port("http")))
+
+        decisions = otel_points(reader, "humus.retry.decisions")
+        metric, again = decisions[tuple(sorted((*origin, ("humus.retry.decision", "again"))))]
+        assert again.value == 1 and metric.unit == "{decision}" and metric.data.is_monotonic
+        assert decisions[tuple(sorted((*origin, ("humus.retry.decision", "done"))))][1].value == 1
+        calls = otel_points(reader, "humus.circuit.calls")
+        assert calls[tuple(sorted((*origin, ("humus.circuit.outcome", "failure"))))][1].value == 1
+        assert calls[tuple(sorted((*origin, ("humus.circuit.outcome", "success"))))][1].value == 1
+        metric, closed = otel_points(reader, "humus.circuit.state")[tuple(sorted((*origin,
+                                                                                 ("humus.circuit.state", "closed"))))]
+        assert closed.value == 1 and type(metric.data).__name__ == "Gauge"
+        assert otel_points(reader, "http.client.request.duration") == {}
+
+        make_client(runtime=runtime).get(path)  # read anew at each collection
+        decisions = otel_points(reader, "humus.retry.decisions")
+        assert decisions[tuple(sorted((*origin, ("humus.retry.decision", "done"))))][1].value == 2
+    finally:
+        provider.shutdown()
+
+
+def test_metrics_refuses_what_is_not_a_runtime_or_a_meter_provider() -> None:
+    pytest.importorskip("opentelemetry.metrics")
+    with pytest.raises(TypeError, match="Runtime"):
+        humus_http.otel.metrics(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="MeterProvider"):
+        humus_http.otel.metrics(humus_http.Runtime(), object())
+
+
 def test_a_provider_that_is_not_the_sdks_is_refused() -> None:
     pytest.importorskip("opentelemetry.sdk.trace")
     with pytest.raises(TypeError, match="TracerProvider"):
@@ -247,7 +302,12 @@ def test_without_the_sdk_the_package_imports_and_the_bridge_names_what_to_instal
             "try:\n"
             "    humus_http.otel.span_sink()\n"
             "except ImportError as e:\n"
+            "    print(e)\n"
+            "try:\n"
+            "    humus_http.otel.metrics(humus_http.Runtime())\n"
+            "except ImportError as e:\n"
             "    print(e)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert "opentelemetry-sdk" in done.stdout
+    first, second = done.stdout.splitlines()
+    assert "opentelemetry-sdk" in first and "opentelemetry-api" in second
