@@ -741,7 +741,7 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humu
  * humus.circuit.calls (counter, by outcome success/failure/ignored/rejected: each admitted attempt as the
  * breaker counted it, each rejected one), humus.retry.decisions (counter, by decision done/again/throttled/
  * exhausted/expired/stopped: one "again" per retry and one other per request — a redirect is a request).
- * Counts of freed clients stay in the totals. Bucket bounds: durations 0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+ * Counts of freed clients stay in the totals. Bucket bounds: durations 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
  * 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10 (OpenTelemetry's advice); body sizes 0, 5, 10, 25, 50, 75, 100, 250, 500,
  * 750, 1000, 2500, 5000, 7500, 10000 (the OpenTelemetry SDK's default). */
 
@@ -772,7 +772,7 @@ typedef struct humus_metric_point {
   uint64_t value;                 /* gauges and counters */
   uint64_t count;                 /* histograms: samples */
   double sum;                     /* histograms: sum of samples */
-  size_t bound_count;             /* histograms: number of bounds (15); 0 otherwise */
+  size_t bound_count;             /* histograms: number of bounds (14 for durations, 15 for sizes); 0 otherwise */
   const double *bounds;           /* histograms: the bounds */
   const uint64_t *bucket_counts;  /* histograms: bound_count + 1 counts, per bucket (not cumulative) */
 } humus_metric_point;

@@ -8,6 +8,7 @@ from typing import Any
 
 import humus_http
 import humus_http.otel
+import humus_http.prometheus
 
 log = logging.getLogger("checkout")
 
@@ -27,6 +28,13 @@ def on_log(record: humus_http.LogRecord) -> None:
 def build_runtime(use_otel: bool) -> humus_http.Runtime:
     sink: humus_http.SpanSink = humus_http.otel.span_sink() if use_otel else on_span
     return humus_http.Runtime(span_sink=sink, log_sink=on_log, faults=True)
+
+
+def export_metrics(runtime: humus_http.Runtime) -> humus_http.prometheus.RuntimeCollector:
+    # OpenTelemetry's global MeterProvider observes the counters and gauges; prometheus_client's REGISTRY all.
+    instruments: list[Any] = humus_http.otel.metrics(runtime)
+    log.debug("%d observable instruments", len(instruments))
+    return humus_http.prometheus.collector(runtime)
 
 
 def serve(runtime: humus_http.Runtime, incoming_headers: dict[str, str]) -> int:

@@ -12,13 +12,13 @@ them by name from one configuration file (docs/upstreams.md §15). A ``Runtime``
 (``MockReply``, ``humus_http.testing``) tests code that calls a dependency without sockets or real waits
 (docs/testing-kit.md §16). A ``Runtime`` also carries the telemetry (docs/telemetry.md §13): a span per attempt (``Span``; bridged into the
 OpenTelemetry SDK by ``humus_http.otel``), a log record per breaker state change (``LogRecord``), metrics in
-the Prometheus format, readiness, and failure injection (``faults=True``, docs/failure-injection.md §14).
+the Prometheus format (and as a prometheus_client collector, ``humus_http.prometheus``), readiness, and failure injection (``faults=True``, docs/failure-injection.md §14).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _native, otel
+from . import _native, otel, prometheus
 from ._async import AsyncBodyOptions, AsyncClient
 from ._auth import AuthTypes, BasicAuth, BearerAuth
 from ._cancel import CancelToken
@@ -153,6 +153,7 @@ __all__ = [
     "default_classify",
     "otel",
     "preset_classify",
+    "prometheus",
 ]
 
 # httpx's module-level calls (httpx.get(url), ...) build a client per call; humus_http has none on purpose, and

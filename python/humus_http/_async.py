@@ -13,7 +13,7 @@ from . import _native
 from ._auth import AuthTypes
 from ._cancel import CancelToken
 from ._client import _RETRY_MODES, CallOptions, QueryParams, _BaseClient
-from ._context import ContextTypes, context_parts
+from ._context import ContextTypes
 from ._errors import from_native
 from ._forms import CookieTypes, DataTypes, FilesTypes
 from ._response import HeaderTypes, Response
@@ -110,7 +110,7 @@ class AsyncClient(_BaseClient):
         try:
             native_call = submit(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
                                  _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
-                                 self._bridge_for(loop), future, context_parts(options.get("context")),
+                                 self._bridge_for(loop), future, self._context_parts(options, call.headers),
                                  None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None

@@ -356,6 +356,23 @@ class _BaseClient:
                 request = returned
         return _Call(method, target, None, body, request, follow_mode, timeout_ms), request
 
+    def _context_parts(self, options: Mapping[str, Any],
+                       headers: Sequence[tuple[str, str]] | None) -> tuple[str | None, ...] | None:
+        """The call context's parts as the extension takes them. When the runtime's span sink follows the caller's
+        trace (humus_http.otel's does), a call with no ``traceparent`` of its own (in ``context=`` or among its
+        headers) carries the caller's current one (docs/telemetry.md §13.4)."""
+        parts = context_parts(options.get("context"))
+        current = self._runtime._trace_context
+        if current is None or (parts is not None and parts[0]):
+            return parts
+        for name, _ in (*(headers or ()), *self._default_headers):
+            if name.lower() == "traceparent":
+                return parts
+        found = current()
+        if found is None:
+            return parts
+        return (found[0], found[1], *(parts[2:] if parts is not None else (None, None, None)))
+
     @staticmethod
     def _body(content: ContentTypes | None, data: DataTypes | None, files: FilesTypes | None, json: Any,
               hdrs: list[tuple[str, str]] | None) -> tuple[bytes | BodyReader | None, str | None]:
@@ -537,7 +554,8 @@ class Client(_BaseClient, Closing):
         try:
             raw = self._native.open(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
                                     _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
-                                    context_parts(options.get("context")), None if cancel is None else cancel.native)
+                                    self._context_parts(options, call.headers),
+                                    None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         response = self._hooked(self._response(raw, call, stream=True))
@@ -553,7 +571,7 @@ class Client(_BaseClient, Closing):
         try:
             raw = self._native.request(call.method, call.target, call.headers, call.body,
                                        options.get("idempotency_key"), _RETRY_MODES[options.get("retry")],
-                                       call.follow, call.timeout_ms, context_parts(options.get("context")),
+                                       call.follow, call.timeout_ms, self._context_parts(options, call.headers),
                                        None if cancel is None else cancel.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None

@@ -366,6 +366,8 @@ class Runtime:
         self._faults = bool(faults)
         # Every handler installed, kept for the clients built with it (the extension holds them weakly).
         self._mock_boxes: list[object] = []
+        # The span sink's current_trace_context, when it has one: what a call without a trace context continues.
+        self._trace_context: Callable[[], tuple[str, str | None] | None] | None = None
         if mock is not None:
             self.set_mock_transport(mock)
         if span_sink is not None:
@@ -443,9 +445,16 @@ class Runtime:
         call: it is reported through ``sys.unraisablehook`` (with the sink as the report's ``object``); a
         KeyboardInterrupt (Ctrl-C arriving while the sink runs on the main thread) cancels the blocking call,
         which raises it. The runtime holds the sink until it is replaced or the runtime is freed (a sink that
-        refers to its runtime keeps both alive). Thread-safe."""
+        refers to its runtime keeps both alive). Thread-safe.
+
+        A sink with a ``current_trace_context()`` method (``humus_http.otel.span_sink()``'s) is asked, at the start
+        of each call with no ``traceparent`` of its own (neither in ``context=`` nor among its headers), in the
+        caller's thread or task, for the ``(traceparent, tracestate)`` to continue, or None: the call then carries
+        it as its context's trace part (docs/telemetry.md §13.4)."""
         from ._telemetry import span_adapter
         self._set_sink("set_span_sink", _native.set_span_sink, sink, span_adapter)
+        trace_context = getattr(sink, "current_trace_context", None)
+        self._trace_context = trace_context if callable(trace_context) else None
 
     def set_log_sink(self, sink: LogSink | None) -> None:
         """Installs ``sink`` as the log sink (docs/telemetry.md §13.3) of every client of the runtime at once; None removes

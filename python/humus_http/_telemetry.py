@@ -90,6 +90,17 @@ LogSink = Callable[[LogRecord], object]
 
 _SPAN_STATUS = {0: "unset", 2: "error"}
 
+#: What each instrument of docs/telemetry.md §13.2 measures, as the runtime's Prometheus text says it (HELP): the
+#: description the bridges (humus_http.prometheus, humus_http.otel.metrics) give it.
+METRIC_DESCRIPTIONS = {
+    "http.client.request.duration": "Duration of HTTP client requests (one per attempt).",
+    "http.client.request.body.size": "Size of HTTP client request bodies (one per attempt).",
+    "humus.circuit.state": "Circuit breakers in each state, read at collection.",
+    "humus.circuit.transitions": "Circuit breaker state changes, by the state entered.",
+    "humus.circuit.calls": "Attempts as the circuit breaker counted them, and attempts it rejected.",
+    "humus.retry.decisions": "Retry decisions after attempts, by decision.",
+}
+
 
 def span_adapter(sink: SpanSink) -> Callable[[tuple[Any, ...]], None]:
     """The callable the extension calls with a span's fields: builds the Span and hands it to ``sink``."""

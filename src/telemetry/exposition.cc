@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace humus::telemetry {
 namespace {
@@ -118,7 +119,7 @@ uint64_t labelled_count(const OriginSeries& s, size_t i, size_t j) {
 const HistogramData& histogram_of(const OriginSeries& s, size_t i) {
   return i == 0 ? s.duration : s.body_size;
 }
-const Bounds& bounds_of(size_t i) { return i == 0 ? kDurationBounds : kSizeBounds; }
+Bounds bounds_of(size_t i) { return i == 0 ? Bounds(kDurationBounds) : Bounds(kSizeBounds); }
 
 std::string format_double(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
@@ -139,10 +140,11 @@ std::string to_prometheus(const Snapshot& snapshot) {
       const std::string labels = origin_labels(s);
       if (in.kind == InstrumentKind::kHistogram) {
         const HistogramData& h = histogram_of(s, i);
+        const Bounds bounds = bounds_of(i);
         uint64_t cumulative = 0;
-        for (size_t b = 0; b < kBuckets; ++b) {
+        for (size_t b = 0; b <= bounds.size(); ++b) {
           cumulative += h.buckets[b];
-          const std::string le = b < bounds_of(i).size() ? format_double(bounds_of(i)[b]) : "+Inf";
+          const std::string le = b < bounds.size() ? format_double(bounds[b]) : "+Inf";
           out += std::string(in.prometheus_name) + "_bucket{" + labels + ",le=\"" + le + "\"} " +
                  std::to_string(cumulative) + "\n";
         }
@@ -167,13 +169,17 @@ std::string to_json(const Snapshot& snapshot) {
     const Instrument& in = kInstruments[i];
     nlohmann::json m = {{"name", in.name}, {"unit", in.unit}, {"type", type_name(in.kind)}};
     nlohmann::json points = nlohmann::json::array();
-    if (in.kind == InstrumentKind::kHistogram) m["bounds"] = bounds_of(i);
+    if (in.kind == InstrumentKind::kHistogram) {
+      const Bounds bounds = bounds_of(i);
+      m["bounds"] = std::vector<double>(bounds.begin(), bounds.end());
+    }
     for (const OriginSeries& s : snapshot.origins) {
       const nlohmann::json origin = {{"server.address", s.address}, {"server.port", s.port}};
       if (in.kind == InstrumentKind::kHistogram) {
         const HistogramData& h = histogram_of(s, i);
+        const std::vector<uint64_t> counts(h.buckets.begin(), h.buckets.begin() + bounds_of(i).size() + 1);
         points.push_back(
-            {{"attributes", origin}, {"count", h.count()}, {"sum", h.sum}, {"bucket_counts", h.buckets}});
+            {{"attributes", origin}, {"count", h.count()}, {"sum", h.sum}, {"bucket_counts", counts}});
         continue;
       }
       for (size_t j = 0; j < label_value_count(i); ++j) {

@@ -30,7 +30,7 @@ size_t label_value_count(size_t instrument);
 const char* label_value(size_t instrument, size_t j);
 uint64_t labelled_count(const OriginSeries& s, size_t instrument, size_t j);
 const HistogramData& histogram_of(const OriginSeries& s, size_t instrument);
-const Bounds& bounds_of(size_t instrument);  // histograms only
+Bounds bounds_of(size_t instrument);  // histograms only
 
 // Text format 0.0.4: # HELP and # TYPE per family; histograms as cumulative _bucket{le=…} with +Inf, _sum
 // and _count; label values escaped (\\, \", \n); every labelled value present, zeros included.

@@ -12,7 +12,7 @@ uint64_t HistogramData::count() const {
 }
 
 void HistogramData::add(const HistogramData& other) {
-  for (size_t i = 0; i < kBuckets; ++i) buckets[i] += other.buckets[i];
+  for (size_t i = 0; i < kMaxBuckets; ++i) buckets[i] += other.buckets[i];
   sum += other.sum;
 }
 
@@ -27,7 +27,7 @@ void Histogram::record(double value) {
 
 HistogramData Histogram::read() const {
   HistogramData d;
-  for (size_t i = 0; i < kBuckets; ++i) d.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < kMaxBuckets; ++i) d.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
   d.sum = sum_.load(std::memory_order_relaxed);
   return d;
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,14 +18,18 @@
 
 namespace humus::telemetry {
 
-// Explicit bucket boundaries. Durations: OpenTelemetry's advice for http.client.request.duration (seconds).
-// Body sizes: the OpenTelemetry SDK's default boundaries (bytes), as no advice exists for them.
-using Bounds = std::array<double, 15>;
-inline constexpr Bounds kDurationBounds = {0,   0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
-                                           0.5, 0.75,  1,    2.5,   5,    7.5,   10};
-inline constexpr Bounds kSizeBounds = {0,   5,   10,   25,   50,   75,   100,  250,
-                                       500, 750, 1000, 2500, 5000, 7500, 10000};
-inline constexpr size_t kBuckets = Bounds().size() + 1;  // the last one is (last bound, +Inf)
+// Explicit bucket boundaries. Durations: OpenTelemetry's advice for http.client.request.duration (seconds),
+// which has no 0 bound (an attempt of no time, as on a virtual clock, is in le 0.005). Body sizes: the
+// OpenTelemetry SDK's default boundaries (bytes), as no advice exists for them; their 0 bound counts the
+// attempts without a body.
+using Bounds = std::span<const double>;
+inline constexpr std::array<double, 14> kDurationBounds = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
+                                                           0.5,   0.75, 1,     2.5,  5,     7.5, 10};
+inline constexpr std::array<double, 15> kSizeBounds = {0,   5,   10,   25,   50,   75,   100,  250,
+                                                       500, 750, 1000, 2500, 5000, 7500, 10000};
+// Room for the buckets of the histogram with the most bounds; the last one of each is (last bound, +Inf).
+// A histogram with fewer bounds leaves the rest of its array at 0.
+inline constexpr size_t kMaxBuckets = kSizeBounds.size() + 1;
 
 // humus.circuit.calls' series: how an admitted attempt counted with the breaker (a breaker::Outcome, in its
 // order), and a last one for the attempts the breaker rejected.
@@ -34,9 +39,10 @@ inline constexpr size_t kRejectedSeries = kCallOutcomes - 1;
 inline constexpr size_t kDecisions = 6;  // retry::Decision kDone..kStopped
 inline constexpr size_t kStates = 3;     // breaker::State kClosed, kOpen, kHalfOpen
 
-// A histogram's values at one collection: per-bucket (not cumulative) counts against its Bounds.
+// A histogram's values at one collection: per-bucket (not cumulative) counts against its Bounds, the first
+// bounds.size() + 1 of `buckets` (the rest stay 0).
 struct HistogramData {
-  std::array<uint64_t, kBuckets> buckets{};
+  std::array<uint64_t, kMaxBuckets> buckets{};
   double sum = 0;
   uint64_t count() const;
   void add(const HistogramData& other);
@@ -46,13 +52,13 @@ struct HistogramData {
 // sample in a bucket before its sum (the snapshot is approximate while writes race it, never torn).
 class Histogram {
  public:
-  explicit Histogram(const Bounds& bounds) : bounds_(bounds) {}
+  explicit Histogram(Bounds bounds) : bounds_(bounds) {}  // at most kMaxBuckets - 1 bounds
   void record(double value);
   HistogramData read() const;
 
  private:
-  const Bounds& bounds_;
-  std::array<std::atomic<uint64_t>, kBuckets> buckets_{};
+  const Bounds bounds_;
+  std::array<std::atomic<uint64_t>, kMaxBuckets> buckets_{};
   std::atomic<double> sum_{0};
 };
 

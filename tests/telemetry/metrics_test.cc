@@ -78,14 +78,24 @@ TEST(HistogramTest, BucketsAreUpperInclusiveLikePrometheusLe) {
   Histogram h(kDurationBounds);
   for (double v : {0.0, 0.005, 0.0051, 10.0, 10.5, 0.3}) h.record(v);
   const HistogramData d = h.read();
-  EXPECT_EQ(d.buckets[0], 1u);   // le 0
-  EXPECT_EQ(d.buckets[1], 1u);   // (0, 0.005]
-  EXPECT_EQ(d.buckets[2], 1u);   // (0.005, 0.01]
-  EXPECT_EQ(d.buckets[8], 1u);   // (0.25, 0.5]
-  EXPECT_EQ(d.buckets[14], 1u);  // (7.5, 10]
-  EXPECT_EQ(d.buckets[15], 1u);  // (10, +Inf)
+  EXPECT_EQ(d.buckets[0], 2u);   // le 0.005: the durations have no 0 bound
+  EXPECT_EQ(d.buckets[1], 1u);   // (0.005, 0.01]
+  EXPECT_EQ(d.buckets[7], 1u);   // (0.25, 0.5]
+  EXPECT_EQ(d.buckets[13], 1u);  // (7.5, 10]
+  EXPECT_EQ(d.buckets[14], 1u);  // (10, +Inf)
+  EXPECT_EQ(d.buckets[15], 0u);  // beyond this histogram's buckets
   EXPECT_EQ(d.count(), 6u);
   EXPECT_DOUBLE_EQ(d.sum, 0.005 + 0.0051 + 10 + 10.5 + 0.3);
+}
+
+TEST(HistogramTest, BodySizesKeepTheirZeroBound) {
+  Histogram h(kSizeBounds);
+  for (double v : {0.0, 0.0, 1.0, 10001.0}) h.record(v);
+  const HistogramData d = h.read();
+  EXPECT_EQ(d.buckets[0], 2u);   // le 0: no body
+  EXPECT_EQ(d.buckets[1], 1u);   // (0, 5]
+  EXPECT_EQ(d.buckets[15], 1u);  // (10000, +Inf)
+  EXPECT_EQ(d.count(), 4u);
 }
 
 TEST_F(MetricsTest, RetryThroughA503CountsEachAttemptAndEachDecision) {
@@ -102,8 +112,8 @@ TEST_F(MetricsTest, RetryThroughA503CountsEachAttemptAndEachDecision) {
   EXPECT_EQ(s.port, 8080);
   // One duration per attempt, on the virtual clock: 0.3 s in (0.25, 0.5], 0.04 s in (0.025, 0.05].
   EXPECT_EQ(s.duration.count(), 2u);
-  EXPECT_EQ(s.duration.buckets[8], 1u);
-  EXPECT_EQ(s.duration.buckets[4], 1u);
+  EXPECT_EQ(s.duration.buckets[7], 1u);
+  EXPECT_EQ(s.duration.buckets[3], 1u);
   EXPECT_NEAR(s.duration.sum, 0.34, 1e-9);
   // 100 bytes per attempt, in (75, 100].
   EXPECT_EQ(s.body_size.buckets[6], 2u);
@@ -355,8 +365,8 @@ TEST_F(MetricsTest, PrometheusTextParsesAndCarriesTheValues) {
   for (const test::PromSample& sm : p.samples) {
     if (sm.name == "http_client_request_duration_seconds_bucket") les.push_back(sm.labels.at("le"));
   }
-  EXPECT_EQ(les, (std::vector<std::string>{"0", "0.005", "0.01", "0.025", "0.05", "0.075", "0.1", "0.25",
-                                           "0.5", "0.75", "1", "2.5", "5", "7.5", "10", "+Inf"}));
+  EXPECT_EQ(les, (std::vector<std::string>{"0.005", "0.01", "0.025", "0.05", "0.075", "0.1", "0.25", "0.5",
+                                           "0.75", "1", "2.5", "5", "7.5", "10", "+Inf"}));
 }
 
 TEST(ExpositionTest, LabelValuesAreEscaped) {
@@ -388,14 +398,15 @@ TEST_F(MetricsTest, JsonCarriesTheSameValues) {
   EXPECT_EQ(d["name"], "http.client.request.duration");
   EXPECT_EQ(d["unit"], "s");
   EXPECT_EQ(d["type"], "histogram");
-  EXPECT_EQ(d["bounds"].size(), 15u);
+  EXPECT_EQ(d["bounds"],
+            (nlohmann::json{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}));
   ASSERT_EQ(d["points"].size(), 1u);
   EXPECT_EQ(d["points"][0]["attributes"],
             (nlohmann::json{{"server.address", "payments"}, {"server.port", 8080}}));
   EXPECT_EQ(d["points"][0]["count"], 2);
-  EXPECT_EQ(d["points"][0]["bucket_counts"].size(), 16u);
-  EXPECT_EQ(d["points"][0]["bucket_counts"][3], 1);  // (0.01, 0.025]
-  EXPECT_EQ(d["points"][0]["bucket_counts"][8], 1);  // (0.25, 0.5]
+  EXPECT_EQ(d["points"][0]["bucket_counts"].size(), 15u);
+  EXPECT_EQ(d["points"][0]["bucket_counts"][2], 1);  // (0.01, 0.025]
+  EXPECT_EQ(d["points"][0]["bucket_counts"][7], 1);  // (0.25, 0.5]
   const nlohmann::json& decisions = j["metrics"][5];
   EXPECT_EQ(decisions["name"], "humus.retry.decisions");
   int again = -1;
