@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,10 +78,21 @@ func tokenChar(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-// validHeader is RFC 9110's rule as docs/transport.md §10.5 applies it: a token as name, no CR, LF or NUL in the value.
+// clientOwned are the headers that frame the message or name the origin, which a caller may not set
+// (docs/transport.md §10.5).
+var clientOwned = []string{"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade",
+	"te", "trailer", "proxy-connection"}
+
+// validHeader is RFC 9110's rule as docs/transport.md §10.5 applies it: a token as name that is not one of the
+// client's own, and no control character in the value but horizontal tab (CR, LF, NUL, DEL and the rest).
 func validHeader(name, value string) bool {
-	if name == "" || strings.ContainsAny(value, "\r\n\x00") {
+	if name == "" || slices.Contains(clientOwned, strings.ToLower(name)) {
 		return false
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
 	}
 	for i := 0; i < len(name); i++ {
 		if !tokenChar(name[i]) {
