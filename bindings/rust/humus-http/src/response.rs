@@ -107,10 +107,11 @@ macro_rules! head_accessors {
             &self.head.url
         }
 
+        // Links by full path: this text is expanded into other modules, where short ones do not resolve.
         /// The error a 4xx or 5xx status makes, as reqwest's `error_for_status_ref`:
-        /// [`ErrorKind::HttpStatus`] with the status ([`Error::http_status`]) and the attempts made, the
-        /// response kept; `Ok` for any other status. The URL is not repeated in the message (it may carry a
-        /// token in its query).
+        /// [`ErrorKind::HttpStatus`](crate::ErrorKind::HttpStatus) with the status
+        /// ([`Error::http_status`](crate::Error::http_status)) and the attempts made, the response kept; `Ok`
+        /// for any other status. The URL is not repeated in the message (it may carry a token in its query).
         pub fn error_for_status_ref(&self) -> Result<&Self, Error> {
             match self.head.status_error() {
                 Some(e) => Err(e),
