@@ -194,3 +194,13 @@ func uniquePath() string {
 	rand.Read(b)
 	return "/t/" + hex.EncodeToString(b)
 }
+
+// onlyRequest is the one request the server received on path; the test fails when it saw none or more.
+func (s *testServer) onlyRequest(t *testing.T, path string) record {
+	t.Helper()
+	received := s.requests(t, path)
+	if len(received) != 1 {
+		t.Fatalf("%d requests received on %s, want 1", len(received), path)
+	}
+	return received[0]
+}
