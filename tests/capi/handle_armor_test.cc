@@ -3,6 +3,7 @@
 // read of the memory behind it, which the asan-ubsan preset checks.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -11,11 +12,12 @@
 namespace {
 
 // What the mock transport lent, kept past its callback: a freed mock request and reply, and the attempt the
-// classifier saw.
+// classifier saw. Atomic: the callbacks run on the runtime's loop thread, and the submitted call's may still be
+// writing while the test thread reads what the blocking call kept.
 struct Kept {
-  const humus_mock_request* request = nullptr;
-  humus_mock_reply* reply = nullptr;
-  const humus_attempt* attempt = nullptr;
+  std::atomic<const humus_mock_request*> request{nullptr};
+  std::atomic<humus_mock_reply*> reply{nullptr};
+  std::atomic<const humus_attempt*> attempt{nullptr};
 };
 Kept g_kept;
 
@@ -69,13 +71,13 @@ Bad freed_handles() {
   EXPECT_EQ(humus_request_new("GET", "http://payments:8080/", &b.request, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_cancel_new(&b.cancel), HUMUS_OK);
   EXPECT_EQ(humus_client_do(b.client, b.request, &b.response, nullptr), HUMUS_OK);
+  b.attempt = g_kept.attempt;
+  b.mock_request = g_kept.request;
+  b.mock_reply = g_kept.reply;
   EXPECT_EQ(humus_client_submit(b.client, b.request, done_free, nullptr, &b.call, nullptr), HUMUS_OK);
   const char* upstreams = R"({"upstreams": {"billing": {"base_url": "http://billing:8080"}}})";
   EXPECT_EQ(humus_upstreams_from_json(b.rt, upstreams, std::strlen(upstreams), &b.upstreams, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_request_new("GET", nullptr, nullptr, &b.error), HUMUS_E_INVALID_ARGUMENT);
-  b.attempt = g_kept.attempt;
-  b.mock_request = g_kept.request;
-  b.mock_reply = g_kept.reply;
   EXPECT_NE(b.attempt, nullptr);
   EXPECT_NE(b.mock_request, nullptr);
 
