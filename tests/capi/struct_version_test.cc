@@ -35,7 +35,8 @@ struct LogRecordV1 {  // counts embedded by value
 
 struct LogSinkV1 {
   uint32_t version;  // 1
-  void (*record)(void* user_data, const LogRecordV1* record);
+  // The function type a version-1 caller compiled: the record's name is the same, only its layout is older.
+  void (*record)(void* user_data, const humus_log_record* record);
   void* user_data;
   void (*destroy)(void* user_data);
 };
@@ -91,7 +92,8 @@ struct SeenV1 {
   int destroyed = 0;
 };
 
-void record_v1(void* user, const LogRecordV1* r) {
+void record_v1(void* user, const humus_log_record* record) {
+  const auto* r = reinterpret_cast<const LogRecordV1*>(record);  // what that caller's header declared
   auto* seen = static_cast<SeenV1*>(user);
   seen->records.push_back(*r);
   seen->events.emplace_back(r->event);

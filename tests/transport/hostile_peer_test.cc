@@ -16,6 +16,7 @@
 
 #include "client/client.h"
 #include "support/raw_peer.h"
+#include "support/sanitizers.h"
 
 namespace humus::client {
 namespace {
@@ -315,9 +316,9 @@ TEST_F(HostilePeerTest, AttemptsReportedEqualWireRequestsWhilePooledConnectionsD
 
 // F13
 TEST_F(HostilePeerTest, F13OutOfFileDescriptorsIsResourceNotRetriedNoVerdictAndRecovers) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "the sanitizer runtimes need descriptors of their own to report: the plain build runs this";
-#endif
+  if (humus::test::kSanitized) {
+    GTEST_SKIP() << "the sanitizer runtimes need descriptors of their own to report: the plain build runs this";
+  }
   RawPeer peer([](RawConnection& c) {
     while (c.read_request()) c.write(kOk);
   });
