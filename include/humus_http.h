@@ -735,8 +735,13 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humu
 /* ==== Metrics ==================================================================================== */
 
 /* The instruments of docs/telemetry.md §13.2, summed over the runtime's clients by origin (attributes server.address and
- * server.port; nothing per call): http.client.request.duration (histogram, s, one sample per attempt sent),
- * http.client.request.body.size (histogram, By, per attempt sent), humus.circuit.state (gauge, breakers per
+ * server.port): http.client.request.duration (histogram, s, one sample per attempt sent),
+ * http.client.request.body.size (histogram, By, per attempt sent) — both also by the attempt's
+ * http.request.method (a method RFC 9110 or RFC 5789 names, else "_OTHER"), http.response.status_code and
+ * network.protocol.version (when it got an answer) and error.type (the status name in lowercase, "timeout",
+ * for an attempt without an answer; the status code, "503", for an answer of 400 or more), at most 64 such
+ * attribute sets per client, attempts beyond them in one series with otel.metric.overflow = true (an
+ * OpenTelemetry SDK's cardinality limit); humus.circuit.state (gauge, breakers per
  * state, read at collection), humus.circuit.transitions (counter, by the state entered),
  * humus.circuit.calls (counter, by outcome success/failure/ignored/rejected: each admitted attempt as the
  * breaker counted it, each rejected one), humus.retry.decisions (counter, by decision done/again/throttled/
@@ -745,8 +750,9 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humu
  * 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10 (OpenTelemetry's advice); body sizes 0, 5, 10, 25, 50, 75, 100, 250, 500,
  * 750, 1000, 2500, 5000, 7500, 10000 (the OpenTelemetry SDK's default). */
 
-/* Prometheus text exposition format 0.0.4: http_client_request_duration_seconds,
- * http_client_request_body_size_bytes, humus_circuit_state{humus_circuit_state="open"},
+/* Prometheus text exposition format 0.0.4: http_client_request_duration_seconds and
+ * http_client_request_body_size_bytes{http_request_method="GET",http_response_status_code="200",
+ * network_protocol_version="1.1"} (and error_type, otel_metric_overflow), humus_circuit_state{humus_circuit_state="open"},
  * humus_circuit_transitions_total, humus_circuit_calls_total{humus_circuit_outcome=...},
  * humus_retry_decisions_total{humus_retry_decision=...}, each with server_address and server_port labels.
  * `*out` is NUL-terminated and the caller's to free with humus_string_free(); `*len` (may be NULL) excludes the
@@ -754,12 +760,15 @@ HUMUS_API humus_status humus_runtime_set_span_sink(humus_runtime *rt, const humu
 HUMUS_API humus_status humus_runtime_metrics_prometheus(humus_runtime *rt, char **out, size_t *len, humus_error **err);
 /* The same as JSON: {"metrics": [{"name", "unit", "type": "histogram"|"gauge"|"counter", "bounds" (histograms),
  * "points": [{"attributes": {"server.address", "server.port", and "humus.circuit.state" | "humus.circuit.outcome"
- * | "humus.retry.decision"}, "value" | "count", "sum", "bucket_counts" (per bucket, not cumulative)}]}]}.
+ * | "humus.retry.decision" or, for histograms, those of the attempts above (http.response.status_code a
+ * number, otel.metric.overflow a boolean)}, "value" | "count", "sum", "bucket_counts" (per bucket, not
+ * cumulative)}]}]}. A histogram has one point per attribute set an attempt had, so none before the first.
  * Ownership and statuses as humus_runtime_metrics_prometheus. Any thread. */
 HUMUS_API humus_status humus_runtime_metrics_json(humus_runtime *rt, char **out, size_t *len, humus_error **err);
 
 enum { HUMUS_METRIC_HISTOGRAM = 1, HUMUS_METRIC_GAUGE = 2, HUMUS_METRIC_COUNTER = 3 };
-/* One data point of a collection. Borrowed for the duration of the sink's call. */
+/* One data point of a collection. Borrowed for the duration of the sink's call. Members after bucket_counts
+ * came with version 2: read them only when `version` is at least 2. */
 typedef struct humus_metric_point {
   uint32_t version;               /* HUMUS_METRIC_POINT_VERSION */
   const char *name;               /* OpenTelemetry name, e.g. "humus.circuit.calls" */
@@ -767,7 +776,8 @@ typedef struct humus_metric_point {
   int32_t kind;                   /* HUMUS_METRIC_* */
   const char *server_address;
   int32_t server_port;
-  const char *attribute_name;     /* the third attribute ("humus.circuit.state", ...), or NULL for histograms */
+  const char *attribute_name;     /* gauges and counters: the third attribute ("humus.circuit.state", ...); NULL
+                                     for histograms (see attribute_names) */
   const char *attribute_value;    /* its value ("open"), or NULL */
   uint64_t value;                 /* gauges and counters */
   uint64_t count;                 /* histograms: samples */
@@ -775,8 +785,15 @@ typedef struct humus_metric_point {
   size_t bound_count;             /* histograms: number of bounds (14 for durations, 15 for sizes); 0 otherwise */
   const double *bounds;           /* histograms: the bounds */
   const uint64_t *bucket_counts;  /* histograms: bound_count + 1 counts, per bucket (not cumulative) */
+  /* Version 2: every attribute besides server.address and server.port, as text ("http.request.method" =
+   * "GET", "http.response.status_code" = "200", "otel.metric.overflow" = "true"); for gauges and counters the
+   * one in attribute_name and attribute_value. A histogram has one point per attribute set (version 1 had one
+   * per origin: a reader of version-1 members only adds up the points of an origin). */
+  size_t attribute_count;
+  const char *const *attribute_names;
+  const char *const *attribute_values;
 } humus_metric_point;
-#define HUMUS_METRIC_POINT_VERSION 1
+#define HUMUS_METRIC_POINT_VERSION 2
 
 /* The metric sink: called once per data point of a collection, on the collecting thread. Return HUMUS_OK to
  * go on; any other status stops the collection, which then fails with HUMUS_E_CALLBACK. */

@@ -275,7 +275,10 @@ def test_a_call_rejected_by_an_open_breaker(server: TestServer, make_runtime: Ma
     assert calls == {"success": 0, "failure": 2, "ignored": 0, "rejected": 1}
     (duration,) = as_json["http.client.request.duration"]["points"]
     assert (duration["count"], sum(duration["bucket_counts"])) == (2, 2)
-    assert duration["attributes"] == {"server.address": "127.0.0.1", "server.port": server.port("http")}
+    # The semantic conventions' attributes of both attempts; the rejected one sent nothing and has no sample.
+    assert duration["attributes"] == {"server.address": "127.0.0.1", "server.port": server.port("http"),
+                                      "http.request.method": "GET", "http.response.status_code": 503,
+                                      "error.type": "503", "network.protocol.version": "1.1"}
 
     # Readiness: degraded, never unavailable.
     report = runtime.readiness()

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "breaker/policy.h"
 #include "capi/client_capi.h"
@@ -126,18 +127,32 @@ HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime* rt, humus_me
                         err);
         };
         if (in.kind == t::InstrumentKind::kHistogram) {
-          const t::HistogramData& h = t::histogram_of(s, i);
           p.kind = HUMUS_METRIC_HISTOGRAM;
-          p.count = h.count();
-          p.sum = h.sum;
           p.bound_count = t::bounds_of(i).size();
           p.bounds = t::bounds_of(i).data();
-          p.bucket_counts = h.buckets.data();
-          if (const humus_status st = deliver(); st != HUMUS_OK) return st;
+          for (const t::AttemptSeries& series : s.attempts) {
+            const t::HistogramData& h = t::histogram_of(series, i);
+            p.count = h.count();
+            p.sum = h.sum;
+            p.bucket_counts = h.buckets.data();
+            const std::vector<t::Attribute> attributes = t::attributes_of(series);
+            std::vector<const char*> names, values;
+            for (const t::Attribute& a : attributes) {
+              names.push_back(a.name);
+              values.push_back(a.value.c_str());
+            }
+            p.attribute_count = attributes.size();
+            p.attribute_names = names.data();
+            p.attribute_values = values.data();
+            if (const humus_status st = deliver(); st != HUMUS_OK) return st;
+          }
           continue;
         }
         p.kind = in.kind == t::InstrumentKind::kGauge ? HUMUS_METRIC_GAUGE : HUMUS_METRIC_COUNTER;
         p.attribute_name = in.attribute;
+        p.attribute_count = 1;
+        p.attribute_names = &p.attribute_name;
+        p.attribute_values = &p.attribute_value;
         for (size_t j = 0; j < t::label_value_count(i); ++j) {
           p.attribute_value = t::label_value(i, j);
           p.value = t::labelled_count(s, i, j);

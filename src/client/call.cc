@@ -183,7 +183,9 @@ transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& bod
 
 Instant Call::attempt_ended(const transport::WireResult& sent) {
   const Instant after = env_.clock.now();
-  env_.metrics.attempt(after - attempt_started_, body_size());
+  env_.metrics.attempt(after - attempt_started_, body_size(),
+                       telemetry::AttemptAttributes::of(wire_.method, sent.response.status,
+                                                        sent.response.http_version, sent.error));
   if (trace_.active()) {
     const bool answered = sent.error == Code::kOk;
     trace_.end(after - attempt_started_, answered ? sent.response.status : 0,

@@ -69,6 +69,20 @@ const char* type_name(InstrumentKind k) {
   return "untyped";
 }
 
+// One series of a histogram: cumulative _bucket{le=…} lines up to +Inf, then _sum and _count.
+void append_histogram(std::string& out, const char* name, const std::string& labels, const HistogramData& h,
+                      Bounds bounds) {
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b <= bounds.size(); ++b) {
+    cumulative += h.buckets[b];
+    const std::string le = b < bounds.size() ? format_double(bounds[b]) : "+Inf";
+    out +=
+        std::string(name) + "_bucket{" + labels + ",le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += std::string(name) + "_sum{" + labels + "} " + format_double(h.sum) + "\n";
+  out += std::string(name) + "_count{" + labels + "} " + std::to_string(cumulative) + "\n";
+}
+
 }  // namespace
 
 const Instrument& instrument(size_t i) { return kInstruments[i]; }
@@ -116,8 +130,20 @@ uint64_t labelled_count(const OriginSeries& s, size_t i, size_t j) {
   }
 }
 
-const HistogramData& histogram_of(const OriginSeries& s, size_t i) {
+const HistogramData& histogram_of(const AttemptSeries& s, size_t i) {
   return i == 0 ? s.duration : s.body_size;
+}
+
+std::vector<Attribute> attributes_of(const AttemptSeries& s) {
+  if (s.key == kOverflowKey) return {{"otel.metric.overflow", "true", Attribute::Kind::kBool}};
+  const AttemptAttributes a = AttemptAttributes::from_key(s.key);
+  std::vector<Attribute> out;
+  out.push_back({"http.request.method", a.method_name()});
+  if (a.status != 0)
+    out.push_back({"http.response.status_code", std::to_string(a.status), Attribute::Kind::kInt});
+  if (std::string type = a.error_type(); !type.empty()) out.push_back({"error.type", std::move(type)});
+  if (const char* protocol = a.protocol_name()) out.push_back({"network.protocol.version", protocol});
+  return out;
 }
 Bounds bounds_of(size_t i) { return i == 0 ? Bounds(kDurationBounds) : Bounds(kSizeBounds); }
 
@@ -139,18 +165,15 @@ std::string to_prometheus(const Snapshot& snapshot) {
     for (const OriginSeries& s : snapshot.origins) {
       const std::string labels = origin_labels(s);
       if (in.kind == InstrumentKind::kHistogram) {
-        const HistogramData& h = histogram_of(s, i);
-        const Bounds bounds = bounds_of(i);
-        uint64_t cumulative = 0;
-        for (size_t b = 0; b <= bounds.size(); ++b) {
-          cumulative += h.buckets[b];
-          const std::string le = b < bounds.size() ? format_double(bounds[b]) : "+Inf";
-          out += std::string(in.prometheus_name) + "_bucket{" + labels + ",le=\"" + le + "\"} " +
-                 std::to_string(cumulative) + "\n";
+        for (const AttemptSeries& series : s.attempts) {
+          std::string series_labels = labels;
+          for (const Attribute& a : attributes_of(series)) {
+            series_labels += "," + prom_name(a.name) + "=\"";
+            escape_label(series_labels, a.value);
+            series_labels += "\"";
+          }
+          append_histogram(out, in.prometheus_name, series_labels, histogram_of(series, i), bounds_of(i));
         }
-        out += std::string(in.prometheus_name) + "_sum{" + labels + "} " + format_double(h.sum) + "\n";
-        out +=
-            std::string(in.prometheus_name) + "_count{" + labels + "} " + std::to_string(cumulative) + "\n";
         continue;
       }
       const std::string attribute = prom_name(in.attribute);
@@ -162,6 +185,22 @@ std::string to_prometheus(const Snapshot& snapshot) {
   }
   return out;
 }
+
+namespace {
+
+nlohmann::json json_value(const Attribute& a) {
+  switch (a.kind) {
+    case Attribute::Kind::kInt:
+      return std::stoi(a.value);
+    case Attribute::Kind::kBool:
+      return a.value == "true";
+    case Attribute::Kind::kString:
+      break;
+  }
+  return a.value;
+}
+
+}  // namespace
 
 std::string to_json(const Snapshot& snapshot) {
   nlohmann::json metrics = nlohmann::json::array();
@@ -176,10 +215,16 @@ std::string to_json(const Snapshot& snapshot) {
     for (const OriginSeries& s : snapshot.origins) {
       const nlohmann::json origin = {{"server.address", s.address}, {"server.port", s.port}};
       if (in.kind == InstrumentKind::kHistogram) {
-        const HistogramData& h = histogram_of(s, i);
-        const std::vector<uint64_t> counts(h.buckets.begin(), h.buckets.begin() + bounds_of(i).size() + 1);
-        points.push_back(
-            {{"attributes", origin}, {"count", h.count()}, {"sum", h.sum}, {"bucket_counts", counts}});
+        for (const AttemptSeries& series : s.attempts) {
+          nlohmann::json attributes = origin;
+          for (const Attribute& a : attributes_of(series)) attributes[a.name] = json_value(a);
+          const HistogramData& h = histogram_of(series, i);
+          const std::vector<uint64_t> counts(h.buckets.begin(), h.buckets.begin() + bounds_of(i).size() + 1);
+          points.push_back({{"attributes", std::move(attributes)},
+                            {"count", h.count()},
+                            {"sum", h.sum},
+                            {"bucket_counts", counts}});
+        }
         continue;
       }
       for (size_t j = 0; j < label_value_count(i); ++j) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "telemetry/call_trace.h"
+
 namespace humus::telemetry {
 
 uint64_t HistogramData::count() const {
@@ -32,9 +34,99 @@ HistogramData Histogram::read() const {
   return d;
 }
 
+namespace {
+
+// http.request.method's known values (the semantic conventions': RFC 9110's methods and PATCH), and "_OTHER".
+constexpr std::array<const char*, 10> kMethods = {"GET",     "HEAD",    "POST",  "PUT",   "DELETE",
+                                                  "CONNECT", "OPTIONS", "TRACE", "PATCH", "_OTHER"};
+constexpr uint8_t kOtherMethod = kMethods.size() - 1;
+constexpr std::array<const char*, 5> kProtocols = {nullptr, "1.0", "1.1", "2", "3"};
+
+// Key layout: bit 63 set (so no key is 0 or kOverflowKey) | method << 40 | status << 24 | error << 8 |
+// protocol.
+constexpr uint64_t kKeyMark = uint64_t{1} << 63;
+
+}  // namespace
+
+AttemptAttributes AttemptAttributes::of(std::string_view method, int status, std::string_view protocol,
+                                        Code error) {
+  AttemptAttributes a;
+  a.method = kOtherMethod;
+  for (uint8_t i = 0; i < kOtherMethod; ++i) {
+    if (method == kMethods[i]) a.method = i;
+  }
+  if (error != Code::kOk) {
+    a.error = static_cast<uint16_t>(error);
+    return a;  // no answer: no status code, no protocol version
+  }
+  a.status = status > 0 && status < 1000 ? static_cast<uint16_t>(status) : 0;
+  for (uint8_t i = 1; i < kProtocols.size(); ++i) {
+    if (protocol == kProtocols[i]) a.protocol = i;
+  }
+  return a;
+}
+
+uint64_t AttemptAttributes::key() const {
+  return kKeyMark | uint64_t{method} << 40 | uint64_t{status} << 24 | uint64_t{error} << 8 | protocol;
+}
+
+AttemptAttributes AttemptAttributes::from_key(uint64_t key) {
+  AttemptAttributes a;
+  a.method = static_cast<uint8_t>(std::min<uint64_t>((key >> 40) & 0xff, kOtherMethod));
+  a.status = static_cast<uint16_t>((key >> 24) & 0xffff);
+  a.error = static_cast<uint16_t>((key >> 8) & 0xffff);
+  a.protocol = static_cast<uint8_t>(std::min<uint64_t>(key & 0xff, kProtocols.size() - 1));
+  return a;
+}
+
+const char* AttemptAttributes::method_name() const {
+  return kMethods[std::min<size_t>(method, kOtherMethod)];
+}
+
+const char* AttemptAttributes::protocol_name() const {
+  return kProtocols[std::min<size_t>(protocol, kProtocols.size() - 1)];
+}
+
+std::string AttemptAttributes::error_type() const {
+  if (error != 0) return error_type_of(static_cast<Code>(error));
+  if (status >= 400) return std::to_string(status);
+  return std::string();
+}
+
+ClientMetrics::Series& ClientMetrics::series_for(uint64_t key) {
+  // Fibonacci hashing spreads keys that differ only in low fields (the status code) over the table.
+  constexpr size_t kMask = kAttemptSeriesPerClient - 1;
+  static_assert((kAttemptSeriesPerClient & kMask) == 0, "the table's size is a power of two");
+  size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & kMask;
+  for (size_t probe = 0; probe < kAttemptSeriesPerClient; ++probe, i = (i + 1) & kMask) {
+    // Relaxed: a slot's histograms exist from the start, so claiming its key publishes nothing else.
+    uint64_t seen = series_[i].key.load(std::memory_order_relaxed);
+    if (seen == 0 && series_[i].key.compare_exchange_strong(seen, key, std::memory_order_relaxed)) {
+      return series_[i];
+    }
+    if (seen == key) return series_[i];  // ours, or claimed for our key by another thread just now
+  }
+  return overflow_;
+}
+
 void ClientMetrics::read_into(OriginSeries& into) const {
-  into.duration.add(duration_.read());
-  into.body_size.add(body_size_.read());
+  auto add = [&into](uint64_t key, const Series& s) {
+    auto it = std::lower_bound(into.attempts.begin(), into.attempts.end(), key,
+                               [](const AttemptSeries& a, uint64_t k) { return a.key < k; });
+    if (it == into.attempts.end() || it->key != key)
+      it = into.attempts.insert(it, AttemptSeries{key, {}, {}});
+    const HistogramData duration = s.duration.read();
+    const HistogramData body_size = s.body_size.read();
+    it->duration.add(duration);
+    it->body_size.add(body_size);
+    into.duration.add(duration);
+    into.body_size.add(body_size);
+  };
+  for (const Series& s : series_) {
+    const uint64_t key = s.key.load(std::memory_order_relaxed);
+    if (key != 0) add(key, s);
+  }
+  if (overflow_.duration.read().count() != 0) add(kOverflowKey, overflow_);
   for (size_t i = 0; i < kCallOutcomes; ++i) into.calls[i] += calls_[i].load(std::memory_order_relaxed);
   for (size_t i = 0; i < kDecisions; ++i) into.decisions[i] += decisions_[i].load(std::memory_order_relaxed);
   for (size_t i = 0; i < kStates; ++i) into.transitions[i] += transitions_[i].load(std::memory_order_relaxed);

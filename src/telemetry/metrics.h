@@ -1,6 +1,8 @@
-// The metrics of docs/telemetry.md §13.2: per-client instruments updated on the request path with relaxed atomics (no
-// lock, no allocation), and the runtime's registry that sums them by origin at collection. Attributes are the
-// origin's server.address and server.port only: nothing per call.
+// The metrics of docs/telemetry.md §13.2: per-client instruments updated on the request path with relaxed
+// atomics (no lock, no allocation), and the runtime's registry that sums them by origin at collection. Every
+// series has the origin's server.address and server.port; the two histograms also have the semantic
+// conventions' attributes of the attempt (method, status code, error.type, protocol version), in a bounded
+// table per client.
 #pragma once
 
 #include <array>
@@ -10,10 +12,12 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "breaker/breaker.h"
 #include "common/clock.h"
+#include "common/status.h"
 #include "retry/decision.h"
 
 namespace humus::telemetry {
@@ -62,12 +66,48 @@ class Histogram {
   std::atomic<double> sum_{0};
 };
 
+// The attributes of one attempt's histogram samples, besides the origin's (OpenTelemetry's semantic
+// conventions for HTTP client metrics). Each has few values, so the series stay few: http.request.method is
+// one of the methods RFC 9110 and RFC 5789 name or "_OTHER"; an attempt that got no answer has no status code
+// and no protocol version.
+struct AttemptAttributes {
+  uint8_t method = 0;    // index into the known methods, the last standing for "_OTHER"
+  uint16_t status = 0;   // http.response.status_code, 0: none
+  uint16_t error = 0;    // the attempt's Code when it got no answer (error.type), 0: answered
+  uint8_t protocol = 0;  // network.protocol.version: 0 none, then "1.0", "1.1", "2", "3"
+
+  static AttemptAttributes of(std::string_view method, int status, std::string_view protocol, Code error);
+  // One number per distinct set, never 0 (the table's empty slot), and back.
+  uint64_t key() const;
+  static AttemptAttributes from_key(uint64_t key);
+
+  const char* method_name() const;    // "GET", ..., "_OTHER"
+  const char* protocol_name() const;  // "1.1", or nullptr for none
+  // error.type as the spans have it: the lowercase status name ("timeout") for an attempt without an answer,
+  // the status code ("503") for an answer of 400 or more, empty otherwise.
+  std::string error_type() const;
+};
+
+// At most this many attribute sets per client; an attempt of a set beyond them is counted in the overflow
+// series (attribute otel.metric.overflow=true, as OpenTelemetry's SDKs do at their cardinality limit).
+inline constexpr size_t kAttemptSeriesPerClient = 64;
+// The key of the overflow series: no AttemptAttributes::key() is this.
+inline constexpr uint64_t kOverflowKey = 1;
+
+// One attribute set's histograms at a collection.
+struct AttemptSeries {
+  uint64_t key = 0;         // AttemptAttributes::key(), or kOverflowKey
+  HistogramData duration;   // http.client.request.duration, seconds
+  HistogramData body_size;  // http.client.request.body.size, bytes
+};
+
 // Everything one origin's series hold at a collection.
 struct OriginSeries {
   std::string address;                           // server.address: the origin's host
   int port = 0;                                  // server.port
-  HistogramData duration;                        // http.client.request.duration, seconds
-  HistogramData body_size;                       // http.client.request.body.size, bytes
+  HistogramData duration;                        // http.client.request.duration, seconds: every attempt
+  HistogramData body_size;                       // http.client.request.body.size, bytes: every attempt
+  std::vector<AttemptSeries> attempts;           // the same by attribute set, sorted by key
   std::array<uint64_t, kStates> breakers{};      // humus.circuit.state: live breakers per state
   std::array<uint64_t, kStates> transitions{};   // humus.circuit.transitions by the state entered
   std::array<uint64_t, kCallOutcomes> calls{};   // humus.circuit.calls by outcome
@@ -84,10 +124,11 @@ class ClientMetrics {
  public:
   ClientMetrics(std::string address, int port) : address_(std::move(address)), port_(port) {}
 
-  // One attempt that reached the transport: how long it took and the request body it carried.
-  void attempt(Duration took, size_t body_bytes) {
-    duration_.record(std::chrono::duration<double>(took).count());
-    body_size_.record(static_cast<double>(body_bytes));
+  // One attempt that reached the transport: how long it took, the request body it carried, and what it was.
+  void attempt(Duration took, size_t body_bytes, const AttemptAttributes& attributes) {
+    Series& s = series_for(attributes.key());
+    s.duration.record(std::chrono::duration<double>(took).count());
+    s.body_size.record(static_cast<double>(body_bytes));
   }
   // Relaxed: each counter is independent; collection needs no ordering against other memory.
   void outcome(breaker::Outcome o) { calls_[call_series(o)].fetch_add(1, std::memory_order_relaxed); }
@@ -105,10 +146,20 @@ class ClientMetrics {
   void read_into(OriginSeries& into) const;
 
  private:
+  // A slot of the attribute-set table: its key is claimed once, by compare-and-swap, and never changes again.
+  struct Series {
+    std::atomic<uint64_t> key{0};  // 0: free
+    Histogram duration{kDurationBounds};
+    Histogram body_size{kSizeBounds};
+  };
+  // The slot of `key` (an open-addressing table, probed linearly), claiming a free one; the overflow series
+  // when every slot holds another key. Lock-free and allocation-free.
+  Series& series_for(uint64_t key);
+
   const std::string address_;
   const int port_;
-  Histogram duration_{kDurationBounds};
-  Histogram body_size_{kSizeBounds};
+  std::array<Series, kAttemptSeriesPerClient> series_{};
+  Series overflow_;
   std::array<std::atomic<uint64_t>, kCallOutcomes> calls_{};
   std::array<std::atomic<uint64_t>, kDecisions> decisions_{};
   std::array<std::atomic<uint64_t>, kStates> transitions_{};

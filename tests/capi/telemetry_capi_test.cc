@@ -184,8 +184,14 @@ humus_status collect_point(void* user, const humus_metric_point* p) {
   auto* points = static_cast<Points*>(user);
   std::string line =
       std::string(p->name) + " " + p->unit + " " + p->server_address + ":" + std::to_string(p->server_port);
+  EXPECT_EQ(p->version, HUMUS_METRIC_POINT_VERSION);
+  std::string attributes;  // version 2: every attribute besides the origin's
+  for (size_t i = 0; i < p->attribute_count; ++i) {
+    attributes += std::string(" ") + p->attribute_names[i] + "=" + p->attribute_values[i];
+  }
   if (p->kind == HUMUS_METRIC_HISTOGRAM) {
     EXPECT_EQ(p->attribute_name, nullptr);
+    line += attributes;
     // Durations have OpenTelemetry's advised bounds (no 0), body sizes the SDK's default ones (0 first).
     EXPECT_EQ(p->bound_count, std::string(p->unit) == "s" ? 14u : 15u);
     EXPECT_EQ(p->bounds[0], std::string(p->unit) == "s" ? 0.005 : 0.0);
@@ -194,6 +200,7 @@ humus_status collect_point(void* user, const humus_metric_point* p) {
     EXPECT_EQ(total, p->count);
     line += " count=" + std::to_string(p->count) + " le" + std::to_string(p->bounds[p->bound_count - 1]);
   } else {
+    EXPECT_EQ(attributes, std::string(" ") + p->attribute_name + "=" + p->attribute_value);
     line += std::string(" ") + p->attribute_name + "=" + p->attribute_value + " " + std::to_string(p->value);
   }
   points->seen.push_back(line);
@@ -208,8 +215,15 @@ TEST_F(CapiTelemetryTest, MetricSinkReceivesEveryPoint) {
   ASSERT_EQ(humus_runtime_metrics_collect(rt_, collect_point, &points, nullptr), HUMUS_OK);
   // 2 histograms + 3 states + 3 transitions + 4 outcomes + 6 decisions.
   ASSERT_EQ(points.seen.size(), 18u);
-  EXPECT_EQ(points.seen[0], "http.client.request.duration s payments:8080 count=1 le10.000000");
-  EXPECT_EQ(points.seen[1], "http.client.request.body.size By payments:8080 count=1 le10000.000000");
+  // The mock answers 503 over HTTP/1.1; the call is a GET.
+  EXPECT_EQ(
+      points.seen[0],
+      "http.client.request.duration s payments:8080 http.request.method=GET http.response.status_code=503 "
+      "error.type=503 network.protocol.version=1.1 count=1 le10.000000");
+  EXPECT_EQ(
+      points.seen[1],
+      "http.client.request.body.size By payments:8080 http.request.method=GET http.response.status_code=503 "
+      "error.type=503 network.protocol.version=1.1 count=1 le10000.000000");
   EXPECT_EQ(points.seen[2], "humus.circuit.state {breaker} payments:8080 humus.circuit.state=closed 1");
   EXPECT_EQ(points.seen[9], "humus.circuit.calls {call} payments:8080 humus.circuit.outcome=failure 1");
   EXPECT_EQ(points.seen[17], "humus.retry.decisions {decision} payments:8080 humus.retry.decision=stopped 0");

@@ -347,7 +347,11 @@ def test_metrics_prints_prometheus_text_after_the_body(run, server: TestServer) 
     assert f'humus_retry_decisions_total{{{labels},humus_retry_decision="done"}} 1' in metrics
     assert f'humus_circuit_calls_total{{{labels},humus_circuit_outcome="failure"}} 1' in metrics
     assert f'humus_circuit_state{{{labels},humus_circuit_state="closed"}} 1' in metrics
-    assert f"http_client_request_duration_seconds_count{{{labels}}} 2" in metrics
+    attempt = f'{labels},http_request_method="GET"'
+    assert (f'http_client_request_duration_seconds_count{{{attempt},http_response_status_code="503",'
+            f'error_type="503",network_protocol_version="1.1"}} 1') in metrics
+    assert (f'http_client_request_duration_seconds_count{{{attempt},http_response_status_code="200",'
+            f'network_protocol_version="1.1"}} 1') in metrics
 
 
 def test_metrics_with_output_leave_only_the_metrics_on_stdout(run, server: TestServer, tmp_path: Path) -> None:

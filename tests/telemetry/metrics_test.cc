@@ -3,8 +3,11 @@
 // by origin and keeps the counts of clients gone; one log record per breaker state change; both expositions.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -215,6 +218,121 @@ TEST_F(MetricsTest, ClientsOfOneOriginAreSummedAndCountsOutliveTheClient) {
   EXPECT_EQ(snap.origins[1].breakers, (std::array<uint64_t, kStates>{0, 0, 0}));
 }
 
+// ---- The histograms' attributes (OpenTelemetry's semantic conventions)
+// --------------------------------------------
+
+// The attribute sets of an origin's duration series, as "METHOD status error.type protocol" (empty fields
+// for those absent), with their sample counts.
+std::map<std::string, uint64_t> duration_series(const OriginSeries& o) {
+  std::map<std::string, uint64_t> out;
+  for (const AttemptSeries& series : o.attempts) {
+    std::string line;
+    for (const Attribute& a : attributes_of(series))
+      line += (line.empty() ? "" : " ") + std::string(a.name) + "=" + a.value;
+    out[line] += series.duration.count();
+    EXPECT_EQ(series.duration.count(), series.body_size.count());
+  }
+  return out;
+}
+
+TEST_F(MetricsTest, EachAttemptIsCountedUnderItsMethodStatusErrorAndProtocol) {
+  settings::Settings s;
+  s.max_attempts = 3;
+  MockReply lost;
+  lost.error = Code::kConnectionLost;
+  auto c = make({lost, reply(503), reply(200)}, "http://payments:8080", s);
+  Request r = get();
+  r.method = "PUT";
+  r.body = std::make_shared<const std::string>(10, 'x');
+  ASSERT_TRUE(c->execute(r).ok());
+  Request purge = get();
+  purge.method = "PURGE";  // not a method the conventions name
+  ASSERT_TRUE(c->execute(purge).ok());
+  const OriginSeries o = only_origin();
+  EXPECT_EQ(
+      duration_series(o),
+      (std::map<std::string, uint64_t>{
+          {"http.request.method=PUT error.type=connection_lost", 1},
+          {"http.request.method=PUT http.response.status_code=503 error.type=503 "
+           "network.protocol.version=1.1",
+           1},
+          {"http.request.method=PUT http.response.status_code=200 network.protocol.version=1.1", 1},
+          {"http.request.method=_OTHER http.response.status_code=200 network.protocol.version=1.1", 1}}));
+  EXPECT_EQ(o.duration.count(), 4u);  // the origin's total is every attempt
+  EXPECT_EQ(o.body_size.count(), 4u);
+}
+
+TEST_F(MetricsTest, AttributeSetsBeyondTheLimitGoToTheOverflowSeries) {
+  settings::Settings s;
+  s.max_attempts = 1;
+  std::atomic<int> next{200};
+  runtime_.set_mock_handler(
+      [&](const transport::WireRequest&) -> Result<MockReply> { return reply(next++); });
+  s.base_url = "http://payments:8080";
+  Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+  ASSERT_TRUE(c.ok());
+  constexpr size_t kCalls = kAttemptSeriesPerClient + 16;  // statuses 200..279, each a set of its own
+  for (size_t i = 0; i < kCalls; ++i) ASSERT_TRUE(c.value()->execute(get()).ok());
+  const OriginSeries o = only_origin();
+  ASSERT_EQ(o.attempts.size(), kAttemptSeriesPerClient + 1);
+  const AttemptSeries& overflow = o.attempts.front();  // kOverflowKey sorts first
+  ASSERT_EQ(overflow.key, kOverflowKey);
+  EXPECT_EQ(overflow.duration.count(), 16u);
+  const std::vector<Attribute> attributes = attributes_of(overflow);
+  ASSERT_EQ(attributes.size(), 1u);
+  EXPECT_STREQ(attributes[0].name, "otel.metric.overflow");
+  EXPECT_EQ(o.duration.count(), kCalls);  // nothing lost
+  const nlohmann::json j = nlohmann::json::parse(to_json(runtime_.telemetry().metrics().collect()));
+  EXPECT_EQ(j["metrics"][0]["points"][0]["attributes"]["otel.metric.overflow"], true);
+}
+
+TEST(ClientMetricsTest, ThreadsRecordingNewAttributeSetsAtOnceLoseNothing) {
+  ClientMetrics metrics("payments", 8080);
+  constexpr int kThreads = 8, kPerThread = 2000, kStatuses = 40;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&metrics, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        // Every thread walks every status, each from a different start: the first records of a set race.
+        const int status = 200 + (i + t * 7) % kStatuses;
+        metrics.attempt(std::chrono::milliseconds(1), 0,
+                        AttemptAttributes::of("GET", status, "2", Code::kOk));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  OriginSeries o;
+  metrics.read_into(o);
+  ASSERT_EQ(o.attempts.size(), static_cast<size_t>(kStatuses));  // each set claimed one slot, once
+  for (const AttemptSeries& series : o.attempts) {
+    EXPECT_EQ(series.duration.count(), static_cast<uint64_t>(kThreads * kPerThread / kStatuses));
+    EXPECT_EQ(AttemptAttributes::from_key(series.key).protocol_name(), std::string("2"));
+  }
+  EXPECT_EQ(o.duration.count(), static_cast<uint64_t>(kThreads * kPerThread));
+}
+
+TEST(AttemptAttributesTest, KeysRoundTripAndNeverCollideWithTheEmptyOrOverflowKey) {
+  for (const char* method :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}) {
+    const AttemptAttributes a = AttemptAttributes::of(method, 599, "1.0", Code::kOk);
+    const AttemptAttributes back = AttemptAttributes::from_key(a.key());
+    EXPECT_STREQ(back.method_name(), method);
+    EXPECT_EQ(back.status, 599);
+    EXPECT_STREQ(back.protocol_name(), "1.0");
+    EXPECT_EQ(back.error_type(), "599");
+    EXPECT_NE(a.key(), 0u);
+    EXPECT_NE(a.key(), kOverflowKey);
+  }
+  EXPECT_STREQ(AttemptAttributes::of("get", 200, "1.1", Code::kOk).method_name(),
+               "_OTHER");  // methods are case-sensitive
+  const AttemptAttributes timeout = AttemptAttributes::of("GET", 200, "2", Code::kTimeout);
+  EXPECT_EQ(timeout.status, 0);  // no answer: no status and no protocol, whatever the transport left
+  EXPECT_EQ(timeout.protocol_name(), nullptr);
+  EXPECT_EQ(timeout.error_type(), "timeout");
+  EXPECT_EQ(AttemptAttributes::of("GET", 204, "", Code::kOk).error_type(), "");
+  EXPECT_EQ(AttemptAttributes::of("GET", 204, "", Code::kOk).protocol_name(), nullptr);
+}
+
 // ---- Log records (docs/telemetry.md §13.3) -------------------------------------------------------------------------
 
 struct Recorded {
@@ -341,29 +459,52 @@ TEST_F(MetricsTest, PrometheusTextParsesAndCarriesTheValues) {
   EXPECT_EQ(p.value("humus_retry_decisions_total", with("humus_retry_decision", "again")), 1);
   EXPECT_EQ(p.value("humus_retry_decisions_total", with("humus_retry_decision", "done")), 1);
   EXPECT_EQ(p.value("humus_circuit_transitions_total", with("humus_circuit_state", "open")), 0);
-  // Cumulative buckets: 0.02 s is in le=0.025 and above, 0.3 s in le=0.5 and above.
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", with("le", "0.01")), 0);
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", with("le", "0.025")), 1);
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", with("le", "0.25")), 1);
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", with("le", "0.5")), 2);
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", with("le", "+Inf")), 2);
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_count", at), 2);
-  EXPECT_NEAR(p.value("http_client_request_duration_seconds_sum", at), 0.32, 1e-9);
+  // One series per attribute set: the 503 took 0.3 s, the 200 0.02 s; buckets are cumulative.
+  const std::map<std::string, std::string> ok = {{"server_address", "payments"},
+                                                 {"server_port", "8080"},
+                                                 {"http_request_method", "GET"},
+                                                 {"http_response_status_code", "200"},
+                                                 {"network_protocol_version", "1.1"}};
+  auto failed = ok;
+  failed["http_response_status_code"] = "503";
+  failed["error_type"] = "503";
+  auto le = [](std::map<std::string, std::string> labels, std::string bound) {
+    labels["le"] = std::move(bound);
+    return labels;
+  };
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", le(ok, "0.01")), 0);
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", le(ok, "0.025")), 1);
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", le(ok, "+Inf")), 1);
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", le(failed, "0.25")), 0);
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", le(failed, "0.5")), 1);
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_count", failed), 1);
+  EXPECT_NEAR(p.value("http_client_request_duration_seconds_sum", failed), 0.3, 1e-9);
+  EXPECT_NEAR(p.value("http_client_request_duration_seconds_sum", ok), 0.02, 1e-9);
+  for (const test::PromSample& sm : p.samples) {  // the 200 has no error.type at all
+    if (sm.labels.count("http_response_status_code") && sm.labels.at("http_response_status_code") == "200") {
+      EXPECT_EQ(sm.labels.count("error_type"), 0u) << sm.name;
+    }
+  }
   // Every bucket bound of OpenTelemetry's defaults, in order, never decreasing.
   std::vector<std::string> les;
   double last = 0;
   for (const test::PromSample& sm : p.samples) {
-    if (sm.name != "http_client_request_body_size_bytes_bucket") continue;
+    if (sm.name != "http_client_request_body_size_bytes_bucket" ||
+        sm.labels.at("http_response_status_code") != "200")
+      continue;
     les.push_back(sm.labels.at("le"));
     EXPECT_GE(sm.value, last);
     last = sm.value;
   }
   EXPECT_EQ(les, (std::vector<std::string>{"0", "5", "10", "25", "50", "75", "100", "250", "500", "750",
                                            "1000", "2500", "5000", "7500", "10000", "+Inf"}));
-  EXPECT_EQ(p.value("http_client_request_body_size_bytes_bucket", with("le", "0")), 2);  // GETs: no body
+  EXPECT_EQ(p.value("http_client_request_body_size_bytes_bucket", le(ok, "0")), 1);  // GETs: no body
+  EXPECT_EQ(p.value("http_client_request_body_size_bytes_bucket", le(failed, "0")), 1);
   les.clear();
   for (const test::PromSample& sm : p.samples) {
-    if (sm.name == "http_client_request_duration_seconds_bucket") les.push_back(sm.labels.at("le"));
+    if (sm.name == "http_client_request_duration_seconds_bucket" &&
+        sm.labels.at("http_response_status_code") == "200")
+      les.push_back(sm.labels.at("le"));
   }
   EXPECT_EQ(les, (std::vector<std::string>{"0.005", "0.01", "0.025", "0.05", "0.075", "0.1", "0.25", "0.5",
                                            "0.75", "1", "2.5", "5", "7.5", "10", "+Inf"}));
@@ -400,13 +541,18 @@ TEST_F(MetricsTest, JsonCarriesTheSameValues) {
   EXPECT_EQ(d["type"], "histogram");
   EXPECT_EQ(d["bounds"],
             (nlohmann::json{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}));
-  ASSERT_EQ(d["points"].size(), 1u);
-  EXPECT_EQ(d["points"][0]["attributes"],
-            (nlohmann::json{{"server.address", "payments"}, {"server.port", 8080}}));
-  EXPECT_EQ(d["points"][0]["count"], 2);
+  ASSERT_EQ(d["points"].size(), 2u);  // by key: the 200 before the 503
+  EXPECT_EQ(d["points"][0]["attributes"], (nlohmann::json{{"server.address", "payments"},
+                                                          {"server.port", 8080},
+                                                          {"http.request.method", "GET"},
+                                                          {"http.response.status_code", 200},
+                                                          {"network.protocol.version", "1.1"}}));
+  EXPECT_EQ(d["points"][1]["attributes"]["http.response.status_code"], 503);
+  EXPECT_EQ(d["points"][1]["attributes"]["error.type"], "503");
+  EXPECT_EQ(d["points"][0]["count"], 1);
   EXPECT_EQ(d["points"][0]["bucket_counts"].size(), 15u);
   EXPECT_EQ(d["points"][0]["bucket_counts"][2], 1);  // (0.01, 0.025]
-  EXPECT_EQ(d["points"][0]["bucket_counts"][7], 1);  // (0.25, 0.5]
+  EXPECT_EQ(d["points"][1]["bucket_counts"][7], 1);  // (0.25, 0.5]
   const nlohmann::json& decisions = j["metrics"][5];
   EXPECT_EQ(decisions["name"], "humus.retry.decisions");
   int again = -1;

@@ -20,15 +20,15 @@ using client::Request;
 using client::Runtime;
 using nlohmann::json;
 
-client::RuntimeOptions injecting_faults() {
-  client::RuntimeOptions o;
-  o.faults = true;
-  return o;
-}
-
 class TelemetryServerTest : public humus::test::WithTestServer {
  protected:
-  TelemetryServerTest() : runtime_(injecting_faults()) {
+  TelemetryServerTest()
+      : runtime_([] {
+          client::RuntimeOptions o;
+          o.faults = true;
+          o.resolve.emplace_back(server().host_port("https"), server().address("https"));  // the TLS name
+          return o;
+        }()) {
     runtime_.telemetry().set_log_sink([this](const LogRecord& r) {
       std::lock_guard<std::mutex> lock(mu_);
       logs_.push_back({r.previous, r.next, r.counts, std::string(r.server_address), r.server_port});
@@ -126,9 +126,17 @@ TEST_F(TelemetryServerTest, ARetryThroughA503IsTwoAttemptsInTheMetrics) {
   }
 
   const test::PromText p = prometheus();
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_count", labels()), 2);
-  EXPECT_GT(p.value("http_client_request_duration_seconds_sum", labels()), 0);
-  EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", labels("le", "+Inf")), 2);
+  // One duration series per attribute set of the semantic conventions: the 503, then the 200.
+  for (const std::string status : {"503", "200"}) {
+    auto series = labels("http_response_status_code", status);
+    series["http_request_method"] = "GET";
+    series["network_protocol_version"] = "1.1";
+    if (status == "503") series["error_type"] = "503";
+    EXPECT_EQ(p.value("http_client_request_duration_seconds_count", series), 1) << status;
+    EXPECT_GT(p.value("http_client_request_duration_seconds_sum", series), 0) << status;
+    series["le"] = "+Inf";
+    EXPECT_EQ(p.value("http_client_request_duration_seconds_bucket", series), 1) << status;
+  }
   EXPECT_EQ(p.value("humus_circuit_calls_total", labels("humus_circuit_outcome", "failure")), 1);
   EXPECT_EQ(p.value("humus_circuit_calls_total", labels("humus_circuit_outcome", "success")), 1);
   EXPECT_EQ(p.value("humus_retry_decisions_total", labels("humus_retry_decision", "again")), 1);
@@ -136,6 +144,33 @@ TEST_F(TelemetryServerTest, ARetryThroughA503IsTwoAttemptsInTheMetrics) {
   EXPECT_EQ(p.value("humus_circuit_state", labels("humus_circuit_state", "closed")), 1);
   std::lock_guard<std::mutex> lock(mu_);
   EXPECT_TRUE(logs_.empty());  // no state change, no record
+}
+
+TEST_F(TelemetryServerTest, OverHttp2TheDurationSeriesSayProtocolVersion2) {
+  server().script("/h2", json::parse(R"([{"status": 201, "body": "made"}])"));
+  settings::Settings s;
+  s.base_url = "https://" + server().host_port("https");
+  s.tls.emplace();
+  s.tls->ca_file = server().ca_file();
+  Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Request r;
+  r.method = "POST";
+  r.url = server().url("https", "/h2");
+  r.body = std::make_shared<const std::string>("order");
+  client::CallResult out = c.value()->execute(r);
+  ASSERT_TRUE(out.ok()) << out.error.message();
+  ASSERT_EQ(out.response->http_version, "2");
+  const test::PromText p = prometheus();
+  const std::string host_port = server().host_port("https");
+  const std::map<std::string, std::string> series = {
+      {"server_address", host_port.substr(0, host_port.rfind(':'))},
+      {"server_port", std::to_string(server().port("https"))},
+      {"http_request_method", "POST"},
+      {"http_response_status_code", "201"},
+      {"network_protocol_version", "2"}};
+  EXPECT_EQ(p.value("http_client_request_duration_seconds_count", series), 1);
+  EXPECT_EQ(p.value("http_client_request_body_size_bytes_sum", series), 5);  // "order"
 }
 
 TEST_F(TelemetryServerTest, ACallRejectedByAnOpenBreakerSendsNothingAndIsCounted) {

@@ -646,9 +646,13 @@ pub struct humus_metric_point {
     pub bound_count: usize,
     pub bounds: *const f64,
     pub bucket_counts: *const u64,
+    // Version 2.
+    pub attribute_count: usize,
+    pub attribute_names: *const *const c_char,
+    pub attribute_values: *const *const c_char,
 }
 
-pub const HUMUS_METRIC_POINT_VERSION: u32 = 1;
+pub const HUMUS_METRIC_POINT_VERSION: u32 = 2;
 
 pub type humus_metric_sink =
     Option<unsafe extern "C" fn(user_data: *mut c_void, point: *const humus_metric_point) -> humus_status>;

@@ -184,6 +184,9 @@ fn rust_facts() -> BTreeMap<String, String> {
         bound_count,
         bounds,
         bucket_counts,
+        attribute_count,
+        attribute_names,
+        attribute_values,
     });
     layout!(humus_mock_transport { version, respond, user_data, destroy });
     facts

@@ -171,6 +171,9 @@ int main(void) {
   FIELD(humus_metric_point, bound_count);
   FIELD(humus_metric_point, bounds);
   FIELD(humus_metric_point, bucket_counts);
+  FIELD(humus_metric_point, attribute_count);
+  FIELD(humus_metric_point, attribute_names);
+  FIELD(humus_metric_point, attribute_values);
 
   LAYOUT(humus_mock_transport);
   FIELD(humus_mock_transport, version);

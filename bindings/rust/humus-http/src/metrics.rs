@@ -1,7 +1,7 @@
 //! Metrics and readiness (docs/telemetry.md §13.2, docs/upstreams.md §15.2): the runtime's instruments as Prometheus text, as JSON, or
 //! point by point to a closure (pull: no background thread), and a readiness report of every client's
 //! breaker.
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::ops::ControlFlow;
 
 use humus_http_sys as sys;
@@ -35,7 +35,8 @@ pub struct MetricPoint<'a> {
     pub server_address: &'a str,
     /// The origin's port.
     pub server_port: u16,
-    /// The third attribute, e.g. `("humus.circuit.state", "open")`; `None` for histograms.
+    /// Gauges and counters: the third attribute, e.g. `("humus.circuit.state", "open")`; `None` for
+    /// histograms, whose attributes are in [`attributes`](Self::attributes).
     pub attribute: Option<(&'a str, &'a str)>,
     /// Gauges and counters: the value.
     pub value: u64,
@@ -47,9 +48,25 @@ pub struct MetricPoint<'a> {
     pub bounds: &'a [f64],
     /// Histograms: `bounds.len() + 1` counts, per bucket (not cumulative); empty otherwise.
     pub bucket_counts: &'a [u64],
+    attribute_names: &'a [*const c_char],
+    attribute_values: &'a [*const c_char],
 }
 
 impl<'a> MetricPoint<'a> {
+    /// Every attribute besides `server.address` and `server.port`, as text. Histograms have one point per
+    /// attribute set of the attempts: `http.request.method`, and those the attempt had of
+    /// `http.response.status_code`, `error.type` and `network.protocol.version` (or only
+    /// `otel.metric.overflow` = `"true"` past the client's limit of attribute sets, docs/telemetry.md
+    /// §13.2); gauges and counters have their [`attribute`](Self::attribute).
+    pub fn attributes(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        let (names, values) = (self.attribute_names, self.attribute_values);
+        // SAFETY: the strings of a point borrowed for 'a (see `borrow`).
+        names
+            .iter()
+            .zip(values)
+            .filter_map(|(&name, &value)| unsafe { Some((ffi::borrowed_str(name)?, ffi::borrowed_str(value)?)) })
+    }
+
     /// # Safety
     /// `p` points to a live point whose strings and arrays live for 'a.
     unsafe fn borrow(p: *const sys::humus_metric_point) -> Option<MetricPoint<'a>> {
@@ -73,6 +90,17 @@ impl<'a> MetricPoint<'a> {
             } else {
                 (std::slice::from_raw_parts(p.bounds, n), std::slice::from_raw_parts(p.bucket_counts, n + 1))
             };
+            // Version 2's members: `attribute_count` names and values.
+            let m = p.attribute_count;
+            let (attribute_names, attribute_values) = if p.version < 2
+                || m == 0
+                || p.attribute_names.is_null()
+                || p.attribute_values.is_null()
+            {
+                (&[][..], &[][..])
+            } else {
+                (std::slice::from_raw_parts(p.attribute_names, m), std::slice::from_raw_parts(p.attribute_values, m))
+            };
             Some(MetricPoint {
                 name: ffi::borrowed_str(p.name).unwrap_or(""),
                 unit: ffi::borrowed_str(p.unit).unwrap_or(""),
@@ -85,6 +113,8 @@ impl<'a> MetricPoint<'a> {
                 sum: p.sum,
                 bounds,
                 bucket_counts,
+                attribute_names,
+                attribute_values,
             })
         }
     }

@@ -231,12 +231,18 @@ fn metrics_come_as_prometheus_text_json_and_points() {
                     // Durations have OpenTelemetry's advised bounds (no 0), body sizes the SDK's default ones.
                     let bounds = if point.unit == "s" { 14 } else { 15 };
                     assert_eq!((point.bounds.len(), point.bucket_counts.len()), (bounds, bounds + 1));
-                    assert_eq!(point.count, 2);
+                    assert_eq!(point.count, 1, "one point per attribute set: the 200 and the 503");
                     assert_eq!(point.attribute, None);
+                    let attributes: Vec<(&str, &str)> = point.attributes().collect();
+                    let status = attributes.iter().find(|(k, _)| *k == "http.response.status_code").unwrap().1;
+                    assert!(status == "200" || status == "503", "{attributes:?}");
+                    assert_eq!(attributes[0], ("http.request.method", "GET"));
+                    assert_eq!(attributes.contains(&("error.type", "503")), status == "503", "{attributes:?}");
                 }
                 MetricKind::Counter if point.name == "humus.circuit.calls" => {
                     calls.fetch_add(point.value, Ordering::Relaxed);
                     assert_eq!(point.attribute.unwrap().0, "humus.circuit.outcome");
+                    assert_eq!(point.attributes().collect::<Vec<_>>(), vec![point.attribute.unwrap()]);
                     assert_eq!(point.unit, "{call}");
                 }
                 MetricKind::Gauge | MetricKind::Counter => assert!(point.bounds.is_empty()),
@@ -245,7 +251,7 @@ fn metrics_come_as_prometheus_text_json_and_points() {
             ControlFlow::Continue(())
         })
         .unwrap();
-    assert_eq!((calls.load(Ordering::Relaxed), histograms), (2, 2));
+    assert_eq!((calls.load(Ordering::Relaxed), histograms), (2, 4));
 
     let mut seen = 0;
     runtime
