@@ -21,10 +21,13 @@
 #include "transport/response_head.h"
 
 namespace humus::transport {
+
 namespace {
 
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
+
+constexpr long kReceiveBuffer = 32L * 1024;  // CURLOPT_BUFFERSIZE: see configure()
 
 bool is_ip_literal(std::string_view host) {
   return host.find(':') != std::string_view::npos ||
@@ -349,6 +352,12 @@ CurlEasy::~CurlEasy() { curl_easy_cleanup(easy_); }
 void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   CURL* e = easy_;
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  // libcurl's receive buffer: each socket read and write callback hands over at most this. 32 KiB rather than
+  // the default 16 halves the reads, write callbacks and (streamed) wake-ups per byte, and lets the peer send
+  // more per round trip — measured on a streamed 1 GiB, about a third less CPU. Not more: while a stream is
+  // paused libcurl 7.88 keeps all that one read decodes to, refusing beyond 64 MiB, and a deflate stream
+  // inflates at most about 1032:1, so 32 KiB keeps a gzip bomb read under that (33 MiB) where 64 would not.
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReceiveBuffer);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's: one attempt each (docs/origin.md §2)
   // No ambient proxy (docs/transport.md §10.4): an empty proxy disables the environment's http_proxy and friends.
