@@ -3,6 +3,8 @@
 bench/stream_bench.py. Bodies are made on the fly from one 1 MiB block, so a gigabyte costs no memory.
 
     GET  /bytes/N        N bytes (the block repeated), with Content-Length
+    GET  /late/N/MS      the same, the body sent MS milliseconds after the head: a client holds its reading
+                         state meanwhile (a baseline of memory while reading)
     GET  /cut/N/M        Content-Length N, then M bytes and a clean close: a body cut short
     GET  /gzip           a gzip-encoded text, Content-Encoding: gzip (GZIP_TEXT decoded)
     PUT|POST any path    reads the body (Content-Length or chunked); answers {"size": n, "sha256": hex}
@@ -20,6 +22,7 @@ import random
 import socket
 import sys
 import threading
+import time
 from typing import Any
 
 BLOCK = random.Random(20261201).randbytes(1 << 20)
@@ -118,6 +121,12 @@ class _Connection:
         if parts[0] == "bytes" and len(parts) == 2:
             size = int(parts[1])
             self._send_head(200, [("Content-Type", "application/octet-stream"), ("Content-Length", str(size))])
+            self._send_bytes(size)
+            return True
+        if parts[0] == "late" and len(parts) == 3:
+            size = int(parts[1])
+            self._send_head(200, [("Content-Type", "application/octet-stream"), ("Content-Length", str(size))])
+            time.sleep(int(parts[2]) / 1000)
             self._send_bytes(size)
             return True
         if parts[0] == "cut" and len(parts) == 3:
