@@ -4,7 +4,7 @@ against one local server (issue "Bodies stream", item 6).
 
     python3 bench/stream_bench.py [--size-mib 1024] [--rounds 3] [--clients curl,humus-http,...]
                                   [--client NAME='COMMAND {url}' ...] [--humus PATH] [--upload]
-                                  [--python PATH] [--go-client PATH] [--rust-client PATH]
+                                  [--python PATH] [--go-client PATH] [--rust-client PATH] [--pin]
 
 Every client downloads the same body (--size-mib MiB, default 1 GiB) to /dev/null from
 tests/cli/bulk_server.py on a loopback port: a threaded server that sends one 1 MiB block over and over
@@ -102,12 +102,16 @@ class Run:
     peak_kib: int
 
 
+CLIENT_CPU: int | None = None  # --pin: the CPU every client runs on
+
+
 def run_once(command: list[str], url: str) -> Run:
     argv = [part.replace("{url}", url) for part in command]
     own = os.times()
     start = time.perf_counter()
+    pin = None if CLIENT_CPU is None else (lambda: os.sched_setaffinity(0, {CLIENT_CPU}))
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, preexec_fn=pin)
     status = Path(f"/proc/{process.pid}/status")
     peak = 0
     while True:
@@ -147,7 +151,17 @@ def main() -> None:
     parser.add_argument("--rust-client", type=Path,
                         default=ROOT / "build" / "rust-target" / "release" / "examples" / "stream_get")
     parser.add_argument("--upload", action="store_true", help="also PUT the same size with curl and humus-http")
+    parser.add_argument("--pin", action="store_true",
+                        help="the server on the first CPU, every client on the last (taskset), as bench/ pins "
+                             "sequential comparisons on a shared machine")
     args = parser.parse_args()
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            sys.exit("stream_bench: --pin needs two CPUs")
+        os.sched_setaffinity(0, {cpus[0]})  # this process serves: its threads inherit it
+        global CLIENT_CPU
+        CLIENT_CPU = cpus[-1]
 
     humus, note = humus_binary(args.humus)
     known = known_clients(humus, args.python, args.go_client, args.rust_client)
@@ -189,7 +203,10 @@ def main() -> None:
         big, tiny = server.url(f"/bytes/{size}"), server.url("/late/1/300")
         shown = humus.relative_to(ROOT) if humus.is_relative_to(ROOT) else humus
         print(f"stream_bench: {args.size_mib} MiB from {big} (tests/cli/bulk_server.py), to /dev/null; "
-              f"median of {args.rounds} rounds; humus-http {shown}{note}")
+              f"median of {args.rounds} interleaved rounds{'; pinned' if args.pin else ''}; humus-http {shown}{note}")
+        # Each client's baseline first, then the rounds interleaved (every client once per round, the order
+        # reversed every other round), so a change of the machine's load falls on every client alike.
+        prepared: list[tuple[str, list[str], int]] = []
         for name, command in clients:
             if "{put}" in " ".join(command):
                 # The growth of an upload is measured against a download of one byte, as for the others.
@@ -201,16 +218,34 @@ def main() -> None:
             try:
                 run_once(base_command, tiny)  # warm: the binary and its libraries in the page cache
                 base = statistics.median(run_once(base_command, tiny).peak_kib for _ in range(args.rounds))
-                runs = [run_once(command, big) for _ in range(args.rounds)]
             except RuntimeError as failed:
-                if not rows:
+                if not prepared:
                     sys.exit(f"stream_bench: the anchor failed: {failed}")
                 skipped.append(f"{name} (failed: {failed})")
                 continue
-            peak = statistics.median(r.peak_kib for r in runs)
-            wall = statistics.median(r.wall_s for r in runs)
-            cpu = statistics.median(r.cpu_s for r in runs)
-            server_cpu = statistics.median(r.server_cpu_s for r in runs)
+            prepared.append((name, command, base))
+        runs: dict[str, list[Run]] = {name: [] for name, _, _ in prepared}
+        failed_clients: set[str] = set()
+        for round_number in range(args.rounds):
+            order = prepared if round_number % 2 == 0 else prepared[::-1]
+            for name, command, _ in order:
+                if name in failed_clients:
+                    continue
+                try:
+                    runs[name].append(run_once(command, big))
+                except RuntimeError as failed:
+                    if name == prepared[0][0]:
+                        sys.exit(f"stream_bench: the anchor failed: {failed}")
+                    skipped.append(f"{name} (failed: {failed})")
+                    failed_clients.add(name)
+        for name, _, base in prepared:
+            if name in failed_clients:
+                continue
+            done = runs[name]
+            peak = statistics.median(r.peak_kib for r in done)
+            wall = statistics.median(r.wall_s for r in done)
+            cpu = statistics.median(r.cpu_s for r in done)
+            server_cpu = statistics.median(r.server_cpu_s for r in done)
             rows.append((name, peak, peak - base, size / wall, cpu, server_cpu, wall))
 
     anchor = rows[0]
