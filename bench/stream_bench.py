@@ -100,6 +100,7 @@ class Run:
     cpu_s: float  # the client's user + system time
     server_cpu_s: float  # this process's (the server's threads) during the run
     peak_kib: int
+    download_s: float | None = None  # the client's own clock from its request to the last byte, if it says
 
 
 CLIENT_CPU: int | None = None  # --pin: the CPU every client runs on
@@ -134,7 +135,11 @@ def run_once(command: list[str], url: str) -> Run:
         error = process.stderr.read().decode(errors="replace").strip()
         raise RuntimeError(f"{shlex.join(argv)} exited {code}: {error}")
     server_cpu = (now.user - own.user) + (now.system - own.system)
-    return Run(wall, usage.ru_utime + usage.ru_stime, server_cpu, peak)
+    # A client that times its own download (bench/stream_client.py) says so on stderr.
+    reported = re.search(r"^download: \d+ bytes in ([\d.]+) s$", process.stderr.read().decode(errors="replace"),
+                         re.MULTILINE)
+    return Run(wall, usage.ru_utime + usage.ru_stime, server_cpu, peak,
+               float(reported.group(1)) if reported else None)
 
 
 def main() -> None:
@@ -197,6 +202,7 @@ def main() -> None:
             clients.remove((name, command))
 
     rows = []
+    timed_own: list[tuple[str, float]] = []  # (name, throughput by the client's own clock)
     with BulkServer() as server:
         # The baseline's byte comes late: a process that ends within the 5 ms poll would show a peak from
         # before it got to read at all, and an inflated growth.
@@ -247,6 +253,9 @@ def main() -> None:
             cpu = statistics.median(r.cpu_s for r in done)
             server_cpu = statistics.median(r.server_cpu_s for r in done)
             rows.append((name, peak, peak - base, size / wall, cpu, server_cpu, wall))
+            own = [r.download_s for r in done if r.download_s]
+            if own:
+                timed_own.append((name, size / statistics.median(own)))
 
     anchor = rows[0]
     vs = "vs " + anchor[0]
@@ -259,6 +268,9 @@ def main() -> None:
               f"{server_cpu:>13.2f} / {wall:.2f}")
     print("RSS growth: the peak minus the same client's peak for a 1-byte body sent late. Throughput and CPU "
           "include start-up; on a loaded machine wall-clock figures vary, CPU seconds less.")
+    for name, rate in timed_own:
+        print(f"{name}: {rate / 1e6:.0f} MB/s ({rate / anchor[3]:.2f}x {rows[0][0]}) by its own clock, from its "
+              "request to the last byte, without the interpreter's start and imports")
     if upload is not None:
         print(f"upload rows: a PUT of {args.size_mib} MiB (a sparse file) that the server reads whole.")
     for why in skipped:
