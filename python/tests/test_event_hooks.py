@@ -196,3 +196,16 @@ def test_async_client_hook_exception_ends_the_call(server: TestServer,
 
     asyncio.run(main())
     assert len(server.requests(path)) == 1
+
+
+def test_stream_runs_the_hooks_per_attempt_before_the_body_is_read(
+        server: TestServer, make_client: Callable[..., humus_http.Client], path: str) -> None:
+    server.script(path, [{"status": 503}, {"status": 200, "body": "streamed"}])
+    seen: list[tuple[int, int]] = []
+
+    def on_response(response: humus_http.Response) -> None:
+        seen.append((response.status_code, response.attempt))
+
+    with make_client(event_hooks={"response": [on_response]}).stream("GET", path) as r:
+        assert seen == [(503, 1), (200, 2)]  # the last one before its body is read
+        assert r.read() == b"streamed"
