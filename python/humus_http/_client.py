@@ -521,9 +521,10 @@ class Client(_BaseClient, Closing):
         or URL). Each response hook is called with the Response of every attempt that got one (``status_code``,
         ``headers``, ``request``, ``attempt``): for an attempt the call retried or redirected, once that was
         decided, before the next attempt, and without its body (not kept: reading it raises RuntimeError); for
-        the response the call returns, whole, before it is returned. The hooks run on the calling thread, or
-        for a call on the main thread while an asyncio loop runs there, on the runtime's event-loop thread,
-        holding the GIL. An exception a hook raises ends the call (nothing more is sent) and is raised here.
+        the response the call returns, whole, before it is returned. They run holding the GIL on the thread
+        that drives the attempt: the calling thread, or the runtime's event-loop thread for a call on the main
+        thread made there to stay interruptible (with ``cancel=``, or while an asyncio loop runs, say). An
+        exception a hook raises ends the call (nothing more is sent) and is raised here.
         Raises an UpstreamError subclass when no response came, or the exception a callback raised."""
         return self._send(method.upper(), url, {
             "headers": headers, "params": params, "cookies": cookies, "content": content, "data": data,
