@@ -281,6 +281,24 @@ TEST_F(AttemptHooksTest, SubmittedCallsRunTheHooksOnTheLoopThread) {
   EXPECT_EQ(seen_.threads[1], seen_.threads[0]);
 }
 
+TEST_F(AttemptHooksTest, AFailingBeforeEndsASubmittedCallTheSameWay) {
+  seen_.fail_with = HUMUS_E_CALLBACK;
+  set_hooks();
+  make_client();
+  humus_request* req = request("GET", "/never-async");
+  Outcome outcome;
+  humus_call* call = nullptr;
+  ASSERT_EQ(humus_client_submit(client_, req, on_done, &outcome, &call, nullptr), HUMUS_OK);
+  ASSERT_TRUE(outcome.wait());
+  EXPECT_EQ(outcome.status, HUMUS_E_CALLBACK);
+  humus_call_free(call);
+  humus_request_free(req);
+  EXPECT_EQ(server().requests("/never-async").size(), 0u);
+  std::lock_guard<std::mutex> lock(seen_.mu);
+  EXPECT_EQ(seen_.before_numbers, std::vector<int32_t>{1});
+  EXPECT_TRUE(seen_.after_numbers.empty());
+}
+
 TEST_F(AttemptHooksTest, EveryRedirectHopHasItsOwnFirstAttempt) {
   set_hooks();
   make_client();
