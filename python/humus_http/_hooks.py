@@ -45,7 +45,7 @@ def _joined(items: Sequence[tuple[str, str]]) -> dict[str, tuple[str, str]]:
 class AttemptHooks:
     """One call's event hooks, run per attempt. ``native`` is what the extension hands the core."""
 
-    __slots__ = ("_origin", "_pending", "_request_hooks", "_response_hooks", "request")
+    __slots__ = ("_answered", "_flushed", "_origin", "_pending", "_request_hooks", "_response_hooks", "request")
 
     def __init__(self, request_hooks: Sequence[Hook], response_hooks: Sequence[Hook], first: Request,
                  origin: str) -> None:
@@ -56,6 +56,11 @@ class AttemptHooks:
         self.request = first
         #: (status, headers, request) of the latest attempt's response, until its response hooks ran.
         self._pending: tuple[int, list[tuple[str, str]], Request] | None = None
+        #: The Request of the latest attempt that got a response: the one a returned Response answers (an
+        #: attempt cut short by a cancel or the deadline leaves the call the response before it).
+        self._answered: Request | None = None
+        #: The Request whose response hooks ran last, from _flush.
+        self._flushed: Request | None = None
 
     @property
     def native(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -82,6 +87,8 @@ class AttemptHooks:
 
     def _after(self, attempt: int, status: int, headers: list[tuple[str, str]]) -> None:
         # No response (a transport error): nothing for response hooks, as in httpx.
+        if status:
+            self._answered = self.request
         self._pending = (status, headers, self.request) if status and self._response_hooks else None
 
     def _flush(self) -> None:
@@ -91,15 +98,20 @@ class AttemptHooks:
             return
         self._pending = None
         status, headers, request = pending
+        self._flushed = request
         response = Response._of_attempt(status, headers, request, self._origin)
         for hook in self._response_hooks:
             _not_awaitable(hook(response), hook)
 
     def final(self, response: Response) -> None:
-        """The call returned ``response``: it stands for its last attempt (whose record is dropped), and its
-        response hooks run with it whole."""
+        """The call returned ``response``: it stands for the last attempt that got one (whose record is
+        dropped), and its response hooks run with it whole — unless they ran already, when the attempt after
+        it was cut short (a cancel, the deadline) and the call fell back on it."""
         self._pending = None
-        response._final_request = self.request
-        response._attempt = self.request.attempt
+        answered = self._answered if self._answered is not None else self.request
+        response._final_request = answered
+        response._attempt = answered.attempt
+        if answered is self._flushed:
+            return
         for hook in self._response_hooks:
             _not_awaitable(hook(response), hook)

@@ -209,3 +209,19 @@ def test_stream_runs_the_hooks_per_attempt_before_the_body_is_read(
     with make_client(event_hooks={"response": [on_response]}).stream("GET", path) as r:
         assert seen == [(503, 1), (200, 2)]  # the last one before its body is read
         assert r.read() == b"streamed"
+
+
+def test_a_response_the_call_falls_back_on_is_hooked_once(server: TestServer,
+                                                         make_client: Callable[..., humus_http.Client],
+                                                         path: str) -> None:
+    # The second attempt outlives the call's deadline: the call returns the first attempt's 503.
+    server.script(path, [{"status": 503}, {"status": 200, "delay_ms": 3000}])
+    requests: list[int] = []
+    responses: list[tuple[int, int]] = []
+    client = make_client(timeout=1.0, event_hooks={"request": [lambda r: requests.append(r.attempt)],
+                                                   "response": [lambda r: responses.append((r.status_code,
+                                                                                            r.attempt))]})
+    r = client.get(path)
+    assert (r.status_code, r.attempts, r.attempt, r.request.attempt) == (503, 2, 1, 1)
+    assert requests == [1, 2]
+    assert responses == [(503, 1)]
