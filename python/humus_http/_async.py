@@ -70,7 +70,8 @@ class AsyncClient(_BaseClient):
                       context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
         """Makes one call, as Client.request() does (the same arguments and event hooks), without blocking the
         asyncio loop. A plain event hook runs per attempt as with Client, on the runtime's event-loop thread
-        holding the GIL (keep it short: it holds up every call of the runtime). An ``async def`` hook cannot
+        holding the GIL (keep it short: it holds up every call of the runtime), except for the response the
+        call returns, which its response hooks see on the asyncio loop. An ``async def`` hook cannot
         run there, so it keeps httpx.AsyncClient's once-per-call behaviour: a request hook is awaited once before
         the call starts (with ``attempt`` 1, and may change the Request's method, URL and headers for every
         attempt), a response hook once with the response the call returns, after the plain ones. ``cancel`` (a CancelToken) ends it early from any thread or callback, like cancelling the
