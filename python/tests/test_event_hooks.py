@@ -225,3 +225,31 @@ def test_a_response_the_call_falls_back_on_is_hooked_once(server: TestServer,
     assert (r.status_code, r.attempts, r.attempt, r.request.attempt) == (503, 2, 1, 1)
     assert requests == [1, 2]
     assert responses == [(503, 1)]
+
+
+def test_concurrent_calls_each_see_their_own_attempts(server: TestServer,
+                                                      make_client: Callable[..., humus_http.Client],
+                                                      path: str) -> None:
+    # One 503 each: four calls stay under the breaker's five consecutive failures and within the budget.
+    paths = [f"{path}/{i}" for i in range(4)]
+    for p in paths:
+        server.script(p, [{"status": 503}, {"status": 200}])
+    seen: dict[str, list[int]] = {p: [] for p in paths}
+    lock = threading.Lock()
+
+    def on_request(request: humus_http.Request) -> None:
+        with lock:
+            seen[request.url.path].append(request.attempt)
+        request.headers["X-Path"] = request.url.path
+
+    client = make_client(event_hooks={"request": [on_request]})
+    statuses: list[int] = []
+    threads = [threading.Thread(target=lambda p=p: statuses.append(client.get(p).status_code)) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200] * 4
+    assert seen == {p: [1, 2] for p in paths}
+    for p in paths:
+        assert _values(server, p, "x-path") == [[p], [p]]
