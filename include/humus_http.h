@@ -224,6 +224,11 @@ HUMUS_API const char *humus_attempt_method(const humus_attempt *a);
 HUMUS_API int32_t humus_attempt_status(const humus_attempt *a);
 /* A response header (case-insensitive name), or NULL if absent or no response. */
 HUMUS_API const char *humus_attempt_header(const humus_attempt *a, const char *name);
+/* The response's headers in order (0 when no response came), and header `i`'s name and value (NULL out of
+ * range), for a caller that lists them (an attempt hook's `after`). */
+HUMUS_API size_t humus_attempt_header_count(const humus_attempt *a);
+HUMUS_API const char *humus_attempt_header_name(const humus_attempt *a, size_t i);
+HUMUS_API const char *humus_attempt_header_value(const humus_attempt *a, size_t i);
 /* The error kind when no response came (HUMUS_E_CONNECT, HUMUS_E_TIMEOUT, ...), else HUMUS_OK. */
 HUMUS_API humus_status humus_attempt_error(const humus_attempt *a);
 /* The error's message, or "" when there is none. */
@@ -260,6 +265,71 @@ HUMUS_API humus_status humus_settings_set_classifier(humus_settings *s, const hu
                                                      humus_error **err);
 /* Example: bindings/c/examples/classify.c. The table may also come from a plugin the settings JSON names
  * ("Callbacks: plugins" below), which also replaces a plugin named before: the last one set wins. */
+
+/* ==== Callbacks: attempt hooks =================================================================== */
+
+/* Code run around every attempt (docs/retries.md §6.7): `before` just before an attempt goes to the transport,
+ * `after` once it is back, before the classifier sees it. For a caller's own headers per attempt (a signature,
+ * a fresh token), logging or counting attempts; not for deciding retries (that is the classifier's). */
+
+/* One attempt's request as `before` sees it. Borrowed for the duration of the callback: kept past it, it
+ * reads as no request (the accessors' neutral values below, and HUMUS_E_MISUSE from
+ * humus_attempt_request_set_header). Not concurrently with humus_attempt_request_set_header on it. */
+typedef struct humus_attempt_request humus_attempt_request;
+/* The accessors never fail; a bad request reads "", 0 or NULL. During the callback. The method, e.g. "GET". */
+HUMUS_API const char *humus_attempt_request_method(const humus_attempt_request *r);
+/* The full URL of this attempt (a redirect hop's own). */
+HUMUS_API const char *humus_attempt_request_url(const humus_attempt_request *r);
+/* 1 for the first attempt of a request (a redirect hop starts again at 1, as humus_attempt_number). */
+HUMUS_API int32_t humus_attempt_request_number(const humus_attempt_request *r);
+/* The headers this attempt is to send, in order (configured, context and the request's own; the transport
+ * adds Host, Content-Length and the like, and traceparent is set after `before` when a span sink is set). */
+HUMUS_API size_t humus_attempt_request_header_count(const humus_attempt_request *r);
+/* Header `i` (< humus_attempt_request_header_count): its name and value, or NULL out of range. Valid until
+ * the callback returns or humus_attempt_request_set_header is called. */
+HUMUS_API const char *humus_attempt_request_header_name(const humus_attempt_request *r, size_t i);
+HUMUS_API const char *humus_attempt_request_header_value(const humus_attempt_request *r, size_t i);
+/* Adds a header to this attempt, replacing every header of that name (case-insensitively); the next
+ * attempt starts again from the call's own headers. Checked as humus_request_set_header is, and a header
+ * the client owns (Host, Content-Length, Transfer-Encoding, Connection, ...) is refused too:
+ * HUMUS_E_INVALID_ARGUMENT naming the header; HUMUS_E_MISUSE when `r` is not a live attempt request. Only from
+ * the `before` callback that received `r`. */
+HUMUS_API humus_status humus_attempt_request_set_header(humus_attempt_request *r, const char *name,
+                                                        const char *value, humus_error **err);
+
+#define HUMUS_ATTEMPT_HOOKS_VERSION 1
+/* Hooks around every attempt. Both run on the thread that drives the attempt (the caller's for
+ * humus_client_do / humus_client_open, the event-loop thread for humus_client_submit), possibly several at
+ * once for different calls: they must be thread-safe, and must not block (on the loop thread they hold up
+ * every call of the runtime). `before` runs for every attempt the breaker and the bulkhead let go, each
+ * redirect hop's included, just before it is sent; it returns HUMUS_OK to send it, or any other status to
+ * end the call with HUMUS_E_CALLBACK naming the hook and that status: the attempt is not sent, the breaker
+ * gets no verdict (its permit is given back), no budget is charged, no retry follows (a binding keeps its
+ * exception and re-raises it). `after` runs once per attempt that reached the transport, with the view a
+ * classifier gets (status and headers, or the error), before the classifier. Either may be NULL, not both. */
+typedef struct humus_attempt_hooks {
+  uint32_t version; /* HUMUS_ATTEMPT_HOOKS_VERSION */
+  void *user_data;
+  humus_status (*before)(void *user_data, humus_attempt_request *request);
+  void (*after)(void *user_data, const humus_attempt *attempt);
+  void (*destroy)(void *user_data); /* optional; called once when no client, settings, request or call uses it */
+} humus_attempt_hooks;
+#define HUMUS_ATTEMPT_HOOKS_INIT {HUMUS_ATTEMPT_HOOKS_VERSION, NULL, NULL, NULL, NULL}
+
+/* Replaces the attempt hooks of `s`, for every call of a client made from them. The table is copied; copies
+ * of the settings (humus_settings_clone, the client's own) share it. HUMUS_E_PROGRAM when `hooks` is NULL or
+ * both `before` and `after` are; HUMUS_E_INVALID_ARGUMENT naming humus_attempt_hooks for version 0 or newer
+ * than HUMUS_ATTEMPT_HOOKS_VERSION; HUMUS_E_MISUSE for a bad `s`. On failure `destroy` is not called: the
+ * caller keeps user_data. Not concurrently on one settings. */
+HUMUS_API humus_status humus_settings_set_attempt_hooks(humus_settings *s, const humus_attempt_hooks *hooks,
+                                                        humus_error **err);
+/* The same for one request: its calls run these after the settings' hooks (for a binding whose hooks belong
+ * to a call, not a client). Replaces hooks set on `r` before; calls already made with `r` keep theirs. The
+ * statuses of humus_settings_set_attempt_hooks, HUMUS_E_MISUSE for a bad `r`. Not concurrently on one
+ * request. (Spelt with struct humus_request because the Request section comes later: it is humus_request.) */
+struct humus_request;
+HUMUS_API humus_status humus_request_set_attempt_hooks(struct humus_request *r, const humus_attempt_hooks *hooks,
+                                                       humus_error **err);
 
 /* ==== Callbacks: breaker policy ================================================================== */
 

@@ -16,6 +16,7 @@ from ._client import _RETRY_MODES, CallOptions, QueryParams, _BaseClient
 from ._context import ContextTypes
 from ._errors import from_native
 from ._forms import CookieTypes, DataTypes, FilesTypes
+from ._hooks import AttemptHooks
 from ._response import HeaderTypes, Response
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 
@@ -32,10 +33,10 @@ class AsyncBodyOptions(CallOptions, total=False):
     json: Any
 
 
-async def _run_hook(hook: Callable[..., Any], value: object) -> None:
-    result = hook(value)
-    if inspect.isawaitable(result):
-        await result
+def _once_per_call(hook: Callable[..., Any]) -> bool:
+    """An ``async def`` hook (or a partial of one): awaited once per call on the asyncio loop, since the
+    runtime's event-loop thread, where attempts are made, cannot await it."""
+    return inspect.iscoroutinefunction(hook) or inspect.iscoroutinefunction(getattr(hook, "__call__", None))
 
 
 class AsyncClient(_BaseClient):
@@ -67,9 +68,13 @@ class AsyncClient(_BaseClient):
                       timeout: float | Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
                       idempotency_key: str | None = None, retry: bool | None = None,
                       context: ContextTypes | None = None, cancel: CancelToken | None = None) -> Response:
-        """Makes one call, as Client.request() does (the same arguments and event hooks; a hook that returns an
-        awaitable is awaited, so ``async def`` hooks work as in httpx.AsyncClient), without blocking the asyncio
-        loop. ``cancel`` (a CancelToken) ends it early from any thread or callback, like cancelling the
+        """Makes one call, as Client.request() does (the same arguments and event hooks), without blocking the
+        asyncio loop. A plain event hook runs per attempt as with Client, on the runtime's event-loop thread
+        holding the GIL (keep it short: it holds up every call of the runtime), except for the response the
+        call returns, which its response hooks see on the asyncio loop. An ``async def`` hook cannot
+        run there, so it keeps httpx.AsyncClient's once-per-call behaviour: a request hook is awaited once before
+        the call starts (with ``attempt`` 1, and may change the Request's method, URL and headers for every
+        attempt), a response hook once with the response the call returns, after the plain ones. ``cancel`` (a CancelToken) ends it early from any thread or callback, like cancelling the
         awaiting task does, except that the call's own outcome is raised (CancelledCallError, with its
         attempts) instead of asyncio.CancelledError."""
         return await self._send(method.upper(), url, {
@@ -99,10 +104,19 @@ class AsyncClient(_BaseClient):
 
     async def _send(self, method: str, url: str, options: Mapping[str, Any], stream: bool = False) -> Response:
         call, request = self._prepare(method, url, options)
+        hooks: AttemptHooks | None = None
+        awaited: tuple[Callable[..., Any], ...] = ()
         if request is not None:
-            for hook in self._request_hooks:
-                await _run_hook(hook, request)
+            request_hooks, response_hooks = self._request_hooks, self._response_hooks
+            for hook in request_hooks:
+                if _once_per_call(hook):
+                    await hook(request)
             self._sent(call, request)
+            awaited = tuple(hook for hook in response_hooks if _once_per_call(hook))
+            per_attempt = ([h for h in request_hooks if not _once_per_call(h)],
+                           [h for h in response_hooks if not _once_per_call(h)])
+            if per_attempt[0] or per_attempt[1]:
+                hooks = AttemptHooks(*per_attempt, request, self.origin)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         cancel = options.get("cancel")
@@ -111,7 +125,7 @@ class AsyncClient(_BaseClient):
             native_call = submit(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
                                  _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
                                  self._bridge_for(loop), future, self._context_parts(options, call.headers),
-                                 None if cancel is None else cancel.native)
+                                 None if cancel is None else cancel.native, None if hooks is None else hooks.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         try:
@@ -124,8 +138,10 @@ class AsyncClient(_BaseClient):
             response._bridge_of = self._bridge_for
             response._max_body = self._max_response_body
         try:
-            for hook in self._response_hooks:
-                await _run_hook(hook, response)
+            if hooks is not None:
+                hooks.final(response)
+            for hook in awaited:
+                await hook(response)
         except BaseException:
             response.close()
             raise

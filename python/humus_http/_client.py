@@ -16,6 +16,7 @@ from ._closing import Closing
 from ._context import ContextTypes, context_parts
 from ._errors import ConfigError, from_native
 from ._forms import CookieTypes, DataTypes, FilesTypes, cookie_header, encode_form
+from ._hooks import AttemptHooks
 from ._response import (
     BodyReader,
     ContentTypes,
@@ -56,7 +57,8 @@ __all__ = ["BodyOptions", "CallOptions", "Client", "EventHooks", "QueryParams"]
 QueryParams = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
 
 #: What ``event_hooks=`` accepts: ``{"request": [hook, ...], "response": [hook, ...]}``; a request hook is called
-#: with the Request, a response hook with the Response (an AsyncClient awaits a hook that returns an awaitable).
+#: with the Request of every attempt, a response hook with the Response of every attempt (an AsyncClient awaits
+#: an ``async def`` hook, once per call).
 EventHooks = Mapping[str, Sequence[Callable[..., Any]]]
 
 _RETRY_MODES = {None: 0, False: 1, True: 2}  # HUMUS_RETRY_MODE_DEFAULT, _FORBID, _FORCE
@@ -289,7 +291,8 @@ class _BaseClient:
     @property
     def event_hooks(self) -> dict[str, list[Callable[..., Any]]]:
         """The event hooks, ``{"request": [...], "response": [...]}`` (a copy); assign a mapping to replace them.
-        Request hooks run before the call starts, response hooks once its response is in (see request())."""
+        Request hooks run before every attempt is sent, response hooks once each attempt's response is in (see
+        request())."""
         return {"request": list(self._request_hooks), "response": list(self._response_hooks)}
 
     @event_hooks.setter
@@ -317,8 +320,8 @@ class _BaseClient:
         return url
 
     def _prepare(self, method: str, url: str, options: Mapping[str, Any]) -> tuple[_Call, Request | None]:
-        """The call of ``options`` (a call's keyword arguments), and the Request its request hooks are to see
-        first (None when there are none): ``auth=`` has been applied to it."""
+        """The call of ``options`` (a call's keyword arguments), and its Request (None when there are neither
+        ``auth=`` nor event hooks): ``auth=`` has been applied to it."""
         if len(options) > len(_CALL_KEYS) or not _CALL_KEYS.issuperset(options):
             unknown = sorted(set(options) - _CALL_KEYS)
             raise TypeError(f"{method.lower()}() got an unexpected keyword argument {unknown[0]!r}")
@@ -344,7 +347,7 @@ class _BaseClient:
                 hdrs = (hdrs or []) + [("Content-Type", content_type)]
             if cookies:
                 hdrs = _with_cookies(hdrs, cookie_header(cookies))
-        if auth_fn is None and not self._request_hooks:
+        if auth_fn is None and not self._request_hooks and not self._response_hooks:
             return _Call(method, target, hdrs, body, (method, target, self._default_headers, hdrs), follow_mode,
                          timeout_ms), None
         request = Request(method, target, merge_headers(self._default_headers, hdrs))
@@ -385,7 +388,8 @@ class _BaseClient:
 
     @staticmethod
     def _sent(call: _Call, request: Request) -> None:
-        """What the request hooks left of the Request becomes the call."""
+        """What ``auth=`` (and an AsyncClient's ``async def`` request hooks) left of the Request becomes the
+        call."""
         call.method = request.method
         call.target = str(request.url)
         call.headers = request.headers.multi_items() or None
@@ -477,8 +481,8 @@ class Client(_BaseClient, Closing):
 
     As httpx.Client: ``auth`` (a ``(user, password)`` tuple, BasicAuth, BearerAuth, or a callable that sets the
     Request's headers) authenticates every call, ``follow_redirects`` (default True: redirects within the
-    origin are followed, docs/origin.md §2) and ``event_hooks`` (``{"request": [...], "response": [...]}``) apply
-    to every call unless the call says otherwise. The settings are fixed once built; ``auth``,
+    origin are followed, docs/origin.md §2) and ``event_hooks`` (``{"request": [...], "response": [...]}``, run
+    per attempt: see request()) apply to every call unless the call says otherwise. The settings are fixed once built; ``auth``,
     ``follow_redirects`` and ``event_hooks`` may be reassigned from any thread (a call reads them as it starts).
     """
 
@@ -510,33 +514,43 @@ class Client(_BaseClient, Closing):
         request to another origin is refused, a redirect to one is not followed. ``follow_redirects=False``
         returns a 3xx as the response; ``Response.history`` lists the redirects followed.
 
-        Event hooks: each request hook is called with the Request (``method``, ``url``, ``headers``,
-        ``attempt``) before the call starts, after ``auth=``, and may change it; each response hook with the
-        Response before it is returned. They run once per call, not per attempt: the core retries and follows
-        redirects without calling back into Python before an attempt is sent, so ``attempt`` is always 1 and a
-        retry or a redirect is seen only in ``Response.attempts`` and ``Response.history``. An exception a hook
-        raises ends the call (before anything is sent, for a request hook). Raises an UpstreamError subclass
-        when no response came, or the exception a callback raised."""
+        Event hooks run per attempt (docs/retries.md §6.7): each request hook is called with the Request of
+        every attempt, retries and redirect hops included (``method``, ``url``, ``headers`` and ``attempt``,
+        1 for a request's first), just before it is sent and after ``auth=``; what it changes of ``headers``
+        is sent with that attempt only (it may add and change headers, not remove them, nor change the method
+        or URL). Each response hook is called with the Response of every attempt that got one (``status_code``,
+        ``headers``, ``request``, ``attempt``): for an attempt the call retried or redirected, once that was
+        decided, before the next attempt, and without its body (not kept: reading it raises RuntimeError); for
+        the response the call returns, whole, before it is returned. They run holding the GIL on the thread
+        that drives the attempt: the calling thread, or the runtime's event-loop thread for a call on the main
+        thread made there to stay interruptible (with ``cancel=``, or while an asyncio loop runs, say). An
+        exception a hook raises ends the call (nothing more is sent) and is raised here.
+        Raises an UpstreamError subclass when no response came, or the exception a callback raised."""
         return self._send(method.upper(), url, {
             "headers": headers, "params": params, "cookies": cookies, "content": content, "data": data,
             "files": files, "json": json, "auth": auth, "follow_redirects": follow_redirects, "timeout": timeout,
             "idempotency_key": idempotency_key, "retry": retry, "context": context, "cancel": cancel})
 
-    def _start(self, method: str, url: str, options: Mapping[str, Any]) -> _Call:
+    def _start(self, method: str, url: str, options: Mapping[str, Any]) -> tuple[_Call, AttemptHooks | None]:
+        """The call, and the adapter that runs its event hooks per attempt (None without hooks)."""
         call, request = self._prepare(method, url, options)
-        if request is not None:
-            for hook in self._request_hooks:
-                hook(request)
-            self._sent(call, request)
-        return call
+        if request is None:
+            return call, None
+        self._sent(call, request)
+        request_hooks, response_hooks = self._request_hooks, self._response_hooks
+        if not request_hooks and not response_hooks:
+            return call, None
+        return call, AttemptHooks(request_hooks, response_hooks, request, self.origin)
 
-    def _hooked(self, response: Response) -> Response:
-        try:
-            for hook in self._response_hooks:
-                hook(response)
-        except BaseException:
-            response.close()
-            raise
+    @staticmethod
+    def _hooked(response: Response, hooks: AttemptHooks | None) -> Response:
+        """The response the call returned, once the response hooks of its last attempt saw it."""
+        if hooks is not None:
+            try:
+                hooks.final(response)
+            except BaseException:
+                response.close()
+                raise
         return response
 
     @contextmanager
@@ -549,16 +563,16 @@ class Client(_BaseClient, Closing):
         with its connection, and the breaker counts the call's result when the body ends or closes. Raises as
         request() does; a read failing mid-body raises ProtocolError for a lost connection,
         UpstreamTimeoutError once ``timeout`` passed, or the cancellation's error."""
-        call = self._start(method.upper(), url, options)
+        call, hooks = self._start(method.upper(), url, options)
         cancel = options.get("cancel")
         try:
             raw = self._native.open(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
                                     _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
                                     self._context_parts(options, call.headers),
-                                    None if cancel is None else cancel.native)
+                                    None if cancel is None else cancel.native, None if hooks is None else hooks.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
-        response = self._hooked(self._response(raw, call, stream=True))
+        response = self._hooked(self._response(raw, call, stream=True), hooks)
         try:
             yield response
         finally:
@@ -566,17 +580,18 @@ class Client(_BaseClient, Closing):
 
     def _send(self, method: str, url: str, options: Mapping[str, Any]) -> Response:
         # Everything here runs holding the GIL, which every other calling thread waits for: kept short.
-        call = self._start(method, url, options)
+        call, hooks = self._start(method, url, options)
         cancel = options.get("cancel")
         try:
             raw = self._native.request(call.method, call.target, call.headers, call.body,
                                        options.get("idempotency_key"), _RETRY_MODES[options.get("retry")],
                                        call.follow, call.timeout_ms, self._context_parts(options, call.headers),
-                                       None if cancel is None else cancel.native)
+                                       None if cancel is None else cancel.native,
+                                       None if hooks is None else hooks.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         response = self._response(raw, call)
-        return self._hooked(response) if self._response_hooks else response
+        return response if hooks is None else self._hooked(response, hooks)
 
     def get(self, url: str, **options: Unpack[CallOptions]) -> Response:
         """A GET (see request() for the keyword arguments)."""

@@ -7,6 +7,11 @@ VERSION: str
 #: A streamed request body (humus_request_set_body_reader): read(cap) -> at most cap bytes (b"" at the end),
 #: rewind() or None (not replayable), the length or -1. Called with the GIL taken only inside each callback.
 BodyReader = tuple[Callable[[int], bytes], Callable[[], object] | None, int]
+#: One call's attempt hooks (humus_request_set_attempt_hooks): ``before(method, url, attempt, headers)`` returns
+#: the (name, value) pairs to set on that attempt, or None; ``after(attempt, status, headers)`` (status 0: no
+#: response).
+AttemptHooks = tuple[Callable[[str, str, int, list[tuple[str, str]]], list[tuple[str, str]] | None],
+                     Callable[[int, int, list[tuple[str, str]]], None]]
 
 class Failure(Exception):
     """A C ABI call failed before any request was made; args[0] is the ErrorInfo."""
@@ -124,19 +129,20 @@ class Client:
     def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
                 idempotency_key: str | None, retry: int, follow: int, timeout_ms: int,
                 context: tuple[str | None, ...] | None = None,
-                cancel: Cancel | None = None) -> Response | ErrorInfo: ...
+                cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Response | ErrorInfo: ...
     def open(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
              idempotency_key: str | None, retry: int, follow: int, timeout_ms: int,
              context: tuple[str | None, ...] | None = None,
-             cancel: Cancel | None = None) -> Response | ErrorInfo:
+             cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Response | ErrorInfo:
         """humus_client_open: the response once its headers are in; its body through Response.read()."""
     def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
                idempotency_key: str | None, retry: int, follow: int, timeout_ms: int, bridge: Bridge,
-               future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None) -> Call: ...
+               future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None,
+               hooks: AttemptHooks | None = None) -> Call: ...
     def submit_open(self, method: str, url: str, headers: list[tuple[str, str]] | None,
                     body: bytes | BodyReader | None, idempotency_key: str | None, retry: int, follow: int,
                     timeout_ms: int, bridge: Bridge, future: Any, context: tuple[str | None, ...] | None = None,
-                    cancel: Cancel | None = None) -> Call:
+                    cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Call:
         """humus_client_submit_open: ``future`` receives the Response once its headers are in (its body read
         with Response.read_async(); it keeps this client alive) or an ErrorInfo."""
 

@@ -264,8 +264,9 @@ class Response(_StatusPredicates, Closing):
     and ``aread()`` on its asyncio loop (one read at a time), and closed with ``aclose()``.
     """
 
-    __slots__ = ("_attempts", "_bridge_of", "_content", "_elapsed_us", "_final_request", "_headers", "_history",
-                 "_http_version", "_max_body", "_native", "_request", "_streamed", "_url", "origin", "status_code")
+    __slots__ = ("_attempt", "_attempts", "_bridge_of", "_content", "_elapsed_us", "_final_request", "_headers",
+                 "_history", "_http_version", "_max_body", "_native", "_request", "_retried", "_streamed", "_url",
+                 "origin", "status_code")
 
     def __init__(self, native: _native.Response, origin: str, request: RequestParts, *,
                  stream: bool = False) -> None:
@@ -288,10 +289,43 @@ class Response(_StatusPredicates, Closing):
         self._url: URL | None = None
         self._history: list[Redirect] | None = None
         self._attempts: int | None = None
+        #: True for the response of an attempt that was retried or redirected, as response hooks see it.
+        self._retried = False
+        #: The attempt that got it, when event hooks saw the call's attempts (else None: see attempt).
+        self._attempt: int | None = None
+
+    @classmethod
+    def _of_attempt(cls, status_code: int, headers: list[tuple[str, str]], request: Request,
+                    origin: str) -> Response:
+        """The response of an attempt the call retried or redirected, as its response hooks see it: status,
+        headers, request and attempt; its body was not kept, nor its HTTP version; ``elapsed`` reads 0."""
+        response = cls.__new__(cls)
+        response._native = None
+        response._streamed = False
+        response._bridge_of = None
+        response._max_body = 0
+        response.status_code = status_code
+        response._elapsed_us = 0
+        response._request = request
+        response._final_request = request
+        response.origin = origin
+        response._content = None
+        response._headers = Headers(headers)
+        response._http_version = None
+        response._url = request.url
+        response._history = []
+        response._attempts = request.attempt
+        response._retried = True
+        response._attempt = request.attempt
+        return response
 
     def _live(self) -> _native.Response:
         native = self._native
         if native is None:
+            if self._retried:
+                raise RuntimeError(f"this response of attempt {self.attempt} was not kept: the call "
+                                   f"{'followed its redirect' if self.is_redirect else 'retried it'}, so "
+                                   "response hooks see only its status and headers")
             raise RuntimeError("the response is closed; read what you need before closing it")
         return native
 
@@ -363,8 +397,18 @@ class Response(_StatusPredicates, Closing):
         return self.status_code in _REDIRECT_STATUSES and "location" in self.headers
 
     @property
+    def attempt(self) -> int:
+        """The attempt of its request that got this response (1: the first; a redirect hop starts again at
+        1), as ``request.attempt``. Exact when the client has event hooks (which see every attempt); without,
+        1 when redirects were followed, else ``attempts``."""
+        if self._attempt is not None:
+            return self._attempt
+        return 1 if self.history else self.attempts
+
+    @property
     def attempts(self) -> int:
-        """Attempts the call made, every retry and redirect included."""
+        """Attempts the call made, every retry and redirect included (for the response of an attempt the call
+        retried, as response hooks see it: that attempt's number)."""
         attempts = self._attempts
         if attempts is None:
             attempts = self._attempts = self._live().attempts

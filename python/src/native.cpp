@@ -295,6 +295,95 @@ struct BodyReaderDeleter {
 };
 using BodyReaderPtr = std::unique_ptr<PyBodyReader, BodyReaderDeleter>;
 
+// ---- Callbacks: attempt hooks (event_hooks per attempt) ---------------------------------------------------
+
+// user_data of one call's attempt hooks (humus_request_set_attempt_hooks), from humus_http._client's adapter:
+// `before(method, url, attempt, headers)` returns the (name, value) pairs to set on this attempt, or None;
+// `after(attempt, status, headers)` records what the attempt brought (status 0: no response). They run on the
+// thread that drives the attempt with the GIL released by the call, and take it for the Python call. An
+// exception from `before` ends the call with HUMUS_E_CALLBACK and is re-raised (with_python); `after` only
+// records, and the adapter runs a retried attempt's response hooks from the next `before`, so every hook's
+// exception ends the call at once.
+struct PyAttemptHooks {
+  py::object before;
+  py::object after;
+};
+
+// GIL held: (name, value) pairs; values latin-1, as Response.headers() reads them.
+template <typename Name, typename Value>
+py::list header_list(size_t n, Name name, Value value) {
+  py::list out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const char* v = value(i);
+    PyObject* decoded =
+        PyUnicode_DecodeLatin1(v, static_cast<Py_ssize_t>(std::char_traits<char>::length(v)), "strict");
+    if (decoded == nullptr) throw py::error_already_set();
+    out[i] = py::make_tuple(py::str(name(i)), py::reinterpret_steal<py::object>(decoded));
+  }
+  return out;
+}
+
+humus_status before_trampoline(void* user_data, humus_attempt_request* r) {
+  return with_python("request hook adapter", [&] {
+    const py::list headers = header_list(
+        humus_attempt_request_header_count(r),
+        [&](size_t i) { return humus_attempt_request_header_name(r, i); },
+        [&](size_t i) { return humus_attempt_request_header_value(r, i); });
+    const py::object changes = static_cast<PyAttemptHooks*>(user_data)->before(
+        humus_attempt_request_method(r), humus_attempt_request_url(r), humus_attempt_request_number(r),
+        headers);
+    if (changes.is_none()) return;
+    for (const py::handle pair : changes) {
+      const py::tuple t = py::reinterpret_borrow<py::tuple>(pair);
+      const std::string name = t[0].cast<std::string>();
+      const std::string value = t[1].cast<std::string>();
+      humus_error* err = nullptr;
+      if (humus_attempt_request_set_header(r, name.c_str(), value.c_str(), &err) != HUMUS_OK) {
+        const ErrorPtr e(err);
+        py::set_error(PyExc_ValueError, (std::string("a request hook set a header the client refuses: ") +
+                                         humus_error_message(e.get()))
+                                            .c_str());
+        throw py::error_already_set();
+      }
+    }
+  });
+}
+
+void after_trampoline(void* user_data, const humus_attempt* a) {
+  // The adapter only records, and never raises: what could fail here (memory) is reported as unraisable
+  // rather than kept on this thread, where it might end another call of the event loop.
+  if (interpreter_finalizing()) return;
+  Gil gil;
+  try {
+    const py::list headers = header_list(
+        humus_attempt_header_count(a), [&](size_t i) { return humus_attempt_header_name(a, i); },
+        [&](size_t i) { return humus_attempt_header_value(a, i); });
+    static_cast<PyAttemptHooks*>(user_data)->after(humus_attempt_number(a), humus_attempt_status(a), headers);
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable("humus_http response hook adapter");
+  } catch (const std::exception& e) {
+    py::set_error(PyExc_RuntimeError, (std::string("response hook adapter: ") + e.what()).c_str());
+    PyErr_WriteUnraisable(nullptr);
+  }
+}
+
+void destroy_attempt_hooks(void* user_data) {
+  auto* hooks = static_cast<PyAttemptHooks*>(user_data);
+  if (interpreter_finalizing()) {
+    (void)hooks->before.release();
+    (void)hooks->after.release();
+    delete hooks;
+    return;
+  }
+  Gil gil;
+  delete hooks;
+}
+
+struct AttemptHooksDeleter {
+  void operator()(PyAttemptHooks* h) const noexcept { destroy_attempt_hooks(h); }
+};
+using AttemptHooksPtr = std::unique_ptr<PyAttemptHooks, AttemptHooksDeleter>;
+
 // The policy adapters take the counts as eight integers.
 py::tuple counts_tuple(const humus_breaker_counts* c) {
   return py::make_tuple(c->state, c->successes, c->failures, c->consecutive_successes,
@@ -1010,9 +1099,9 @@ class Client {
   // `cancel` (may be null) ends it early.
   py::object request(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
                      int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context,
-                     const std::shared_ptr<Cancel>& cancel) {
+                     const std::shared_ptr<Cancel>& cancel, py::handle hooks) {
     std::shared_ptr<ClientHandle> h = acquire();
-    const Prepared p = prepare(method, url, headers, body, key, retry, follow, timeout_ms, context);
+    const Prepared p = prepare(method, url, headers, body, key, retry, follow, timeout_ms, context, hooks);
     Py_XDECREF(take_callback_exception());  // nothing stale from a call that ended otherwise
     if (PyThread_get_thread_ident() == g_main_thread) {
       // The main thread's own token is Ctrl-C's (SignalWatch); a caller's token goes on the request of a
@@ -1050,9 +1139,9 @@ class Client {
   // without the GIL on any thread; `cancel` (may be null) ends it, its body reads included.
   py::object open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
                   int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context,
-                  const std::shared_ptr<Cancel>& cancel) {
+                  const std::shared_ptr<Cancel>& cancel, py::handle hooks) {
     std::shared_ptr<ClientHandle> h = acquire();
-    const Prepared p = prepare(method, url, headers, body, key, retry, follow, timeout_ms, context);
+    const Prepared p = prepare(method, url, headers, body, key, retry, follow, timeout_ms, context, hooks);
     Py_XDECREF(take_callback_exception());
     Built b;
     humus_response* resp = nullptr;
@@ -1087,8 +1176,10 @@ class Client {
   // ErrorInfo.
   Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
               int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
-              py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
-    return start_async(false, prepare(method, url, headers, body, key, retry, follow, timeout_ms, context),
+              py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel,
+              py::handle hooks) {
+    return start_async(false,
+                       prepare(method, url, headers, body, key, retry, follow, timeout_ms, context, hooks),
                        bridge, std::move(future), cancel);
   }
 
@@ -1097,8 +1188,10 @@ class Client {
   // ends the call and its body reads; Call.cancel() ends only the call before its headers.
   Call submit_open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
                    int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
-                   py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel) {
-    return start_async(true, prepare(method, url, headers, body, key, retry, follow, timeout_ms, context),
+                   py::object future, py::handle context, const std::shared_ptr<Cancel>& cancel,
+                   py::handle hooks) {
+    return start_async(true,
+                       prepare(method, url, headers, body, key, retry, follow, timeout_ms, context, hooks),
                        bridge, std::move(future), cancel);
   }
 
@@ -1171,6 +1264,9 @@ class Client {
     mutable BodyReaderPtr reader;
     bool reader_rewinds = false;
     int64_t reader_length = -1;
+    // The call's attempt hooks: (before, after) from Python, owned here until build() hands them to the
+    // request.
+    mutable AttemptHooksPtr hooks;
     const char* key = nullptr;
     int32_t retry = HUMUS_RETRY_MODE_DEFAULT;
     int32_t follow = -1;  // follow_redirects: -1 not given (the core follows within the origin), else 0 or 1
@@ -1183,8 +1279,15 @@ class Client {
   // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
   static Prepared prepare(const char* method, const char* url, py::handle headers, py::handle body,
                           py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms,
-                          py::handle context) {
+                          py::handle context, py::handle hooks) {
     Prepared p;
+    if (!hooks.is_none()) {
+      if (!PyTuple_Check(hooks.ptr()) || PyTuple_GET_SIZE(hooks.ptr()) != 2) {
+        throw py::type_error("hooks must be a (before, after) tuple or None");
+      }
+      const py::tuple t = py::reinterpret_borrow<py::tuple>(hooks);
+      p.hooks.reset(new PyAttemptHooks{t[0], t[1]});
+    }
     p.method = method;
     p.url = url;
     p.retry = retry;
@@ -1277,6 +1380,15 @@ class Client {
       reader.destroy = destroy_body_reader;
       if ((st = humus_request_set_body_reader(b.req.get(), &reader, &err)) != HUMUS_OK) return failed(st);
       (void)p.reader.release();  // the request's now: its destroy frees it
+    }
+    if (p.hooks) {
+      humus_attempt_hooks hooks = HUMUS_ATTEMPT_HOOKS_INIT;
+      hooks.user_data = p.hooks.get();
+      hooks.before = before_trampoline;
+      hooks.after = after_trampoline;
+      hooks.destroy = destroy_attempt_hooks;
+      if ((st = humus_request_set_attempt_hooks(b.req.get(), &hooks, &err)) != HUMUS_OK) return failed(st);
+      (void)p.hooks.release();  // the request's (and its calls') now: destroy frees it
     }
     if (p.key != nullptr && (st = humus_request_set_idempotency_key(b.req.get(), p.key, &err)) != HUMUS_OK) {
       return failed(st);
@@ -1614,18 +1726,19 @@ PYBIND11_MODULE(_native, m) {
       .def("share", &Client::share, "Another owner of the same C client.")
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"),
-           py::arg("timeout_ms"), py::arg("context") = py::none(), py::arg("cancel") = py::none())
+           py::arg("timeout_ms"), py::arg("context") = py::none(), py::arg("cancel") = py::none(),
+           py::arg("hooks") = py::none())
       .def("open", &Client::open, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
-           py::arg("context") = py::none(), py::arg("cancel") = py::none())
+           py::arg("context") = py::none(), py::arg("cancel") = py::none(), py::arg("hooks") = py::none())
       .def("submit", &Client::submit, py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
            py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"), py::arg("timeout_ms"),
            py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(),
-           py::arg("cancel") = py::none())
+           py::arg("cancel") = py::none(), py::arg("hooks") = py::none())
       .def("submit_open", &Client::submit_open, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"),
            py::arg("timeout_ms"), py::arg("bridge"), py::arg("future"), py::arg("context") = py::none(),
-           py::arg("cancel") = py::none());
+           py::arg("cancel") = py::none(), py::arg("hooks") = py::none());
 
   py::class_<Upstreams>(m, "Upstreams", "A humus_upstreams registry: clients by name (docs/upstreams.md §15.1).")
       .def(py::init<std::shared_ptr<Runtime>, const std::string&>(), py::arg("runtime"), py::arg("document"))

@@ -49,6 +49,21 @@ HUMUS_API const char* humus_attempt_header(const humus_attempt* a, const char* n
   return value == nullptr ? nullptr : value->c_str();
 }
 
+HUMUS_API size_t humus_attempt_header_count(const humus_attempt* a) {
+  if (humus::capi::live(a) == nullptr || a->attempt.headers == nullptr || a->attempt.status <= 0) return 0;
+  return a->attempt.headers->size();
+}
+
+HUMUS_API const char* humus_attempt_header_name(const humus_attempt* a, size_t i) {
+  if (i >= humus_attempt_header_count(a)) return nullptr;
+  return a->attempt.headers->fields()[i].first.c_str();
+}
+
+HUMUS_API const char* humus_attempt_header_value(const humus_attempt* a, size_t i) {
+  if (i >= humus_attempt_header_count(a)) return nullptr;
+  return a->attempt.headers->fields()[i].second.c_str();
+}
+
 HUMUS_API humus_status humus_attempt_error(const humus_attempt* a) {
   if (humus::capi::live(a) == nullptr || a->attempt.status > 0) return HUMUS_OK;
   return static_cast<humus_status>(a->attempt.error);

@@ -31,6 +31,7 @@ enum class Magic : uint32_t {
   kUpstreams = 0x53505568, // "hUPS"
   kError = 0x52524568,     // "hERR"
   kAttempt = 0x54544168,   // "hATT"
+  kAttemptRequest = 0x51524168,  // "hARQ"
   kMockRequest = 0x51524d68,  // "hMRQ"
   kMockReply = 0x50524d68,    // "hMRP"
 };

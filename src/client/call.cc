@@ -1,6 +1,7 @@
 #include "client/call.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "client/body_stream.h"
 #include "client/call_headers.h"
@@ -128,6 +129,11 @@ Step Call::admit() {
                 admission.retry_after);
   }
   permit_ = admission.permit;
+  if (Status st = run_before(); !st.ok()) {
+    // Nothing was sent: the permit goes back without a verdict, no budget is charged, no retry follows.
+    end_attempt(breaker::Outcome::kIgnored, retry::Decision::kStopped);
+    return fail(std::move(st));
+  }
   attempt_started_ = now;
   if (scenario_) wire_.fault = draw_fault();
   if (trace_.active()) wire_.headers.set("traceparent", trace_.begin(attempt_span(env_.clock.wall_now())));
@@ -181,7 +187,30 @@ transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& bod
   return r;
 }
 
+Status Call::run_before() {
+  const AttemptHooks* hooks[] = {env_.settings.attempt_hooks.get(), request_.attempt_hooks.get()};
+  if (hooks[0] == nullptr && hooks[1] == nullptr) return Status();
+  Headers headers = wire_.headers;
+  AttemptRequest request{wire_.method, wire_.url, attempt_ + 1, headers};
+  for (const AttemptHooks* h : hooks) {
+    if (h == nullptr) continue;
+    if (Status st = h->before(request); !st.ok()) return st;
+  }
+  unhooked_headers_ = std::exchange(wire_.headers, std::move(headers));
+  return Status();
+}
+
+void Call::run_after(const classify::Attempt& seen) const {
+  if (env_.settings.attempt_hooks) env_.settings.attempt_hooks->after(seen);
+  if (request_.attempt_hooks) request_.attempt_hooks->after(seen);
+}
+
 Instant Call::attempt_ended(const transport::WireResult& sent) {
+  if (unhooked_headers_) {
+    // A retry or a redirect starts again from the call's own headers.
+    wire_.headers = std::move(*unhooked_headers_);
+    unhooked_headers_.reset();
+  }
   const Instant after = env_.clock.now();
   env_.metrics.attempt(after - attempt_started_, body_size(),
                        telemetry::AttemptAttributes::of(wire_.method, sent.response.status,
@@ -220,10 +249,7 @@ Step Call::on_read_ahead(transport::BodyRead last) {
 
 Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read_ahead_done) {
   for (;;) {
-    if (sent.error != Code::kOk) {
-      body.reset();
-      if (std::optional<Step> ended = ended_by_client(sent, after)) return std::move(*ended);
-    }
+    if (sent.error != Code::kOk) body.reset();
     classify::Attempt seen;
     seen.method = wire_.method;
     seen.number = attempt_;
@@ -234,6 +260,12 @@ Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read
     } else {
       seen.error = sent.error;
       seen.error_message = sent.message;
+    }
+    // Once per attempt, with what it first brought: a body read ahead that breaks off comes back here
+    // (read_ahead_done) as a lost connection for the classifier only.
+    if (!read_ahead_done) run_after(seen);
+    if (sent.error != Code::kOk) {
+      if (std::optional<Step> ended = ended_by_client(sent, after)) return std::move(*ended);
     }
     Result<classify::Classification> verdict = env_.classifier.classify(seen);
     if (!verdict.ok()) {

@@ -112,6 +112,10 @@ class Call {
   std::optional<transport::WireRequest> redirect_of(const CallResult& outcome) const;
   Step follow(transport::WireRequest next, int status);  // status: of the 3xx that asked for it
   uint64_t body_size() const;  // of the request, for the metrics (0 when unknown)
+  // The attempt hooks (docs/retries.md §6.7), the settings' then the request's. run_before gives the attempt
+  // about to be sent (number attempt_ + 1) its own headers, which attempt_ended puts back.
+  Status run_before();
+  void run_after(const classify::Attempt& seen) const;
   telemetry::Span attempt_span(WallTime start) const;  // the attributes known before the attempt is sent
   transport::InjectedFault draw_fault() const;          // what the call's fault scenario does to this attempt
 
@@ -129,6 +133,7 @@ class Call {
   Instant attempt_started_{};  // when admit() let the current attempt go (http.client.request.duration)
   breaker::Permit permit_;
   std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (docs/bodies.md §7)
+  std::optional<Headers> unhooked_headers_;  // wire_'s own headers while an attempt sends its hooks' copy
   struct Held {  // an asynchronous attempt's response during kReadAhead
     transport::WireResult sent;
     std::unique_ptr<transport::AsyncBody> body;

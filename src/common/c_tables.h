@@ -33,6 +33,10 @@ struct CTable<humus_classifier> : UngrownTable<humus_classifier, HUMUS_CLASSIFIE
   static constexpr const char* kName = "humus_classifier";
 };
 template <>
+struct CTable<humus_attempt_hooks> : UngrownTable<humus_attempt_hooks, HUMUS_ATTEMPT_HOOKS_VERSION> {
+  static constexpr const char* kName = "humus_attempt_hooks";
+};
+template <>
 struct CTable<humus_breaker_policy> : UngrownTable<humus_breaker_policy, HUMUS_BREAKER_POLICY_VERSION> {
   static constexpr const char* kName = "humus_breaker_policy";
 };

@@ -332,7 +332,8 @@ void cap_unset_defaults(const Json& doc, Settings& s) {
 bool operator==(const Settings& a, const Settings& b) {
   // equal_keys compared what the settings name of a plugin; a callback set by code has only its identity.
   return equal_keys("", a, b) && (a.classify_plugin || a.classifier == b.classifier) &&
-         (a.breaker_policy_plugin || a.breaker_policy == b.breaker_policy);
+         (a.breaker_policy_plugin || a.breaker_policy == b.breaker_policy) &&
+         a.attempt_hooks == b.attempt_hooks;
 }
 
 Duration effective_max_retry_after(const Settings& s) { return s.max_retry_after.value_or(s.backoff_max); }

@@ -18,6 +18,7 @@ struct Kept {
   std::atomic<const humus_mock_request*> request{nullptr};
   std::atomic<humus_mock_reply*> reply{nullptr};
   std::atomic<const humus_attempt*> attempt{nullptr};
+  std::atomic<humus_attempt_request*> attempt_request{nullptr};
 };
 Kept g_kept;
 
@@ -33,6 +34,11 @@ humus_status keep_attempt(void*, const humus_attempt* a, humus_classification* o
   return humus_classify_default(a, out);
 }
 
+humus_status keep_attempt_request(void*, humus_attempt_request* r) {
+  g_kept.attempt_request = r;
+  return HUMUS_OK;
+}
+
 // One bad pointer of every handle type: freed ones, or pointers into a buffer that holds no handle.
 struct Bad {
   humus_runtime* rt;
@@ -45,6 +51,7 @@ struct Bad {
   humus_upstreams* upstreams;
   humus_error* error;
   const humus_attempt* attempt;
+  humus_attempt_request* attempt_request;
   const humus_mock_request* mock_request;
   humus_mock_reply* mock_reply;
 };
@@ -67,11 +74,15 @@ Bad freed_handles() {
   humus_classifier classifier = HUMUS_CLASSIFIER_INIT;
   classifier.classify = keep_attempt;
   EXPECT_EQ(humus_settings_set_classifier(b.settings, &classifier, nullptr), HUMUS_OK);
+  humus_attempt_hooks hooks = HUMUS_ATTEMPT_HOOKS_INIT;
+  hooks.before = keep_attempt_request;
+  EXPECT_EQ(humus_settings_set_attempt_hooks(b.settings, &hooks, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_client_new(b.rt, b.settings, &b.client, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_request_new("GET", "http://payments:8080/", &b.request, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_cancel_new(&b.cancel), HUMUS_OK);
   EXPECT_EQ(humus_client_do(b.client, b.request, &b.response, nullptr), HUMUS_OK);
   b.attempt = g_kept.attempt;
+  b.attempt_request = g_kept.attempt_request;
   b.mock_request = g_kept.request;
   b.mock_reply = g_kept.reply;
   EXPECT_EQ(humus_client_submit(b.client, b.request, done_free, nullptr, &b.call, nullptr), HUMUS_OK);
@@ -79,6 +90,7 @@ Bad freed_handles() {
   EXPECT_EQ(humus_upstreams_from_json(b.rt, upstreams, std::strlen(upstreams), &b.upstreams, nullptr), HUMUS_OK);
   EXPECT_EQ(humus_request_new("GET", nullptr, nullptr, &b.error), HUMUS_E_INVALID_ARGUMENT);
   EXPECT_NE(b.attempt, nullptr);
+  EXPECT_NE(b.attempt_request, nullptr);
   EXPECT_NE(b.mock_request, nullptr);
 
   humus_error_free(b.error);
@@ -105,6 +117,7 @@ Bad foreign_pointers(unsigned char* buffer) {
   b.upstreams = reinterpret_cast<humus_upstreams*>(buffer);
   b.error = reinterpret_cast<humus_error*>(buffer);
   b.attempt = reinterpret_cast<const humus_attempt*>(buffer);
+  b.attempt_request = reinterpret_cast<humus_attempt_request*>(buffer);
   b.mock_request = reinterpret_cast<const humus_mock_request*>(buffer);
   b.mock_reply = reinterpret_cast<humus_mock_reply*>(buffer);
   return b;
@@ -116,6 +129,7 @@ humus_status ignore_point(void*, const humus_metric_point*) { return HUMUS_OK; }
 humus_status answer(void*, const humus_mock_request*, humus_mock_reply*) { return HUMUS_OK; }
 humus_status classify(void*, const humus_attempt*, humus_classification*) { return HUMUS_OK; }
 humus_status trip(void*, const humus_breaker_counts*, int32_t*) { return HUMUS_OK; }
+humus_status before(void*, humus_attempt_request*) { return HUMUS_OK; }
 humus_status read_none(void*, void*, size_t, size_t* n) {
   *n = 0;
   return HUMUS_OK;
@@ -161,6 +175,9 @@ void call_everything(const Bad& b) {
   policy.trip = trip;
   policy.probe = trip;
   expect_misuse(humus_settings_set_breaker_policy(b.settings, &policy, &err), &err, "s");
+  humus_attempt_hooks hooks = HUMUS_ATTEMPT_HOOKS_INIT;
+  hooks.before = before;
+  expect_misuse(humus_settings_set_attempt_hooks(b.settings, &hooks, &err), &err, "s");
   humus_settings_free(b.settings);
 
   // Attempts: neutral values; the classifiers refuse.
@@ -168,12 +185,24 @@ void call_everything(const Bad& b) {
   EXPECT_STREQ(humus_attempt_method(b.attempt), "");
   EXPECT_EQ(humus_attempt_status(b.attempt), 0);
   EXPECT_EQ(humus_attempt_header(b.attempt, "Retry-After"), nullptr);
+  EXPECT_EQ(humus_attempt_header_count(b.attempt), 0u);
+  EXPECT_EQ(humus_attempt_header_name(b.attempt, 0), nullptr);
+  EXPECT_EQ(humus_attempt_header_value(b.attempt, 0), nullptr);
   EXPECT_EQ(humus_attempt_error(b.attempt), HUMUS_OK);
   EXPECT_STREQ(humus_attempt_error_message(b.attempt), "");
   EXPECT_EQ(humus_attempt_number(b.attempt), 0);
   EXPECT_EQ(humus_classify_default(b.attempt, &out), HUMUS_E_MISUSE);
   EXPECT_EQ(humus_classify_preset("humus", b.attempt, &out), HUMUS_E_MISUSE);
   EXPECT_EQ(out.retry, 7);
+
+  // An attempt's request kept past its `before` hook: neutral values; the setter refuses.
+  EXPECT_STREQ(humus_attempt_request_method(b.attempt_request), "");
+  EXPECT_STREQ(humus_attempt_request_url(b.attempt_request), "");
+  EXPECT_EQ(humus_attempt_request_number(b.attempt_request), 0);
+  EXPECT_EQ(humus_attempt_request_header_count(b.attempt_request), 0u);
+  EXPECT_EQ(humus_attempt_request_header_name(b.attempt_request, 0), nullptr);
+  EXPECT_EQ(humus_attempt_request_header_value(b.attempt_request, 0), nullptr);
+  expect_misuse(humus_attempt_request_set_header(b.attempt_request, "X-A", "1", &err), &err, "r");
 
   // Runtime.
   expect_misuse(humus_runtime_advance_ms(b.rt, 1, &err), &err, "rt");
@@ -244,6 +273,7 @@ void call_everything(const Bad& b) {
   expect_misuse(humus_request_set_timeout_ms(b.request, 100, &err), &err, "r");
   expect_misuse(humus_request_set_follow_redirects(b.request, 0, &err), &err, "r");
   expect_misuse(humus_request_set_context(b.request, nullptr, nullptr, "a=b", nullptr, nullptr, &err), &err, "r");
+  expect_misuse(humus_request_set_attempt_hooks(b.request, &hooks, &err), &err, "r");
   humus_cancel* live_cancel = nullptr;
   ASSERT_EQ(humus_cancel_new(&live_cancel), HUMUS_OK);
   EXPECT_EQ(humus_request_set_cancel(b.request, live_cancel), HUMUS_E_MISUSE);

@@ -48,6 +48,14 @@ struct ClassifierV1 {
   void (*destroy)(void* user_data);
 };
 
+struct AttemptHooksV1 {
+  uint32_t version;  // 1
+  void* user_data;
+  humus_status (*before)(void* user_data, humus_attempt_request* request);
+  void (*after)(void* user_data, const humus_attempt* attempt);
+  void (*destroy)(void* user_data);
+};
+
 humus_status always_503(void*, const humus_mock_request*, humus_mock_reply* reply) {
   humus_mock_reply_set_status(reply, 503);
   return HUMUS_OK;
@@ -147,6 +155,36 @@ TEST_F(StructVersionTest, AVersion1ClassifierIsAcceptedAndUsed) {
   EXPECT_EQ(state, HUMUS_CIRCUIT_CLOSED);  // every 503 ignored, as the classifier said
 }
 
+humus_status count_before(void* user, humus_attempt_request* r) {
+  EXPECT_EQ(humus_attempt_request_number(r), 1);
+  ++static_cast<int*>(user)[0];
+  return HUMUS_OK;
+}
+
+void count_after(void* user, const humus_attempt* a) {
+  EXPECT_EQ(humus_attempt_status(a), 503);
+  ++static_cast<int*>(user)[1];
+}
+
+void count_destroy(void* user) { ++static_cast<int*>(user)[2]; }
+
+TEST_F(StructVersionTest, Version1AttemptHooksAreAcceptedAndUsed) {
+  int seen[3] = {0, 0, 0};  // before, after, destroy
+  const AttemptHooksV1 table{1, seen, count_before, count_after, count_destroy};
+  ASSERT_EQ(humus_settings_set_attempt_hooks(settings_, reinterpret_cast<const humus_attempt_hooks*>(&table),
+                                             nullptr),
+            HUMUS_OK);
+  build_client();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(call_status(), 503);
+  EXPECT_EQ(seen[0], 3);
+  EXPECT_EQ(seen[1], 3);
+  humus_client_free(client_);
+  client_ = nullptr;
+  humus_settings_free(settings_);
+  settings_ = nullptr;
+  EXPECT_EQ(seen[2], 1);
+}
+
 // The refusal every versioned struct gets for a version this library does not know. The error is taken by
 // address, so it is read after the call (argument order is unspecified), and reset.
 void expect_refused(humus_status st, humus_error** err, const char* struct_name) {
@@ -162,6 +200,7 @@ void ignore_span(void*, const humus_span*) {}
 humus_status never_called(void*, const humus_attempt*, humus_classification*) { return HUMUS_E_CALLBACK; }
 humus_status never_trip(void*, const humus_breaker_counts*, int32_t*) { return HUMUS_E_CALLBACK; }
 humus_status never_read(void*, void*, size_t, size_t*) { return HUMUS_E_CALLBACK; }
+humus_status never_before(void*, humus_attempt_request*) { return HUMUS_E_CALLBACK; }
 
 TEST_F(StructVersionTest, VersionZeroAndNewerAreRefusedNamingTheStruct) {
   for (const uint32_t version : {0u, 99u}) {
@@ -180,6 +219,11 @@ TEST_F(StructVersionTest, VersionZeroAndNewerAreRefusedNamingTheStruct) {
     reader.version = version;
     reader.read = never_read;
     expect_refused(humus_request_set_body_reader(req_, &reader, &err), &err, "humus_body_reader");
+    humus_attempt_hooks hooks = HUMUS_ATTEMPT_HOOKS_INIT;
+    hooks.version = version;
+    hooks.before = never_before;
+    expect_refused(humus_settings_set_attempt_hooks(settings_, &hooks, &err), &err, "humus_attempt_hooks");
+    expect_refused(humus_request_set_attempt_hooks(req_, &hooks, &err), &err, "humus_attempt_hooks");
     humus_log_sink log = HUMUS_LOG_SINK_INIT;
     log.version = version;
     log.record = ignore_record;

@@ -170,6 +170,9 @@ extern "C" {
     pub fn humus_attempt_method(a: *const humus_attempt) -> *const c_char;
     pub fn humus_attempt_status(a: *const humus_attempt) -> i32;
     pub fn humus_attempt_header(a: *const humus_attempt, name: *const c_char) -> *const c_char;
+    pub fn humus_attempt_header_count(a: *const humus_attempt) -> usize;
+    pub fn humus_attempt_header_name(a: *const humus_attempt, i: usize) -> *const c_char;
+    pub fn humus_attempt_header_value(a: *const humus_attempt, i: usize) -> *const c_char;
     pub fn humus_attempt_error(a: *const humus_attempt) -> humus_status;
     pub fn humus_attempt_error_message(a: *const humus_attempt) -> *const c_char;
     pub fn humus_attempt_number(a: *const humus_attempt) -> i32;
@@ -210,6 +213,62 @@ extern "C" {
     pub fn humus_settings_set_classifier(
         s: *mut humus_settings,
         classifier: *const humus_classifier,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+}
+
+// ==== Callbacks: attempt hooks =================================================================
+
+opaque! {
+    humus_attempt_request;
+}
+
+extern "C" {
+    pub fn humus_attempt_request_method(r: *const humus_attempt_request) -> *const c_char;
+    pub fn humus_attempt_request_url(r: *const humus_attempt_request) -> *const c_char;
+    pub fn humus_attempt_request_number(r: *const humus_attempt_request) -> i32;
+    pub fn humus_attempt_request_header_count(r: *const humus_attempt_request) -> usize;
+    pub fn humus_attempt_request_header_name(r: *const humus_attempt_request, i: usize) -> *const c_char;
+    pub fn humus_attempt_request_header_value(r: *const humus_attempt_request, i: usize) -> *const c_char;
+    pub fn humus_attempt_request_set_header(
+        r: *mut humus_attempt_request,
+        name: *const c_char,
+        value: *const c_char,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+}
+
+pub const HUMUS_ATTEMPT_HOOKS_VERSION: u32 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct humus_attempt_hooks {
+    pub version: u32,
+    pub user_data: *mut c_void,
+    pub before:
+        Option<unsafe extern "C" fn(user_data: *mut c_void, request: *mut humus_attempt_request) -> humus_status>,
+    pub after: Option<unsafe extern "C" fn(user_data: *mut c_void, attempt: *const humus_attempt)>,
+    pub destroy: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
+}
+
+/// `HUMUS_ATTEMPT_HOOKS_INIT`.
+pub const HUMUS_ATTEMPT_HOOKS_INIT: humus_attempt_hooks = humus_attempt_hooks {
+    version: HUMUS_ATTEMPT_HOOKS_VERSION,
+    user_data: core::ptr::null_mut(),
+    before: None,
+    after: None,
+    destroy: None,
+};
+
+extern "C" {
+    pub fn humus_settings_set_attempt_hooks(
+        s: *mut humus_settings,
+        hooks: *const humus_attempt_hooks,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_request_set_attempt_hooks(
+        r: *mut humus_request,
+        hooks: *const humus_attempt_hooks,
         err: *mut *mut humus_error,
     ) -> humus_status;
 }

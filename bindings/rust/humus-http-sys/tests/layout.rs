@@ -121,12 +121,14 @@ fn rust_facts() -> BTreeMap<String, String> {
         HUMUS_SPAN_VERSION,
         HUMUS_SPAN_SINK_VERSION,
         HUMUS_BODY_READER_VERSION,
+        HUMUS_ATTEMPT_HOOKS_VERSION,
     );
     facts.insert("HUMUS_VERSION_STRING".to_string(), HUMUS_VERSION_STRING.to_string());
     facts.insert("size_of(humus_status)".to_string(), size_of::<humus_status>().to_string());
     facts.insert("align_of(humus_status)".to_string(), align_of::<humus_status>().to_string());
     layout!(humus_classification { retry, breaker, retry_after_ms });
     layout!(humus_classifier { version, classify, user_data, destroy });
+    layout!(humus_attempt_hooks { version, user_data, before, after, destroy });
     layout!(humus_breaker_counts {
         version,
         state,
@@ -305,4 +307,6 @@ fn init_tables_carry_their_versions() {
     assert!(HUMUS_SPAN_SINK_INIT.span.is_none());
     assert_eq!(HUMUS_BODY_READER_INIT.version, HUMUS_BODY_READER_VERSION);
     assert!(HUMUS_BODY_READER_INIT.read.is_none() && HUMUS_BODY_READER_INIT.length == -1);
+    assert_eq!(HUMUS_ATTEMPT_HOOKS_INIT.version, HUMUS_ATTEMPT_HOOKS_VERSION);
+    assert!(HUMUS_ATTEMPT_HOOKS_INIT.before.is_none() && HUMUS_ATTEMPT_HOOKS_INIT.after.is_none());
 }

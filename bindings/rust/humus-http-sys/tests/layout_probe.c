@@ -73,6 +73,7 @@ int main(void) {
   CONST(HUMUS_SPAN_VERSION);
   CONST(HUMUS_BODY_READER_VERSION);
   CONST(HUMUS_SPAN_SINK_VERSION);
+  CONST(HUMUS_ATTEMPT_HOOKS_VERSION);
 
   LAYOUT(humus_status);
   LAYOUT(humus_classification);
@@ -85,6 +86,13 @@ int main(void) {
   FIELD(humus_classifier, classify);
   FIELD(humus_classifier, user_data);
   FIELD(humus_classifier, destroy);
+
+  LAYOUT(humus_attempt_hooks);
+  FIELD(humus_attempt_hooks, version);
+  FIELD(humus_attempt_hooks, user_data);
+  FIELD(humus_attempt_hooks, before);
+  FIELD(humus_attempt_hooks, after);
+  FIELD(humus_attempt_hooks, destroy);
 
   LAYOUT(humus_breaker_counts);
   FIELD(humus_breaker_counts, version);
