@@ -13,6 +13,7 @@
 
 namespace humus::telemetry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using client::CallResult;
 using client::Client;
@@ -420,5 +421,6 @@ TEST_F(MetricsTest, JsonCarriesTheSameValues) {
   EXPECT_EQ(state["points"].size(), 3u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::telemetry
