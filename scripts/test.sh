@@ -62,7 +62,7 @@ await_background() {  # NAME: waits for it, prints its output, fails as it faile
   cat "build/ci-$1.log"
   return $rc
 }
-background fuzz_build bash -c 'cmake --preset fuzz >/dev/null && cmake --build --preset fuzz >/dev/null'
+background fuzz_build bash -c 'cmake --preset fuzz >/dev/null && cmake --build --preset fuzz'
 background wheel scripts/wheel.sh build/wheel
 
 for preset in dev asan-ubsan tsan; do
