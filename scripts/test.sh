@@ -42,11 +42,12 @@ stage "install: missing system and Python packages"
 scripts/install-deps.sh
 
 # Two builds that no test stage needs, the fuzz preset's (clang) and the wheel's (scripts/wheel.sh, GCC
-# Release), start here in the background at idle scheduling priority (chrt --idle 0): the kernel runs them only
-# on a core that nothing else wants and preempts them as soon as a build or a test does, so they take the third
-# or so of the two cores the test stages leave unused instead of adding their time after them, and no test
-# waits for a core because of them. The fuzz and python stages wait for them (their CPU time counts there) and
-# print their output. background NAME COMMAND...: output in build/ci-NAME.log, pid in background_NAME.
+# Release), start here in the background at idle scheduling priority (chrt --idle 0): the kernel runs them
+# only on a core that nothing else wants and preempts them as soon as a build or a test does, so they take
+# the third or so of the two cores the test stages leave unused instead of adding their time after them, and
+# no test waits for a core because of them. The fuzz and python stages wait for them (their CPU time counts
+# there) and print their output. background NAME COMMAND...: output in build/ci-NAME.log, pid in
+# background_NAME.
 background() {
   local name=$1
   shift
@@ -79,7 +80,7 @@ HUMUS_FUZZ_SECONDS=5 scripts/fuzz-ci.sh
 # The Python suite tests what ships: the wheel scripts/wheel.sh builds once and repairs (libcurl, OpenSSL and
 # nghttp2 inside it), installed over any earlier humus_http; then that same file in a fresh venv without a
 # compiler (tests/wheel/check_wheel.py).
-stage "python: build and repair the wheel (scripts/wheel.sh, in the background since the start), install it, test it"
+stage "python: the wheel (scripts/wheel.sh, built and repaired in the background), installed and tested"
 await_background wheel
 PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   --force-reinstall --no-deps build/wheel/humus_http-*.whl
