@@ -29,9 +29,10 @@
 #include "write_out.h"
 
 namespace humus::cli {
-namespace {
 
 using Json = nlohmann::json;
+
+namespace {
 
 constexpr const char* kDecisions = "humus.retry.decisions";
 

@@ -13,6 +13,7 @@
 
 namespace humus::breaker {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 
@@ -165,5 +166,6 @@ TEST(BreakerConcurrency, TransitionsAreDeliveredOnceInOrderNeverConcurrently) {
   EXPECT_EQ(breaker.state(), at);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::breaker

@@ -15,6 +15,7 @@
 
 namespace humus::breaker {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 struct Config {
   uint32_t window;
@@ -300,5 +301,6 @@ TEST(BreakerModel, LongSequencesAgreeWithTheReferenceModel) {
   EXPECT_GT(transitions, 20u * 30);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::breaker

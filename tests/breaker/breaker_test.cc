@@ -9,6 +9,7 @@
 
 namespace humus::breaker {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
@@ -458,5 +459,6 @@ TEST(BreakerNames, StateAndOutcomeNames) {
   EXPECT_STREQ(outcome_name(Outcome::kIgnored), "ignored");
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::breaker

@@ -9,6 +9,7 @@
 
 namespace humus::breaker {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::seconds;
 
@@ -294,5 +295,6 @@ TEST(CppPolicy, ErrorsPassThroughWithTheirCode) {
   EXPECT_TRUE(breaker.record(breaker.admit().permit, Outcome::kIgnored).ok());  // not asked
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::breaker

@@ -14,6 +14,7 @@
 
 namespace humus::bulkhead {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -384,5 +385,6 @@ TEST(Bulkhead, StressWithFailFastCountsAreExact) {
   EXPECT_EQ(b.waiting(), 0u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::bulkhead

@@ -23,6 +23,7 @@
 #include "support/test_server.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::Checksum;
 using humus::test::kSanitized;
@@ -569,4 +570,5 @@ TEST_F(AsyncStreamServerTest, AnOpenBodyHoldsAProbeSlotForAtMostProbeTimeout) {
   humus_request_free(fail);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

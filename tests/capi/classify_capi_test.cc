@@ -12,6 +12,7 @@
 
 namespace humus::classify {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -335,5 +336,6 @@ TEST(CapiClassify, NullArgumentsAreInvalid) {
   EXPECT_EQ(humus_error_status(humus_last_error()), HUMUS_E_INVALID_ARGUMENT);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::classify

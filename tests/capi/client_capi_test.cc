@@ -9,6 +9,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 struct Scripted {
   std::atomic<int> calls{0};
@@ -324,9 +325,11 @@ TEST(CapiRuntime, VirtualClockClientNeedsTheMock) {
   humus_runtime_free(rt);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 struct PolicyState {
   int destroyed = 0;
@@ -421,4 +424,5 @@ TEST(CapiCallbacks, NullCallbacksAreProgramErrorsAndDestroyIsNotCalled) {
   EXPECT_EQ(state.destroyed, 0);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

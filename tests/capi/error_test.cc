@@ -7,6 +7,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 TEST(CapiVersion, MatchesHeader) {
   EXPECT_EQ(humus_version_number(), HUMUS_VERSION_NUMBER);
@@ -93,4 +94,5 @@ TEST(CapiError, NullErrPointerStillRecordsLastError) {
   EXPECT_EQ(humus_error_status(humus_last_error()), HUMUS_E_MISUSE);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

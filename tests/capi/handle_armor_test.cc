@@ -10,6 +10,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 // What the mock transport lent, kept past its callback: a freed mock request and reply, and the attempt the
 // classifier saw. Atomic: the callbacks run on the runtime's loop thread, and the submitted call's may still be
@@ -402,4 +403,5 @@ TEST(HandleArmor, ARegistryClientIsNotFreedByHumusClientFree) {
   humus_runtime_free(rt);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

@@ -10,6 +10,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 humus_status from_json(const std::string& json, humus_settings** out, humus_error** err) {
   return humus_settings_from_json(json.data(), json.size(), out, err);
@@ -161,9 +162,11 @@ TEST(CapiSettings, TruncatedInputNeverCrashes) {
   }
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 TEST(CapiSettings, CheckFieldIsTheSameCheckUnderItsPinnedName) {
   humus_error* err = nullptr;
@@ -294,4 +297,5 @@ TEST(CapiSettings, SchemaAgreesWithTheSettingsJson) {
   EXPECT_GE(compared, 29u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

@@ -18,6 +18,7 @@
 #include "support/test_server.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::Checksum;
 using humus::test::StreamPeer;
@@ -705,4 +706,5 @@ TEST_F(StreamServerCapiTest, AnOpenBodyHoldsAProbeSlotForAtMostProbeTimeout) {
   humus_request_free(fail);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

@@ -10,6 +10,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 // ---- Version 1 layouts, as the first ABI's header declared them --------------------------------------
 
@@ -239,4 +240,5 @@ TEST_F(StructVersionTest, VersionZeroAndNewerAreRefusedNamingTheStruct) {
   }
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

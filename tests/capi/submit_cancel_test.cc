@@ -12,6 +12,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 std::atomic<int> g_sent{0};
 
@@ -149,4 +150,5 @@ TEST_F(SubmitCancelTest, TheCallerMayFreeTheTokenWhileACallHoldsIt) {
   humus_call_free(call);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

@@ -10,6 +10,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 humus_status always_503(void*, const humus_mock_request*, humus_mock_reply* reply) {
   humus_mock_reply_set_status(reply, 503);
@@ -313,4 +314,5 @@ TEST_F(CapiTelemetryTest, SpanSinkTablesAreChecked) {
   EXPECT_EQ(humus_runtime_set_span_sink(nullptr, nullptr, nullptr), HUMUS_E_MISUSE);  // NULL is no handle
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

@@ -10,6 +10,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 humus_status answer_204(void*, const humus_mock_request*, humus_mock_reply* reply) {
   humus_mock_reply_set_status(reply, 204);
@@ -98,4 +99,5 @@ TEST_F(CapiUpstreamsTest, NullArgumentsAreRefused) {
   humus_upstreams_free(nullptr);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

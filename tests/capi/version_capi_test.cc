@@ -12,6 +12,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 nlohmann::json report() {
   char* out = nullptr;
@@ -67,4 +68,5 @@ TEST(CapiVersionInfo, LenMayBeNullAndOutMayNot) {
   humus_error_free(err);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace

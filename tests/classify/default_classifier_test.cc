@@ -7,6 +7,7 @@
 
 namespace humus::classify {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::seconds;
 
@@ -209,5 +210,6 @@ TEST(TableClassifier, InvalidTablesAreRefused) {
   refused(t);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::classify

@@ -7,6 +7,7 @@
 
 namespace humus::classify {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::seconds;
 
@@ -108,5 +109,6 @@ TEST(Presets, TablesAreDataToExtend) {
   EXPECT_EQ(run(*preset("jfast"), 409).retry, RetryVerdict::kDone);  // the preset is untouched
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::classify

@@ -16,6 +16,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -318,5 +319,6 @@ TEST_F(AsyncServerTest, CancelEndsARealTransferAtOnce) {
   EXPECT_EQ(r[0].error.code(), Code::kCancelled);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -13,6 +13,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -501,5 +502,6 @@ TEST_F(ClientMockTest, VirtualClockWithoutMockIsMisuse) {
   EXPECT_EQ(c.status().code(), Code::kMisuse);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

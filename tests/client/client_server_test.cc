@@ -20,6 +20,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -630,5 +631,6 @@ TEST_F(ClientServerTest, BreakerOpensAgainstAFailingServerAndStopsTraffic) {
   EXPECT_EQ(received("/down"), 5u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -16,6 +16,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
@@ -286,5 +287,6 @@ TEST_F(ServerFaultTest, ClientsDifferingInTheirClientCertificateNeverShareAConne
   for (const json& rec : server().requests("/who")) EXPECT_FALSE(rec["client_cert"].is_null());
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -8,6 +8,7 @@
 
 namespace humus {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::hours;
 using std::chrono::microseconds;
@@ -139,5 +140,6 @@ TEST(FormatDuration, RoundTripsExactly) {
   }
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus

@@ -10,6 +10,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using namespace humus::test::mock;  // Script and the reply builders
 using std::chrono::milliseconds;
@@ -208,5 +209,6 @@ TEST_F(FaultsDisabledTest, NothingIsEvaluatedOrStripped) {
   EXPECT_EQ(*script_->received(0).headers.find("baggage"), r.context.baggage);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

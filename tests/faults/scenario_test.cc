@@ -5,6 +5,7 @@
 
 namespace humus::faults {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 Scenario read(std::string_view baggage) {
   Result<std::optional<Scenario>> s = scenario_from_baggage(baggage);
@@ -68,5 +69,6 @@ TEST(ScenarioTest, PointNamesWriteThePortAndBracketIpv6) {
   EXPECT_EQ(point_name("::1", 8080), "http:[::1]:8080");
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::faults

@@ -10,6 +10,7 @@
 
 namespace humus::retry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -96,5 +97,6 @@ TEST(Backoff, TheSameSeedDrawsTheSameWaits) {
   for (int n = 1; n <= 20; ++n) EXPECT_EQ(b.draw(n, r1), b.draw(n, r2));
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::retry

@@ -15,6 +15,7 @@
 
 namespace humus::retry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -286,5 +287,6 @@ TEST(RatioBudgetConcurrency, CountsEveryRequestAndCapsRetriesExactly) {
   EXPECT_EQ(budget.tokens(), 0);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::retry

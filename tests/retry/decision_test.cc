@@ -11,6 +11,7 @@
 
 namespace humus::retry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using classify::Classification;
 using classify::RetryVerdict;
@@ -323,5 +324,6 @@ TEST(RetryLoop, RatioBudgetOutageWithTheFloorAddsTheShareAndTheFloor) {
   EXPECT_LT(t.attempts, calls * 2);  // far from the 3000 of an unbudgeted outage
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::retry

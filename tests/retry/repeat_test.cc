@@ -6,6 +6,7 @@
 
 namespace humus::retry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 Headers with(std::string name, std::string value) {
   Headers h;
@@ -73,5 +74,6 @@ TEST(Repeat, ForceVouchesForAReplayableRequest) {
   EXPECT_TRUE(may_send_twice("GET", Headers{}, true, RetryOverride::kForce));
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::retry

@@ -7,6 +7,7 @@
 
 namespace humus::retry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -72,5 +73,6 @@ TEST(RetryAfter, EmbeddedNulIsIgnored) {
             std::nullopt);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::retry

@@ -14,6 +14,7 @@
 
 namespace humus::settings {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::hours;
 using std::chrono::milliseconds;
@@ -804,11 +805,13 @@ TEST(SettingsRobustness, DeepNestingAndHugeValues) {
       Code::kConfig);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::settings
 
 namespace humus::settings {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 TEST(SettingsFromJsonDefaults, DefaultsLeftOutAreCappedByTheValuesGiven) {
   Result<Settings> s = from_json(R"({"base_url": "http://payments", "timeout": "2s"})");
@@ -829,11 +832,13 @@ TEST(SettingsFromJsonDefaults, ValuesGivenAreStillCheckedAgainstEachOther) {
   EXPECT_EQ(s.status().code(), Code::kConfig);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::settings
 
 namespace humus::settings {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 // ---- The four keys added as one schema line each ------------------------------------------------------------
 
@@ -963,5 +968,6 @@ TEST(SettingsPlugin, TheSchemaDeclaresBothKeys) {
       << schema;
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::settings

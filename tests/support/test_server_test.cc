@@ -10,6 +10,7 @@
 
 namespace humus::test {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 struct Fetched {
   long status = 0;
@@ -111,5 +112,6 @@ TEST(TestServerOwnInstance, StopsWhenDestroyed) {
   server.reset();  // closes stdin and reaps the process within the grace period
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::test

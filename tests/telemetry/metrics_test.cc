@@ -16,6 +16,7 @@
 
 namespace humus::telemetry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using client::CallResult;
 using client::Client;
@@ -566,5 +567,6 @@ TEST_F(MetricsTest, JsonCarriesTheSameValues) {
   EXPECT_EQ(state["points"].size(), 3u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::telemetry

@@ -5,6 +5,7 @@
 
 namespace humus::telemetry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 // F111, S10
 TEST(RedactedUrl, DropsUserInfoAndTheFragment) {
@@ -24,5 +25,6 @@ TEST(RedactedUrl, RedactsOnlyTheNamedParametersValues) {
   EXPECT_EQ(redacted_url("https://h/p?"), "https://h/p?");
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::telemetry

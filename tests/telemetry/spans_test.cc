@@ -11,6 +11,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using namespace humus::test::mock;  // Script and the reply builders
 using telemetry::Span;
@@ -191,5 +192,6 @@ TEST_F(SpansTest, AsyncAttemptsHaveSpansToo) {
   EXPECT_EQ(sent_traceparent(1), traceparent_of(s[1]));
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -14,6 +14,7 @@
 
 namespace humus::telemetry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using client::Client;
 using client::Request;
@@ -250,5 +251,6 @@ TEST_F(TelemetryServerTest, AFaultScenarioFailsTheAttemptsItNamesAndNeverReaches
   EXPECT_EQ(spans_[2].resend_count, 2);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::telemetry

@@ -7,6 +7,7 @@
 
 namespace humus::telemetry {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 constexpr char kValid[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -57,5 +58,6 @@ TEST(TraceContextTest, FreshIdsAreNonZeroAndDistinct) {
   EXPECT_EQ(spans.size(), 1000u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::telemetry

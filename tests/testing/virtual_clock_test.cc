@@ -8,6 +8,7 @@
 
 namespace humus::testing {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -114,5 +115,6 @@ TEST(VirtualClock, ParticipantAsleepDoesNotBlockAutoAdvance) {
   EXPECT_EQ(clock.now() - start, seconds(1));
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::testing

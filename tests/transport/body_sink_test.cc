@@ -9,6 +9,7 @@
 
 namespace humus::transport {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 TEST(BodySinkTest, BufferedBodyStopsAtItsLimitAndItsCapacityStaysWithin) {
   constexpr size_t kLimit = 4 * 1024 * 1024 + 1000;
@@ -133,5 +134,6 @@ TEST(BodySinkTest, DecodedHeadersGoOnlyWhenAnEncodingWasApplied) {
   EXPECT_TRUE(identity.contains("Content-Length"));
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::transport

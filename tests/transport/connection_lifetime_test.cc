@@ -10,6 +10,7 @@
 
 namespace humus::transport {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::RawConnection;
 using humus::test::RawPeer;
@@ -45,5 +46,6 @@ TEST(ConnectionLifetime, AYoungerConnectionIsReused) {
   EXPECT_EQ(connections_for_two_requests(std::chrono::seconds(10), milliseconds(50)), 1);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::transport

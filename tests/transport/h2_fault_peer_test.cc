@@ -14,6 +14,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::H2FaultPeer;
 using std::chrono::milliseconds;
@@ -158,5 +159,6 @@ TEST_F(H2FaultPeerTest, AContinuationFloodEndsTheAttemptAsAProtocolError) {
   EXPECT_LT(seen["continuations"].get<int>(), 1000000) << "the client read the whole flood";
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -20,6 +20,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::RawConnection;
 using humus::test::RawPeer;
@@ -346,5 +347,6 @@ TEST_F(HostilePeerTest, F13OutOfFileDescriptorsIsResourceNotRetriedNoVerdictAndR
   EXPECT_EQ(body_of(c->execute(req(peer))), "ok");
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -7,6 +7,7 @@
 
 namespace humus::transport {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using std::chrono::seconds;
 
@@ -56,5 +57,6 @@ TEST(HttpDate, FarDatesSaturateInsteadOfOverflowing) {
   EXPECT_EQ(parse_http_date("Mon, 01 Jan 1600 00:00:00 GMT"), WallTime::min());
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::transport

@@ -27,6 +27,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::RawConnection;
 using humus::test::RawPeer;
@@ -424,5 +425,6 @@ TEST_F(NetnsFaultTest, AnIpv6FailureThenAWrongIpv4CertificateIsReportedAsTheCert
   EXPECT_EQ(c->breaker().counts().failures, 1u);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -6,6 +6,7 @@
 
 namespace humus::transport {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 // Found by tests/fuzz (response_head): libcurl ends a header line at LF only, so the line
 // "Content-Type: 100\rTP/1.0 200 OK" reached the caller with its bare CR.
@@ -17,5 +18,6 @@ TEST(FieldText, CrLfAndNulBecomeSpaces) {
   EXPECT_EQ(field_text("caf\xc3\xa9 \t obs"), "caf\xc3\xa9 \t obs");  // other bytes pass as they are
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::transport

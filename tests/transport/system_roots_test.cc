@@ -14,6 +14,7 @@
 
 namespace humus::transport {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 namespace fs = std::filesystem;
 
@@ -78,5 +79,6 @@ TEST(SystemRoots, OnThisMachineTheChoiceIsAReadableFileOrLibcurlsOwn) {
   EXPECT_EQ(&bundle, &system_ca_bundle()) << "computed once";
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::transport

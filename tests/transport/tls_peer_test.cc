@@ -20,6 +20,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 bool have_openssl() { return std::system("command -v openssl >/dev/null 2>&1") == 0; }
 
@@ -277,5 +278,6 @@ TEST_F(TlsPeerTest, ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnectionLost) 
   }
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

@@ -6,6 +6,7 @@
 
 namespace humus::transport {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 Url parsed(std::string_view text) {
   Result<Url> r = parse_url(text);
@@ -117,5 +118,6 @@ TEST(ParseUrl, TruncatedPrefixesNeverCrash) {
   for (size_t n = 0; n <= url.size(); ++n) (void)parse_url(std::string_view(url).substr(0, n));
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::transport

@@ -22,6 +22,7 @@
 
 namespace humus::client {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using humus::test::RawConnection;
 using humus::test::RawPeer;
@@ -522,5 +523,6 @@ TEST_F(WireFaultTest, ACallCancelledMidBodyEndsAtOnceAndItsConnectionIsDiscarded
   EXPECT_EQ(peer.connections(), 2);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::client

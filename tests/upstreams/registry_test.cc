@@ -13,6 +13,7 @@
 
 namespace humus::upstreams {
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using namespace humus::test::mock;  // Script and the reply builders
 
@@ -156,5 +157,6 @@ TEST(RegistryNamesTest, VariablesAndUnknownNames) {
   EXPECT_NE(no_such_upstream("x", {}).message().find("none"), std::string::npos);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
 }  // namespace humus::upstreams

@@ -30,6 +30,7 @@
 #include "humus_http.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -1113,4 +1114,5 @@ TEST(ConformanceVectorSet, ReadmeListsEveryVectorAndOnlyThem) {
     EXPECT_TRUE(files.count(n) != 0) << "README.md lists " << n << ": no such vector";
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
