@@ -18,6 +18,7 @@
 #include "support/test_server.h"
 
 namespace {
+namespace HUMUS_UNITY_ID {
 
 // What the hooks saw, from whichever thread drove the attempts.
 struct Seen {
@@ -424,4 +425,5 @@ TEST(AttemptHooksMock, TheMockTransportSeesWhatBeforeSet) {
   EXPECT_EQ(seen.destroyed.load(), 1);
 }
 
+}  // namespace HUMUS_UNITY_ID
 }  // namespace
