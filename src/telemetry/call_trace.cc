@@ -21,6 +21,12 @@ std::string error_type_of(Code code) {
   return name;
 }
 
+std::string attempt_error_type(Code error, int status_code) {
+  if (error != Code::kOk) return error_type_of(error);
+  if (status_code >= 400) return std::to_string(status_code);
+  return std::string();
+}
+
 CallTrace::CallTrace(std::shared_ptr<const SpanSink> sink, std::string_view traceparent, std::string_view tracestate)
     : sink_(std::move(sink)) {
   if (!sink_) return;
@@ -52,13 +58,8 @@ void CallTrace::end(Duration took, int status_code, std::string protocol_version
   open_.end = open_.start + std::chrono::duration_cast<WallTime::duration>(took);
   open_.status_code = status_code;
   open_.protocol_version = std::move(protocol_version);
-  if (error != Code::kOk) {
-    open_.error = true;
-    open_.error_type = error_type_of(error);
-  } else if (status_code >= 400) {
-    open_.error = true;
-    open_.error_type = std::to_string(status_code);
-  }
+  open_.error_type = attempt_error_type(error, status_code);
+  open_.error = !open_.error_type.empty();
   deliver(*sink_, open_);
 }
 

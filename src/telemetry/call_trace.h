@@ -17,6 +17,9 @@ namespace humus::telemetry {
 // error.type of an attempt that got no answer: the status's name in lowercase, e.g. "timeout",
 // "connection_lost", "rejected".
 std::string error_type_of(Code code);
+// error.type of an attempt, for its span and its metric series alike: error_type_of(error) without an
+// answer, the status code ("503") for an answer of 400 or more, empty otherwise.
+std::string attempt_error_type(Code error, int status_code);
 
 class CallTrace {
  public:

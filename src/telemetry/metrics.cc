@@ -52,7 +52,7 @@ AttemptAttributes AttemptAttributes::of(std::string_view method, int status, std
                                         Code error) {
   AttemptAttributes a;
   a.method = kOtherMethod;
-  for (uint8_t i = 0; i < kOtherMethod; ++i) {
+  for (uint8_t i = 0; i < kOtherMethod && a.method == kOtherMethod; ++i) {
     if (method == kMethods[i]) a.method = i;
   }
   if (error != Code::kOk) {
@@ -60,7 +60,7 @@ AttemptAttributes AttemptAttributes::of(std::string_view method, int status, std
     return a;  // no answer: no status code, no protocol version
   }
   a.status = status > 0 && status < 1000 ? static_cast<uint16_t>(status) : 0;
-  for (uint8_t i = 1; i < kProtocols.size(); ++i) {
+  for (uint8_t i = 1; i < kProtocols.size() && a.protocol == 0; ++i) {
     if (protocol == kProtocols[i]) a.protocol = i;
   }
   return a;
@@ -88,9 +88,7 @@ const char* AttemptAttributes::protocol_name() const {
 }
 
 std::string AttemptAttributes::error_type() const {
-  if (error != 0) return error_type_of(static_cast<Code>(error));
-  if (status >= 400) return std::to_string(status);
-  return std::string();
+  return attempt_error_type(static_cast<Code>(error), status);
 }
 
 ClientMetrics::Series& ClientMetrics::series_for(uint64_t key) {
