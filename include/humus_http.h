@@ -629,6 +629,13 @@ HUMUS_API humus_status humus_response_redirect_at(const humus_response *resp, si
  * first with HUMUS_E_CANCELLED); the handle is invalid at once. Any thread; not concurrently with another
  * function on the same response. */
 HUMUS_API void humus_response_free(humus_response *resp);
+/* humus_response_free that returns only once the body is closed and its result counted: for a response of
+ * humus_client_submit_open it waits for the event loop to close it (the reads started before complete
+ * first, as with humus_response_free), so a caller reading the breaker's counts next sees this result.
+ * Called on the event-loop thread (from a callback), where it cannot wait, it is humus_response_free. The
+ * caller must hold no lock that the runtime's callbacks take. Any thread; not concurrently with another
+ * function on the same response. */
+HUMUS_API void humus_response_close(humus_response *resp);
 
 /* ==== Asynchronous calls ======================================================================== */
 

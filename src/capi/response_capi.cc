@@ -1,6 +1,7 @@
 // The C functions of the response section of include/humus_http.h: reading a response, whole or streamed.
 #include <algorithm>
 #include <cstring>
+#include <future>
 
 #include "capi/client_capi.h"
 #include "capi/guard.h"
@@ -31,6 +32,12 @@ bool read_buffered(humus_response* resp, void* buf, size_t cap, size_t* n) {
   }
   *n = k;
   return true;
+}
+
+// Closes a body that lives on the loop (its result counted) and frees the response: on the loop thread.
+void close_on_loop(humus_response* resp) {
+  if (resp->response.stream != nullptr) resp->response.stream->close();
+  delete resp;
 }
 
 humus_status read_elsewhere(const char* function, humus_error** err) {
@@ -200,13 +207,27 @@ HUMUS_API void humus_response_free(humus_response* resp) {
   if (resp->loop != nullptr) {
     // Its body lives on the loop: closed there, after the reads posted before (a pending one completes with
     // HUMUS_E_CANCELLED first).
-    resp->loop->post([resp] {
-      if (resp->response.stream != nullptr) resp->response.stream->close();
-      delete resp;
-    });
+    resp->loop->post([resp] { close_on_loop(resp); });
     return;
   }
   delete resp;
+}
+
+HUMUS_API void humus_response_close(humus_response* resp) {
+  humus_response* known = live(resp);
+  if (known == nullptr || known->loop == nullptr || known->loop->on_loop_thread()) {
+    // Closed at once already, or on the loop, which cannot wait for itself: humus_response_free's order.
+    humus_response_free(resp);
+    return;
+  }
+  if (!retire(resp)) return;
+  std::promise<void> closed;
+  std::future<void> done = closed.get_future();
+  resp->loop->post([resp, &closed] {
+    close_on_loop(resp);
+    closed.set_value();
+  });
+  done.wait();
 }
 
 }  // extern "C"

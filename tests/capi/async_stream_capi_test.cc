@@ -362,6 +362,40 @@ TEST_F(AsyncStreamPeerTest, EarlyCloseCountsTheResultAsClassified) {
   humus_request_free(req);
 }
 
+// humus_response_close counts before it returns: no waiting for the loop afterwards. A read pending at the
+// close completes (cancelled) before the close returns, and the result is still counted as classified.
+TEST_F(AsyncStreamPeerTest, CloseCountsTheResultBeforeItReturns) {
+  make_client(peer_->base_url());
+  humus_request* req = request(peer_->url("/bytes/" + std::to_string(64 * kMiB)));
+  {
+    Body b(16 * 1024, false);
+    submit(req, b);
+    ASSERT_TRUE(b.headers());
+    ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+    ASSERT_EQ(b.read(), HUMUS_OK) << b.read_error;
+    EXPECT_EQ(counts().successes, 0u);
+    humus_response_close(b.resp);
+    EXPECT_EQ(counts().successes, 1u);
+  }
+  {
+    Body b(16 * 1024, false);
+    submit(req, b);
+    ASSERT_TRUE(b.headers());
+    ASSERT_EQ(b.head_status, HUMUS_OK) << b.head_error;
+    b.next();  // left pending: the close completes it first
+    humus_response_close(b.resp);
+    {
+      std::lock_guard<std::mutex> lock(b.mu);
+      EXPECT_TRUE(b.read_done);  // its bytes came first, or it was cancelled by the close
+      EXPECT_TRUE(b.read_status == HUMUS_OK || b.read_status == HUMUS_E_CANCELLED) << b.read_error;
+    }
+    EXPECT_EQ(counts().successes, 2u);
+    EXPECT_EQ(counts().failures, 0u);
+  }
+  humus_response_close(nullptr);  // ignored, as humus_response_free(NULL) is
+  humus_request_free(req);
+}
+
 TEST_F(AsyncStreamPeerTest, MidBodyResetIsABreakerFailure) {
   make_client(peer_->base_url());
   humus_request* req = request(peer_->url("/reset/" + std::to_string(8 * kMiB) + "/" + std::to_string(kMiB)));

@@ -314,6 +314,7 @@ void call_everything(const Bad& b) {
   int32_t redirect_status = 0;
   EXPECT_EQ(humus_response_redirect_at(b.response, 0, &redirect_status, &name), HUMUS_E_MISUSE);
   humus_response_free(b.response);
+  humus_response_close(b.response);
 
   // Calls.
   humus_call_cancel(b.call);
@@ -380,6 +381,7 @@ TEST(HandleArmor, AHandleOfAnotherTypeIsMisuse) {
   expect_misuse(humus_client_do(reinterpret_cast<humus_client*>(req), req, nullptr, &err), &err, "c");
   EXPECT_EQ(humus_response_status(reinterpret_cast<humus_response*>(req)), 0);
   humus_response_free(reinterpret_cast<humus_response*>(req));  // not freed as a response
+  humus_response_close(reinterpret_cast<humus_response*>(req));
   EXPECT_EQ(humus_request_set_cancel(req, reinterpret_cast<humus_cancel*>(req)), HUMUS_E_MISUSE);
   ASSERT_EQ(humus_request_set_header(req, "X-Still", "live", nullptr), HUMUS_OK);
   humus_request_free(req);

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 )
 
 // Client is one dependency's client (docs/README.md §1): its connections, circuit breaker, retry budget and bulkhead,
@@ -36,6 +37,15 @@ type clientCore struct {
 	// compressionOff: the setting decompress is false, so bodies come as sent (see decodes). A registry's
 	// client is taken to have the default.
 	compressionOff bool
+	// readsOnLoop: Do may run on the event loop (loop_body.go): a real clock and no Go callback.
+	readsOnLoop bool
+	// streams counts Do's calls in flight, their open bodies included: one that starts alone blocks.
+	streams atomic.Int32
+	// multiplexed: the last response of Do came over HTTP/2 (see onLoop).
+	multiplexed atomic.Bool
+	// loopAlways sends every Do that can run on the loop there: set only by the tests (export_test.go), so
+	// that they check that path on any protocol.
+	loopAlways bool
 
 	ref shared
 }
@@ -68,7 +78,8 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	live.clients.Add(1)
-	core := &clientCore{native: native, rt: rt, compressionOff: settings.Decompress != nil && !*settings.Decompress}
+	core := &clientCore{native: native, rt: rt, compressionOff: settings.Decompress != nil && !*settings.Decompress,
+		readsOnLoop: !rt.virtual && !rt.mock.Load() && o.classifier == nil && o.policy == nil}
 	core.ref.own(core.free)
 	c := &Client{core: core}
 	c.cleanup = runtime.AddCleanup(c, (*clientCore).closeOwner, core)
@@ -157,6 +168,12 @@ func (c *clientCore) acquire() error {
 // release drops a reference; the last one frees the native client (or detaches from the registry that owns
 // it) and releases the runtime. Must not run on the runtime's event-loop thread (see releaseOffLoop).
 func (c *clientCore) release() { c.ref.release() }
+
+// endStream gives back what Do took: the call's count and its client reference.
+func (c *clientCore) endStream() {
+	c.streams.Add(-1)
+	c.release()
+}
 
 // free ends the native client's life in this package.
 func (c *clientCore) free() {

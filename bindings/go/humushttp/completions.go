@@ -60,7 +60,11 @@ func deliverCompletions(f *os.File) {
 			n := int(C.humusgo_completions_take(&batch[0], completionBatch))
 			for i := range n {
 				c := &batch[i]
-				humusgoCallDone(C.uintptr_t(c.handle), c.status, c.resp, c.err)
+				if c.kind == C.HUMUSGO_CALL_DONE {
+					humusgoCallDone(C.uintptr_t(c.handle), c.status, c.resp, c.err)
+				} else {
+					humusgoBodyEvent(C.uintptr_t(c.handle), c.kind, c.status, c.err, c.body)
+				}
 			}
 			if n < completionBatch {
 				break

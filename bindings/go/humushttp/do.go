@@ -28,9 +28,11 @@ import (
 // The request's context bounds the call and the reading of its body: its deadline becomes the call's
 // deadline, and its cancellation cancels the native call (or the read in progress); the error then also
 // matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
-// WithCallContext) set the per-call rules. Safe for concurrent use; the goroutine blocks in C for the call
-// (cgo releases its P, so other goroutines run, but an OS thread waits for each call in flight) — except
-// with BufferBody, where the call runs as Start's does and the goroutine waits in Go.
+// WithCallContext) set the per-call rules. Safe for concurrent use. The call blocks in C, its thread reading
+// the socket itself (cgo releases its P, so other goroutines run, but an OS thread waits for the call),
+// unless it joins other calls of the client over HTTP/2: then it runs on the runtime's event loop, its body
+// read ahead into a bounded ring, and the goroutine waits in Go with no OS thread held (loop_body.go,
+// docs/bodies.md §7). Both paths keep every rule. With BufferBody the call runs as Start's does.
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	ctx := req.Context()
 	o := collectCallOptions(ctx, opts)
@@ -49,10 +51,11 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		body.discard()
 		return nil, err
 	}
+	alone := c.core.streams.Add(1) == 1
 	bound, err := callBound(ctx, &o, c.core.rt.virtual)
 	if err != nil {
 		body.discard()
-		c.core.release()
+		c.core.endStream()
 		return nil, err
 	}
 
@@ -66,11 +69,14 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, state.token)
 	if err != nil {
 		state.free()
-		c.core.release()
+		c.core.endStream()
 		return nil, err
 	}
 	defer C.humus_request_free(native)
 
+	if c.core.onLoop(alone) && body.reader == nil && queuedCompletions() {
+		return c.openOnLoop(req, native, state, sentURL)
+	}
 	state.watch()
 	var resp *C.humus_response
 	var cerr *C.humus_error
@@ -80,7 +86,7 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	if status != C.HUMUS_OK {
 		state.unwatch()
 		state.free()
-		c.core.release()
+		c.core.endStream()
 		e := takeError(status, cerr)
 		if e.Status == StatusCallback && cause != nil {
 			e.cause = cause
@@ -91,7 +97,19 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	}
 	// The response now holds the client's reference, the token and the watcher, until its body ends.
 	call := &streamCall{resp: resp, state: state, core: c.core, ctx: ctx}
-	return newStreamedResponse(call, req, sentURL, c.core.decodes(req)), nil
+	r := newStreamedResponse(call, req, sentURL, c.core.decodes(req))
+	c.core.multiplexed.Store(r.ProtoMajor == 2)
+	return r, nil
+}
+
+// onLoop says whether a Do runs on the event loop (loop_body.go) rather than blocking in C. Measured
+// (bench/README.md "The Go boundary"): alone, a call is cheapest on its own thread, which reads its socket
+// itself. Joining others over HTTP/2, where they share one connection, the loop costs half the CPU per call
+// of threads blocking in C. Over HTTP/1.1 each call has a connection of its own, and threads reading
+// their sockets on every core match the loop for small bodies and carry twice its throughput for large
+// ones (the one loop thread reads them all), so those calls block.
+func (c *clientCore) onLoop(alone bool) bool {
+	return c.readsOnLoop && (c.loopAlways || (!alone && c.multiplexed.Load()))
 }
 
 // decodes says whether the core asks for a compressed body for req and hands over the decoded bytes: the
@@ -210,12 +228,15 @@ func (s *callState) unwatch() {
 	}
 }
 
-func (s *callState) cancelIfDone() {
+// cancelIfDone triggers the token when the context ended (and the core does not end it itself); it says
+// whether it did.
+func (s *callState) cancelIfDone() bool {
 	err := s.ctx.Err()
 	if err == nil || (err == context.DeadlineExceeded && s.coreEndsDeadline) {
-		return
+		return false
 	}
 	C.humus_cancel_trigger(s.token)
+	return true
 }
 
 // free releases the Go side's handle on the token (requests and calls holding it keep theirs).

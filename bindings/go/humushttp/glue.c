@@ -84,7 +84,7 @@ int humusgo_completions_fd(void) {
 }
 
 /* Appends under queue_mu; a full ring doubles (growth is rare: it settles at the most calls ever waiting). */
-static int queue_push(const humusgo_completion *c) {
+int humusgo_completions_push(const humusgo_completion *c) {
   int was_empty;
   pthread_mutex_lock(&queue_mu);
   if (queue_len == queue_cap) {
@@ -125,13 +125,14 @@ size_t humusgo_completions_take(humusgo_completion *out, size_t cap) {
 }
 
 static void call_done_queued(void *user_data, humus_status status, humus_response *resp, humus_error *err) {
-  humusgo_completion c;
+  humusgo_completion c = {0};
   c.handle = (uintptr_t)user_data;
+  c.kind = HUMUSGO_CALL_DONE;
   c.status = status;
   c.resp = resp;
   c.err = err;
   /* Out of memory for the ring: hand it to Go on this thread instead, as humusgo_client_submit does. */
-  if (queue_push(&c) != 0) humusgoCallDone(c.handle, status, resp, err);
+  if (humusgo_completions_push(&c) != 0) humusgoCallDone(c.handle, status, resp, err);
 }
 
 humus_status humusgo_client_submit_queued(humus_client *c, const humus_request *r, uintptr_t handle,

@@ -644,3 +644,66 @@ func TestBufferBody(t *testing.T) {
 		t.Fatalf("streamed: %d bytes, err %v", n, err)
 	}
 }
+
+// Calls that join others over HTTP/2 run on the event loop (loop_body.go): many at once, small bodies whole
+// and large ones streamed through their rings, each body exact and each request on the wire once.
+func TestConcurrentCallsOverHTTP2(t *testing.T) {
+	s := server(t)
+	c := s.open(t, s.settings("https"))
+	// A body held open the whole time: every call below joins it.
+	held := uniquePath()
+	s.script(t, held, map[string]any{"status": 200, "body_size": 8 << 20})
+	first, err := c.Do(mustRequest(t, "GET", s.url("https", held)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ProtoMajor != 2 {
+		t.Fatalf("protocol %s, want HTTP/2", first.Proto)
+	}
+	before := humushttp.Live()
+	loopCalls := humushttp.LoopCalls()
+	const calls = 24
+	sizes := []int{0, 100, 64<<10 - 1, 64 << 10, 3 << 20}
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	paths := make([]string, calls)
+	for i := range calls {
+		paths[i] = uniquePath()
+		size := sizes[i%len(sizes)]
+		s.script(t, paths[i], map[string]any{"status": 200, "body_size": size})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Do(mustRequest(t, "GET", s.url("https", paths[i])))
+			if err != nil {
+				errs <- fmt.Errorf("call %d: %w", i, err)
+				return
+			}
+			defer resp.Body.Close()
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err != nil || n != int64(size) || resp.ProtoMajor != 2 {
+				errs <- fmt.Errorf("call %d: %d of %d bytes over %s: %v", i, n, size, resp.Proto, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := humushttp.LoopCalls() - loopCalls; n != calls {
+		t.Errorf("%d calls ran on the event loop, want %d", n, calls)
+	}
+	first.Body.Close() // early: counted as classified, a success
+	for _, path := range paths {
+		if got := s.requests(t, path); len(got) != 1 {
+			t.Errorf("%s reached the server %d times", path, len(got))
+		}
+	}
+	if n := counts(t, c); n.Successes != calls+1 || n.Failures != 0 {
+		t.Errorf("counts %+v, want %d successes", n, calls+1)
+	}
+	if l := humushttp.Live(); l.Responses != before.Responses-1 { // the held one is closed too now
+		t.Errorf("responses held after every body closed: %+v, before %+v", l, before)
+	}
+}

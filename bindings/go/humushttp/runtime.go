@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -54,6 +55,7 @@ type Runtime struct {
 type runtimeCore struct {
 	native  *C.humus_runtime
 	virtual bool
+	mock    atomic.Bool // a mock transport is set: the clients built now call Go on the loop for every attempt
 
 	ref shared // the Runtime's own reference plus one per live client, registry or call
 }
@@ -212,6 +214,7 @@ func (rt *Runtime) SetMockTransport(m MockTransport) error {
 		}
 		return takeError(st, cerr)
 	}
+	rt.core.mock.Store(m != nil)
 	return nil
 }
 

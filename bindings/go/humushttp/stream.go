@@ -31,14 +31,33 @@ func (c *streamCall) end() {
 	freeResponse(c.resp)
 	c.state.unwatch()
 	c.state.free()
-	c.core.release()
+	c.core.endStream()
 }
 
 // newStreamedResponse takes charge of call. decodes says the core asked for a compressed body and decodes
 // it (see Client.decodes).
 func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, decodes bool) *Response {
 	live.responses.Add(1)
-	r, _ := responseHead(call.resp, req, sentURL, false)
+	r := streamedHead(call.resp, req, sentURL, decodes)
+	if hasNoBody(req, r.Response) {
+		// No body: reach its end now, which counts the result and keeps the connection.
+		var b [1]byte
+		var n C.size_t
+		C.humus_response_read(call.resp, unsafe.Pointer(&b[0]), 1, &n, nil)
+		call.end()
+		r.Response.Body = http.NoBody
+	} else {
+		s := &stream{call: call}
+		s.returned.L = &s.mu
+		s.cleanup = runtime.AddCleanup(s, (*streamCall).end, call)
+		r.Response.Body = s
+	}
+	return r
+}
+
+// streamedHead is the Response of a streamed body before its Body is set.
+func streamedHead(resp *C.humus_response, req *http.Request, sentURL string, decodes bool) *Response {
+	r, _ := responseHead(resp, req, sentURL, false)
 	out := r.Response
 	out.ContentLength = -1
 	if v, err := strconv.ParseInt(out.Header.Get("Content-Length"), 10, 64); err == nil && v >= 0 {
@@ -48,21 +67,13 @@ func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, de
 	// a coding for that comes without either was decoded, as far as the C ABI lets one tell (an unencoded
 	// body of unknown length reads as Uncompressed too; its ContentLength is -1 either way).
 	out.Uncompressed = decodes && out.ContentLength < 0 && out.Header.Get("Content-Encoding") == ""
-	if req.Method == http.MethodHead || out.ContentLength == 0 || out.StatusCode == http.StatusNoContent ||
-		out.StatusCode == http.StatusNotModified {
-		// No body: reach its end now, which counts the result and keeps the connection.
-		var b [1]byte
-		var n C.size_t
-		C.humus_response_read(call.resp, unsafe.Pointer(&b[0]), 1, &n, nil)
-		call.end()
-		out.Body = http.NoBody
-	} else {
-		s := &stream{call: call}
-		s.returned.L = &s.mu
-		s.cleanup = runtime.AddCleanup(s, (*streamCall).end, call)
-		out.Body = s
-	}
 	return r
+}
+
+// hasNoBody says that out can have no body (net/http then gives http.NoBody).
+func hasNoBody(req *http.Request, out *http.Response) bool {
+	return req.Method == http.MethodHead || out.ContentLength == 0 || out.StatusCode == http.StatusNoContent ||
+		out.StatusCode == http.StatusNotModified
 }
 
 // stream is the Body of a blocking call: each Read is one humus_response_read into the caller's buffer.

@@ -190,6 +190,29 @@ func (p *peer) open(t *testing.T, edit func(*humushttp.Settings), opts ...humush
 	return c
 }
 
+// openFunc opens a client on a peer, as peer.open does, for one of the paths bothPaths runs.
+type openFunc func(p *peer, edit func(*humushttp.Settings), opts ...humushttp.Option) *humushttp.Client
+
+// bothPaths runs test once per way Do runs a call: blocking on the caller's thread and on the runtime's
+// event loop (loop_body.go, which Do takes on its own only for calls joining others over HTTP/2).
+func bothPaths(t *testing.T, test func(t *testing.T, open openFunc)) {
+	for _, onLoop := range []bool{false, true} {
+		name := "blocking"
+		if onLoop {
+			name = "loop"
+		}
+		t.Run(name, func(t *testing.T) {
+			test(t, func(p *peer, edit func(*humushttp.Settings), opts ...humushttp.Option) *humushttp.Client {
+				c := p.open(t, edit, opts...)
+				if onLoop {
+					humushttp.LoopAlways(c)
+				}
+				return c
+			})
+		})
+	}
+}
+
 func counts(t *testing.T, c *humushttp.Client) humushttp.BreakerCounts {
 	t.Helper()
 	n, err := c.BreakerCounts()
@@ -256,52 +279,54 @@ func checkGrowth(t *testing.T, what string, w *memoryWatch) {
 }
 
 func TestStreamOneGiBDownload(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, nil)
-	want := patternDigest(kGiB)
-	memory := watchMemory()
-	started := time.Now()
-	req, _ := http.NewRequest("GET", p.URL+"/bytes/"+strconv.Itoa(kGiB), nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || resp.ContentLength != kGiB || resp.Uncompressed {
-		t.Fatalf("got %d, ContentLength %d, Uncompressed %v", resp.StatusCode, resp.ContentLength, resp.Uncompressed)
-	}
-	if n := counts(t, c); n.Successes != 0 {
-		t.Errorf("counted before the body ended: %+v", n)
-	}
-	h := sha256.New()
-	buf := make([]byte, 64<<10)
-	var total int64
-	for reads := 0; ; reads++ {
-		n, err := resp.Body.Read(buf)
-		h.Write(buf[:n])
-		total += int64(n)
-		if err == io.EOF {
-			break
-		}
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, nil)
+		want := patternDigest(kGiB)
+		memory := watchMemory()
+		started := time.Now()
+		req, _ := http.NewRequest("GET", p.URL+"/bytes/"+strconv.Itoa(kGiB), nil)
+		resp, err := c.Do(req)
 		if err != nil {
-			t.Fatalf("after %d bytes: %v", total, err)
+			t.Fatal(err)
 		}
-		if reads%4096 == 0 {
-			memory.sample()
+		if resp.StatusCode != 200 || resp.ContentLength != kGiB || resp.Uncompressed {
+			t.Fatalf("got %d, ContentLength %d, Uncompressed %v", resp.StatusCode, resp.ContentLength, resp.Uncompressed)
 		}
-	}
-	seconds := time.Since(started).Seconds()
-	if got := hex.EncodeToString(h.Sum(nil)); total != kGiB || got != want {
-		t.Fatalf("read %d bytes, sha256 %s, want %d %s", total, got, kGiB, want)
-	}
-	if n := counts(t, c); n.Successes != 1 {
-		t.Errorf("read to the end: counts %+v, want one success", n)
-	}
-	resp.Body.Close()
-	if n := counts(t, c); n.Successes != 1 {
-		t.Errorf("Close after the end counted again: %+v", n)
-	}
-	t.Logf("[stream] 1 GiB download in %.2f s (%.0f MiB/s), sha256 included", seconds, 1024/seconds)
-	checkGrowth(t, "1 GiB download", memory)
+		if n := counts(t, c); n.Successes != 0 {
+			t.Errorf("counted before the body ended: %+v", n)
+		}
+		h := sha256.New()
+		buf := make([]byte, 64<<10)
+		var total int64
+		for reads := 0; ; reads++ {
+			n, err := resp.Body.Read(buf)
+			h.Write(buf[:n])
+			total += int64(n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("after %d bytes: %v", total, err)
+			}
+			if reads%4096 == 0 {
+				memory.sample()
+			}
+		}
+		seconds := time.Since(started).Seconds()
+		if got := hex.EncodeToString(h.Sum(nil)); total != kGiB || got != want {
+			t.Fatalf("read %d bytes, sha256 %s, want %d %s", total, got, kGiB, want)
+		}
+		if n := counts(t, c); n.Successes != 1 {
+			t.Errorf("read to the end: counts %+v, want one success", n)
+		}
+		resp.Body.Close()
+		if n := counts(t, c); n.Successes != 1 {
+			t.Errorf("Close after the end counted again: %+v", n)
+		}
+		t.Logf("[stream] 1 GiB download in %.2f s (%.0f MiB/s), sha256 included", seconds, 1024/seconds)
+		checkGrowth(t, "1 GiB download", memory)
+	})
 }
 
 func TestStreamOneGiBUploadWithoutGetBody(t *testing.T) {
@@ -387,139 +412,149 @@ func TestStreamUnreplayableUploadIsSentOnceEvenForPut(t *testing.T) {
 }
 
 func TestStreamEarlyCloseCountsTheResult(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, nil)
-	resp, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/"+strconv.Itoa(64*kMiB)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(resp.Body, make([]byte, 16<<10)); err != nil {
-		t.Fatal(err)
-	}
-	if n := counts(t, c); n.Successes != 0 {
-		t.Fatalf("counted while open: %+v", n)
-	}
-	resp.Body.Close() // before its end
-	if n := counts(t, c); n.Successes != 1 || n.Failures != 0 {
-		t.Errorf("after an early Close: %+v, want one success", n)
-	}
-	if _, err := resp.Body.Read(make([]byte, 1)); err == nil {
-		t.Error("Read after Close succeeded")
-	}
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, nil)
+		resp, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/"+strconv.Itoa(64*kMiB)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(resp.Body, make([]byte, 16<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if n := counts(t, c); n.Successes != 0 {
+			t.Fatalf("counted while open: %+v", n)
+		}
+		resp.Body.Close() // before its end
+		if n := counts(t, c); n.Successes != 1 || n.Failures != 0 {
+			t.Errorf("after an early Close: %+v, want one success", n)
+		}
+		if _, err := resp.Body.Read(make([]byte, 1)); err == nil {
+			t.Error("Read after Close succeeded")
+		}
 
-	resp, err = c.Do(mustRequest(t, "GET", p.URL+"/status/500"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close() // an empty body ends at once: counted as classified, a failure
-	if n := counts(t, c); n.Failures != 1 {
-		t.Errorf("after a 500: %+v, want one failure", n)
-	}
+		resp, err = c.Do(mustRequest(t, "GET", p.URL+"/status/500"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // an empty body ends at once: counted as classified, a failure
+		if n := counts(t, c); n.Failures != 1 {
+			t.Errorf("after a 500: %+v, want one failure", n)
+		}
+	})
 }
 
 func TestStreamOpenBodyHoldsItsBulkheadSlot(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, func(s *humushttp.Settings) {
-		wait := time.Duration(0)
-		s.Bulkhead = &humushttp.BulkheadSettings{MaxConcurrent: 1, Wait: &wait}
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, func(s *humushttp.Settings) {
+			wait := time.Duration(0)
+			s.Bulkhead = &humushttp.BulkheadSettings{MaxConcurrent: 1, Wait: &wait}
+		})
+		resp, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/"+strconv.Itoa(8*kMiB)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/10")); !errors.Is(err, humushttp.ErrBulkheadFull) {
+			t.Errorf("a call while a body is open: %v, want ErrBulkheadFull", err)
+		}
+		resp.Body.Close()
+		resp, err = c.Do(mustRequest(t, "GET", p.URL+"/bytes/10"))
+		if err != nil {
+			t.Fatalf("after Close: %v", err)
+		}
+		if b, _ := io.ReadAll(resp.Body); len(b) != 10 {
+			t.Errorf("body %d bytes", len(b))
+		}
+		resp.Body.Close()
 	})
-	resp, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/"+strconv.Itoa(8*kMiB)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/10")); !errors.Is(err, humushttp.ErrBulkheadFull) {
-		t.Errorf("a call while a body is open: %v, want ErrBulkheadFull", err)
-	}
-	resp.Body.Close()
-	resp, err = c.Do(mustRequest(t, "GET", p.URL+"/bytes/10"))
-	if err != nil {
-		t.Fatalf("after Close: %v", err)
-	}
-	if b, _ := io.ReadAll(resp.Body); len(b) != 10 {
-		t.Errorf("body %d bytes", len(b))
-	}
-	resp.Body.Close()
 }
 
 func TestStreamMidBodyResetIsAnError(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, nil)
-	before := humushttp.Live()
-	resp, err := c.Do(mustRequest(t, "GET", p.URL+"/reset/"+strconv.Itoa(8*kMiB)+"/"+strconv.Itoa(kMiB)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	if !errors.Is(err, humushttp.ErrConnectionLost) || n > kMiB {
-		t.Fatalf("after %d bytes: %v, want ErrConnectionLost", n, err)
-	}
-	var e *humushttp.Error
-	if !errors.As(err, &e) || e.Status != humushttp.StatusConnectionLost {
-		t.Errorf("error %T %v", err, err)
-	}
-	if _, again := resp.Body.Read(make([]byte, 10)); !errors.Is(again, humushttp.ErrConnectionLost) {
-		t.Errorf("a later Read: %v", again)
-	}
-	if l := humushttp.Live(); l.Responses != before.Responses {
-		t.Errorf("the response is still held after the failure: %+v", l)
-	}
-	if n := counts(t, c); n.Failures != 1 || n.Successes != 0 {
-		t.Errorf("counts %+v, want one failure", n)
-	}
-	resp.Body.Close()
-	if n := counts(t, c); n.Failures != 1 {
-		t.Errorf("Close counted again: %+v", n)
-	}
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, nil)
+		before := humushttp.Live()
+		resp, err := c.Do(mustRequest(t, "GET", p.URL+"/reset/"+strconv.Itoa(8*kMiB)+"/"+strconv.Itoa(kMiB)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		if !errors.Is(err, humushttp.ErrConnectionLost) || n > kMiB {
+			t.Fatalf("after %d bytes: %v, want ErrConnectionLost", n, err)
+		}
+		var e *humushttp.Error
+		if !errors.As(err, &e) || e.Status != humushttp.StatusConnectionLost {
+			t.Errorf("error %T %v", err, err)
+		}
+		if _, again := resp.Body.Read(make([]byte, 10)); !errors.Is(again, humushttp.ErrConnectionLost) {
+			t.Errorf("a later Read: %v", again)
+		}
+		if l := humushttp.Live(); l.Responses != before.Responses {
+			t.Errorf("the response is still held after the failure: %+v", l)
+		}
+		if n := counts(t, c); n.Failures != 1 || n.Successes != 0 {
+			t.Errorf("counts %+v, want one failure", n)
+		}
+		resp.Body.Close()
+		if n := counts(t, c); n.Failures != 1 {
+			t.Errorf("Close counted again: %+v", n)
+		}
+	})
 }
 
 func TestStreamContextCancelStopsARead(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", p.URL+"/stall", nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = io.Copy(io.Discard, resp.Body)
-	if !errors.Is(err, humushttp.ErrCancelled) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want ErrCancelled and context.Canceled", err)
-	}
-	if n := counts(t, c); n.Successes+n.Failures != 0 {
-		t.Errorf("a cancelled read was counted: %+v", n)
-	}
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", p.URL+"/stall", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		time.AfterFunc(100*time.Millisecond, cancel)
+		_, err = io.Copy(io.Discard, resp.Body)
+		if !errors.Is(err, humushttp.ErrCancelled) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want ErrCancelled and context.Canceled", err)
+		}
+		if n := counts(t, c); n.Successes+n.Failures != 0 {
+			t.Errorf("a cancelled read was counted: %+v", n)
+		}
+	})
 }
 
 func TestStreamCloseRacingRead(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, nil)
-	before := humushttp.Live()
-	resp, err := c.Do(mustRequest(t, "GET", p.URL+"/stall"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(io.Discard, resp.Body) // blocks once the first 16 KiB are read
-		read <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
-	if err := resp.Body.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-read:
-		if err == nil {
-			t.Error("the interrupted Read reported the end")
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, nil)
+		before := humushttp.Live()
+		resp, err := c.Do(mustRequest(t, "GET", p.URL+"/stall"))
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not interrupt the Read")
-	}
-	if l := humushttp.Live(); l.Responses != before.Responses {
-		t.Errorf("the response is still held after Close: %+v", l)
-	}
+		read := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, resp.Body) // blocks once the first 16 KiB are read
+			read <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if err := resp.Body.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-read:
+			if err == nil {
+				t.Error("the interrupted Read reported the end")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not interrupt the Read")
+		}
+		if l := humushttp.Live(); l.Responses != before.Responses {
+			t.Errorf("the response is still held after Close: %+v", l)
+		}
+	})
 }
 
 func TestStreamRequestBodyFailure(t *testing.T) {
@@ -539,55 +574,57 @@ type iotestErrReader struct{ err error }
 func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestStreamDecodingAsNetHTTP(t *testing.T) {
-	p := newPeer(t)
-	plain := p.open(t, nil)
-	raw := p.open(t, nil, humushttp.WithDisableCompression())
-	for _, tc := range []struct {
-		name         string
-		client       *humushttp.Client
-		path, accept string
-		uncompressed bool
-		encoding     string
-		gzipped      bool // the server was asked for gzip
-	}{
-		{"decoded", plain, "/gz", "", true, "", true},
-		{"caller's Accept-Encoding", plain, "/gz", "gzip", false, "gzip", true},
-		{"DisableCompression", raw, "/gz", "", false, "", false},
-		{"not encoded", plain, "/plain", "", false, "", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req := mustRequest(t, "GET", p.URL+tc.path)
-			if tc.accept != "" {
-				req.Header.Set("Accept-Encoding", tc.accept)
-			}
-			resp, err := tc.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Uncompressed != tc.uncompressed || resp.Header.Get("Content-Encoding") != tc.encoding {
-				t.Errorf("Uncompressed %v, Content-Encoding %q", resp.Uncompressed, resp.Header.Get("Content-Encoding"))
-			}
-			if tc.encoding == "gzip" {
-				if len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b || resp.ContentLength != int64(len(body)) {
-					t.Errorf("raw bytes: %d of them, ContentLength %d", len(body), resp.ContentLength)
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		plain := open(p, nil)
+		raw := open(p, nil, humushttp.WithDisableCompression())
+		for _, tc := range []struct {
+			name         string
+			client       *humushttp.Client
+			path, accept string
+			uncompressed bool
+			encoding     string
+			gzipped      bool // the server was asked for gzip
+		}{
+			{"decoded", plain, "/gz", "", true, "", true},
+			{"caller's Accept-Encoding", plain, "/gz", "gzip", false, "gzip", true},
+			{"DisableCompression", raw, "/gz", "", false, "", false},
+			{"not encoded", plain, "/plain", "", false, "", true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				req := mustRequest(t, "GET", p.URL+tc.path)
+				if tc.accept != "" {
+					req.Header.Set("Accept-Encoding", tc.accept)
 				}
-			} else if string(body) != gzText {
-				t.Errorf("body: %d bytes, not the text", len(body))
-			}
-			if tc.uncompressed && (resp.ContentLength != -1 || resp.Header.Get("Content-Length") != "") {
-				t.Errorf("decoded, yet ContentLength %d, Content-Length %q", resp.ContentLength, resp.Header.Get("Content-Length"))
-			}
-			accept, _ := p.acceptCodes.Load(tc.path)
-			if got := strings.Contains(accept.(string), "gzip"); got != tc.gzipped {
-				t.Errorf("the server received Accept-Encoding %q", accept)
-			}
-		})
-	}
+				resp, err := tc.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Uncompressed != tc.uncompressed || resp.Header.Get("Content-Encoding") != tc.encoding {
+					t.Errorf("Uncompressed %v, Content-Encoding %q", resp.Uncompressed, resp.Header.Get("Content-Encoding"))
+				}
+				if tc.encoding == "gzip" {
+					if len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b || resp.ContentLength != int64(len(body)) {
+						t.Errorf("raw bytes: %d of them, ContentLength %d", len(body), resp.ContentLength)
+					}
+				} else if string(body) != gzText {
+					t.Errorf("body: %d bytes, not the text", len(body))
+				}
+				if tc.uncompressed && (resp.ContentLength != -1 || resp.Header.Get("Content-Length") != "") {
+					t.Errorf("decoded, yet ContentLength %d, Content-Length %q", resp.ContentLength, resp.Header.Get("Content-Length"))
+				}
+				accept, _ := p.acceptCodes.Load(tc.path)
+				if got := strings.Contains(accept.(string), "gzip"); got != tc.gzipped {
+					t.Errorf("the server received Accept-Encoding %q", accept)
+				}
+			})
+		}
+	})
 }
 
 func mustRequest(t *testing.T, method, url string) *http.Request {

@@ -533,6 +533,8 @@ extern "C" {
         url: *mut *const c_char,
     ) -> humus_status;
     pub fn humus_response_free(resp: *mut humus_response);
+    /// `humus_response_free` that returns once the body is closed and its result counted.
+    pub fn humus_response_close(resp: *mut humus_response);
 }
 
 // ==== Asynchronous calls =======================================================================

@@ -1,0 +1,242 @@
+package humushttp
+
+/*
+#include <humus_http.h>
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// A streamed Do whose attempts and body reads run on the runtime's event loop (body_pump.c): the call is
+// submitted with humus_client_submit_open, its headers come back through the completion queue, and the
+// loop reads the body ahead into a bounded ring that Read copies out of. No OS thread waits for the
+// server, which is what a blocking cgo call per call in flight costs (bench/README.md "The Go boundary").
+//
+// Do takes this path for a call that joins others over HTTP/2 (clientCore.onLoop) when nothing in the call
+// needs the caller's thread: a real clock, no Go callback on the client or the runtime (a classifier, a
+// breaker policy, a mock transport: their failures reach the caller only from a blocking call, see
+// keepCallbackError), and no request body read from a Go reader (the loop must not wait on one).
+
+// bodySignal is what the completions goroutine delivers for one call: its headers once, then one wake-up
+// per Read that found the ring empty. The cgo.Handle the C side keeps points here and nowhere else, so a
+// Body dropped unclosed still becomes unreachable and its cleanup closes the native body.
+type bodySignal struct {
+	opened chan openedBody // capacity 1: exactly one HUMUSGO_BODY_OPENED
+	ready  chan struct{}   // capacity 1: one HUMUSGO_BODY_READY per HUMUSGO_TAKE_WAIT
+}
+
+type openedBody struct {
+	status C.humus_status
+	err    *C.humus_error
+	body   *C.humusgo_body
+}
+
+//export humusgoBodyEvent
+func humusgoBodyEvent(h C.uintptr_t, kind C.int32_t, status C.humus_status, cerr *C.humus_error, body *C.humusgo_body) {
+	signal := cgo.Handle(h).Value().(*bodySignal)
+	switch kind {
+	case C.HUMUSGO_BODY_OPENED:
+		signal.opened <- openedBody{status: status, err: cerr, body: body}
+	case C.HUMUSGO_BODY_READY:
+		signal.ready <- struct{}{}
+	}
+}
+
+// openOnLoop submits the call (the request is copied) and waits for its headers on a channel. The state's
+// token cancels it; the client's reference taken by Do is the response's from here on, or released.
+func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *callState, sentURL string) (*Response, error) {
+	live.loopCalls.Add(1)
+	signal := &bodySignal{opened: make(chan openedBody, 1), ready: make(chan struct{}, 1)}
+	h := newHandle(signal)
+	fail := func(e *Error) (*Response, error) {
+		deleteHandle(h)
+		state.unwatch()
+		state.free()
+		c.core.endStream()
+		return nil, e
+	}
+	state.watch() // before submit: a context ending meanwhile triggers the token, which the call honours
+	var cerr *C.humus_error
+	if st := C.humusgo_client_submit_open_queued(c.core.native, native, C.uintptr_t(h), nil, &cerr); st != C.HUMUS_OK {
+		return fail(takeError(st, cerr))
+	}
+	opened := <-signal.opened
+	if opened.status != C.HUMUS_OK {
+		e := takeError(opened.status, opened.err)
+		e.cause = contextCause(req.Context(), e.Status)
+		return fail(e)
+	}
+	call := &loopCall{body: opened.body, handle: h, state: state, core: c.core, ctx: req.Context()}
+	r := newLoopResponse(call, signal, req, sentURL, c.core.decodes(req))
+	c.core.multiplexed.Store(r.ProtoMajor == 2)
+	return r, nil
+}
+
+// loopCall is what an open body holds until it ends: the native body (and its response), the handle its
+// completions name, the cancel token and its context watcher, and a reference to the client.
+type loopCall struct {
+	body   *C.humusgo_body
+	handle cgo.Handle
+	state  *callState
+	core   *clientCore
+	ctx    context.Context
+}
+
+// end closes the body — which counts the result if it was not read to its end — then lets go of the rest.
+// No completion names the handle any more: the headers came, and a wake-up comes only to a waiting Read.
+func (c *loopCall) end() {
+	C.humusgo_body_close(c.body)
+	live.responses.Add(-1)
+	deleteHandle(c.handle)
+	c.state.unwatch()
+	c.state.free()
+	c.core.endStream()
+}
+
+func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sentURL string, decodes bool) *Response {
+	live.responses.Add(1)
+	r := streamedHead(C.humusgo_body_response(call.body), req, sentURL, decodes)
+	s := &loopStream{call: call, signal: signal}
+	s.returned.L = &s.mu
+	s.cleanup = runtime.AddCleanup(s, (*loopCall).end, call)
+	if hasNoBody(req, r.Response) {
+		// Read to its end now, which counts the result and keeps the connection.
+		var b [1]byte
+		s.Read(b[:])
+		s.Close()
+		r.Response.Body = http.NoBody
+	} else {
+		r.Response.Body = s
+	}
+	return r
+}
+
+// loopStream is the Body of a call opened on the loop. Read copies what the loop has read ahead.
+type loopStream struct {
+	mu       sync.Mutex
+	returned sync.Cond // on mu: a waiting Read woke up
+	call     *loopCall // guarded by mu; nil once ended
+	signal   *bodySignal
+	reading  bool        // guarded by mu: a Read waits for the loop (mu is not held then, so Close can interrupt it)
+	closed   bool        // guarded by mu
+	err      error       // guarded by mu: io.EOF or the failure mid-body, what every later Read returns
+	batch    *time.Timer // the Read's, made by its first wait
+	cleanup  runtime.Cleanup
+}
+
+// Read copies the next bytes into p, waiting until at least one has come; io.EOF at the end, which counts
+// the call's result. A failure mid-body is an *Error (errors.Is with ErrConnectionLost, ErrTimeout,
+// ErrCancelled when the request's context ended: it then also matches the context's error). Not for
+// concurrent use, except with Close.
+func (s *loopStream) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return 0, errBodyClosed
+	case s.err != nil:
+		return 0, s.err
+	case s.reading:
+		return 0, errConcurrentRead
+	case len(p) == 0:
+		return 0, nil
+	}
+	call := s.call
+	// A context that ended cancels the body now, and the bytes read ahead are dropped: the read must fail
+	// as a blocking one would, with the breaker counting nothing.
+	drop := C.int(0)
+	if call.state.cancelIfDone() {
+		drop = 1
+	}
+	for {
+		var n C.size_t
+		var st C.humus_status
+		var cerr *C.humus_error
+		// p holds no Go pointers and is used only during the call: the ring is copied straight into it.
+		switch C.humusgo_body_take(call.body, unsafe.Pointer(&p[0]), C.size_t(len(p)), drop, &n, &st, &cerr) {
+		case C.HUMUSGO_TAKE_BYTES:
+			return int(n), nil
+		case C.HUMUSGO_TAKE_END:
+			s.err = io.EOF
+			s.end()
+			return 0, io.EOF
+		case C.HUMUSGO_TAKE_FAILED:
+			e := takeError(st, cerr)
+			e.cause = contextCause(call.ctx, e.Status)
+			s.err = e
+			s.end()
+			return 0, e
+		}
+		drop = 0
+		s.reading = true
+		s.mu.Unlock()
+		s.await(call.body)
+		s.mu.Lock()
+		s.reading = false
+		s.returned.Broadcast()
+		if s.closed { // Close cancelled this read and waits to end the call
+			return 0, errBodyClosed
+		}
+	}
+}
+
+// batchWait is how long a Read waits for the loop to gather a batch of a flowing body before it takes
+// whatever came (humusgo_body_hurry): a wake-up per batch instead of per receive buffer, at a bounded delay.
+const batchWait = 500 * time.Microsecond
+
+// await waits for the one HUMUSGO_BODY_READY a HUMUSGO_TAKE_WAIT promises.
+func (s *loopStream) await(body *C.humusgo_body) {
+	if s.batch == nil {
+		s.batch = time.NewTimer(batchWait)
+	} else {
+		s.batch.Reset(batchWait)
+	}
+	select {
+	case <-s.signal.ready:
+		s.batch.Stop()
+	case <-s.batch.C:
+		C.humusgo_body_hurry(body)
+		<-s.signal.ready
+	}
+}
+
+// Close ends the call: a body not read to its end is closed and its result counted as it was classified
+// (docs/bodies.md §7); its connection, bulkhead slot and client reference are given back. A Close while a
+// Read waits for bytes cancels that read (the breaker then counts nothing, as for a cancelled call) and
+// returns once the Read has. Idempotent; safe to call concurrently with Read.
+func (s *loopStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.reading {
+		C.humus_cancel_trigger(s.call.state.token)
+		for s.reading {
+			s.returned.Wait()
+		}
+	}
+	s.end()
+	return nil
+}
+
+// end ends the call once; s.mu is held.
+func (s *loopStream) end() {
+	if s.call == nil {
+		return
+	}
+	s.cleanup.Stop()
+	s.call.end()
+	s.call = nil
+}
