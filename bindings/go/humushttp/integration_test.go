@@ -707,3 +707,48 @@ func TestConcurrentCallsOverHTTP2(t *testing.T) {
 		t.Errorf("responses held after every body closed: %+v, before %+v", l, before)
 	}
 }
+
+// On the event loop over HTTP/2, a body failing mid-way: a stream reset is a breaker failure after the bytes
+// that came, and a body that trickles past the call's timeout fails its Read with ErrTimeout on time.
+func TestLoopBodyFailuresOverHTTP2(t *testing.T) {
+	s := server(t)
+	c := s.open(t, s.settings("https"))
+	humushttp.LoopAlways(c)
+	loopCalls := humushttp.LoopCalls()
+
+	reset := uniquePath()
+	s.script(t, reset, map[string]any{"status": 200, "body_size": 1 << 20, "reset": "mid_body"})
+	resp, err := c.Do(mustRequest(t, "GET", s.url("https", reset)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, humushttp.ErrConnectionLost) || n >= 1<<20 {
+		t.Errorf("a reset stream: %d bytes, %v; want ErrConnectionLost before the end", n, err)
+	}
+	if got := counts(t, c); got.Failures != 1 || got.Successes != 0 {
+		t.Errorf("after the reset: %+v, want one failure", got)
+	}
+
+	slow := uniquePath()
+	s.script(t, slow, map[string]any{"status": 200, "body_size": 1 << 20, "chunk_delay_ms": 100})
+	ctx := humushttp.WithCallOptions(context.Background(), humushttp.Timeout(400*time.Millisecond))
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url("https", slow), nil)
+	started := time.Now()
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if took := time.Since(started); !errors.Is(err, humushttp.ErrTimeout) || took > 2*time.Second {
+		t.Errorf("a trickle past the timeout: %d bytes, %v after %v; want ErrTimeout near 400ms", n, err, took)
+	}
+	if n == 0 {
+		t.Error("no byte came before the timeout: the trickle's first chunks should have")
+	}
+	if got := humushttp.LoopCalls() - loopCalls; got != 2 {
+		t.Errorf("%d calls ran on the loop, want 2", got)
+	}
+}
