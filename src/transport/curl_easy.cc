@@ -322,6 +322,7 @@ void AttemptState::reset() {
   first_send_reused = false;
   first_send_http1 = false;
   stale_connection = false;
+  connection_judged = false;
   tls_session = nullptr;
   opened.clear();
   local_errno = 0;
@@ -598,17 +599,23 @@ bool CurlEasy::body_cut_at_close() {
   return close_delimited_body_cut(version == CURL_HTTP_VERSION_2_0);
 }
 
-WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
-  if (interrupt == Interrupt::kAttemptTimeout || interrupt == Interrupt::kCallTimeout) {
-    // A peer that let the attempt time out may have stopped answering altogether (a dead HTTP/2 connection
-    // answers no PING either, docs/transport.md §10.7): its connection takes no further attempt. libcurl
-    // closes an HTTP/1.1 connection cut mid-transfer itself, but keeps a multiplexed one.
-    long local_port = 0;
-    if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0 &&
-        state_.sockets->transfers() <= 1) {
-      if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
-    }
+void CurlEasy::retire_connection_after_timeout(Interrupt interrupt) {
+  if (state_.connection_judged) return;
+  state_.connection_judged = true;
+  if (interrupt != Interrupt::kAttemptTimeout && interrupt != Interrupt::kCallTimeout) return;
+  // A peer that let the attempt time out may have stopped answering altogether (a dead HTTP/2 connection
+  // answers no PING either, docs/transport.md §10.7): its connection takes no further attempt. libcurl
+  // closes an HTTP/1.1 connection cut mid-transfer itself, but keeps a multiplexed one — which other
+  // transfers may be using: then it stays, since cutting it would fail them too.
+  long local_port = 0;
+  if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0 &&
+      state_.sockets->transfers() <= 1) {
+    if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
   }
+}
+
+WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
+  retire_connection_after_timeout(interrupt);
   WireResult out;
   out.wire_sends = state_.wire_sends;
   out.headers_received = state_.headers_done;

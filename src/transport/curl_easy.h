@@ -43,6 +43,7 @@ struct AttemptState {
   bool first_send_reused = false;  // the first send went on a connection an earlier transfer had opened
   bool first_send_http1 = false;   // ... and that connection had carried an HTTP/1.x answer before
   bool stale_connection = false;   // the pooled connection held unread bytes: go again on a fresh one
+  bool connection_judged = false;  // retire_connection_after_timeout decided already (once per attempt)
   CURL* easy = nullptr;
   const void* tls_session = nullptr;  // the SSL* the response came over (TLS only)
   SocketRegistry* sockets = nullptr;  // of the connection cache the handle is driven in
@@ -89,6 +90,10 @@ class CurlEasy {
   void prepare(const WireRequest& request, const AttemptLimits& limits, Instant now);
   // How the transfer ended: libcurl's code, or the driver's interrupt.
   WireResult finish(CURLcode code, Interrupt interrupt);
+  // After a timeout the attempt's connection takes no further attempt, unless another transfer shares it
+  // (see finish). Decided once per attempt, by the first call: one that takes its transfer out of the multi
+  // before finish() must call it first, while the cache still counts the transfer among its own.
+  void retire_connection_after_timeout(Interrupt interrupt);
   // After a transfer that ended (with CURLE_ABORTED_BY_CALLBACK) because its pooled connection held unread
   // bytes — nothing was sent —: readies the same request for a fresh connection and returns true; false for
   // any other ending. The driver then runs the transfer again, once.

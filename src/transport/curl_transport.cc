@@ -459,12 +459,22 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     if (timer_ != 0) multi_.loop().cancel_timer(timer_);
     timer_ = 0;
     multi_.forget(*this);
-    if (in_multi_) multi_.detach(*this);
+    if (in_multi_) {
+      multi_.detach(*this);
+      cut_ = true;
+    }
     in_multi_ = false;
     if (easy_) {
       if (easy_->sink().streaming()) easy_->sink().unlend();
       easy_->on_progress(nullptr, nullptr);
-      multi_.give_back(std::move(easy_));
+      // A handle taken out of the multi mid-transfer is not reused: libcurl may still hold bytes of that
+      // transfer for it (an HTTP/2 stream paused while its reader was away), which would reach the next
+      // request's body.
+      if (cut_) {
+        easy_.reset();
+      } else {
+        multi_.give_back(std::move(easy_));
+      }
     }
   }
 
@@ -487,7 +497,11 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
   void stop(Interrupt why) {
     if (!in_multi_) return;
     interrupt_ = why;
+    // Before leaving the multi, while the cache still counts this transfer: a timed-out connection another
+    // transfer shares must stay (a later finish() would count one transfer too few, and cut it under them).
+    easy_->retire_connection_after_timeout(why);
     multi_.detach(*this);
+    cut_ = true;
     in_multi_ = false;
     if (phase_ == Phase::kHead) {
       deliver_failure();
@@ -574,6 +588,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
   Phase phase_ = Phase::kHead;
   EventLoop::TimerId timer_ = 0;
   bool in_multi_ = false;
+  bool cut_ = false;    // taken out of the multi before libcurl finished the transfer (see close())
   bool ended_ = false;  // libcurl finished the transfer, with code_
   CURLcode code_ = CURLE_OK;
   Interrupt interrupt_ = Interrupt::kNone;

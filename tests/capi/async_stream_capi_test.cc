@@ -324,6 +324,78 @@ TEST_F(AsyncStreamServerTest, ManyBodiesAtOnceOnOneLoopOverHttp2) {
   humus_request_free(req);
 }
 
+// Streams cut while paused, many at once on one HTTP/2 connection, then new requests on the handles they
+// leave: each new body is exactly its own. (libcurl may still hold bytes of a paused stream for its handle;
+// a handle reused after such a cut once handed the next request up to a whole receive buffer of them.)
+TEST_F(AsyncStreamServerTest, StreamsCutWhilePausedLeaveNothingForTheNextRequests) {
+  server().script("/cut", nlohmann::json::array({{{"status", 200}, {"body_size", 4 << 20}}}));
+  const int exact = 100'003;
+  server().script("/exact", nlohmann::json::array({{{"status", 200}, {"body_size", exact}}}));
+  make_client("https://" + server().host_port("https"),
+              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  constexpr int kBodies = 12;
+  for (int round = 0; round < 3; ++round) {
+    humus_request* cut = request(server().url("https", "/cut"));
+    std::vector<std::unique_ptr<Body>> cuts;
+    for (int i = 0; i < kBodies; ++i) {
+      cuts.push_back(std::make_unique<Body>(1024, false));
+      submit(cut, *cuts.back());
+    }
+    for (auto& b : cuts) {
+      ASSERT_TRUE(b->headers());
+      ASSERT_EQ(b->head_status, HUMUS_OK) << b->head_error;
+      ASSERT_EQ(b->read(), HUMUS_OK) << b->read_error;
+    }
+    std::this_thread::sleep_for(milliseconds(100));  // libcurl takes in more of each paused stream meanwhile
+    for (auto& b : cuts) humus_response_close(b->resp);
+    humus_request_free(cut);
+
+    humus_request* next = request(server().url("https", "/exact"));
+    std::vector<std::unique_ptr<Body>> bodies;
+    for (int i = 0; i < kBodies; ++i) {
+      bodies.push_back(std::make_unique<Body>(16 * 1024));
+      submit(next, *bodies.back());
+    }
+    for (auto& b : bodies) {
+      ASSERT_TRUE(b->end());
+      EXPECT_EQ(b->read_status, HUMUS_OK) << b->read_error;
+      EXPECT_EQ(b->sum.bytes(), static_cast<uint64_t>(exact)) << "round " << round;
+      humus_response_free(b->resp);
+    }
+    humus_request_free(next);
+  }
+}
+
+// A stream whose call timed out leaves the HTTP/2 connection to the one other stream still on it: that one
+// ends whole. (The connection of a timed-out attempt is dropped only when no other transfer shares it; a
+// streamed transfer once counted itself out before deciding, and cut the connection under the other.)
+TEST_F(AsyncStreamServerTest, ATimedOutStreamLeavesItsConnectionToTheOtherStream) {
+  const int slow = 24 * 16 * 1024;  // 24 chunks, 50 ms apart: about 1.2 s
+  server().script("/slow",
+                  nlohmann::json::array({{{"status", 200}, {"body_size", slow}, {"chunk_delay_ms", 50}}}));
+  make_client("https://" + server().host_port("https"),
+              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  humus_request* timed = request(server().url("https", "/slow"));
+  ASSERT_EQ(humus_request_set_timeout_ms(timed, 300, nullptr), HUMUS_OK);
+  humus_request* whole = request(server().url("https", "/slow"));
+  Body cut;
+  Body kept;
+  submit(timed, cut);
+  submit(whole, kept);
+  ASSERT_TRUE(cut.end());
+  EXPECT_EQ(cut.read_status, HUMUS_E_TIMEOUT) << cut.read_error;
+  ASSERT_TRUE(kept.end());
+  EXPECT_EQ(kept.read_status, HUMUS_OK) << kept.read_error;
+  EXPECT_EQ(kept.sum.bytes(), static_cast<uint64_t>(slow));
+  std::vector<nlohmann::json> seen = server().requests("/slow");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0]["connection"], seen[1]["connection"]);  // the two shared one connection
+  humus_response_free(cut.resp);
+  humus_response_free(kept.resp);
+  humus_request_free(timed);
+  humus_request_free(whole);
+}
+
 TEST_F(AsyncStreamPeerTest, EarlyCloseCountsTheResultAsClassified) {
   make_client(peer_->base_url());
   {

@@ -752,3 +752,82 @@ func TestLoopBodyFailuresOverHTTP2(t *testing.T) {
 		t.Errorf("%d calls ran on the loop, want 2", got)
 	}
 }
+
+// Many calls on the event loop over HTTP/2, one connection, that end every way a caller ends one — read to
+// the end, closed after the first Read, cancelled mid-body, timed out mid-body — at once: each ends as it
+// should, and nothing is held afterwards. It found two defects of the core's streamed transfers: a handle
+// reused after a stream cut while paused handed the next request bytes of the old one, and a timed-out
+// stream cut the connection under the one other stream still on it.
+func TestLoopBodiesEndingEveryWayAtOnce(t *testing.T) {
+	s := server(t)
+	c := s.open(t, s.settings("https"))
+	humushttp.LoopAlways(c)
+	before := humushttp.Live()
+	loopCalls := humushttp.LoopCalls()
+	const calls = 48
+	var wg sync.WaitGroup
+	var timedOut atomic.Int64
+	errs := make(chan error, calls)
+	for i := range calls {
+		path := uniquePath()
+		size := []int{100, 64 << 10, 2 << 20}[i%3]
+		step := map[string]any{"status": 200, "body_size": size}
+		if i%4 == 3 {
+			step["chunk_delay_ms"] = 50 // slow enough for the cancel and the timeout to land mid-body
+		}
+		s.script(t, path, step)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if i%8 == 7 {
+				ctx = humushttp.WithCallOptions(ctx, humushttp.Timeout(300*time.Millisecond))
+			}
+			req, _ := http.NewRequestWithContext(ctx, "GET", s.url("https", path), nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				errs <- fmt.Errorf("call %d: %w", i, err)
+				return
+			}
+			defer resp.Body.Close()
+			switch {
+			case i%8 == 7: // times out mid-body, unless the body was small enough to come first
+				_, err := io.Copy(io.Discard, resp.Body)
+				if errors.Is(err, humushttp.ErrTimeout) {
+					timedOut.Add(1)
+				} else if err != nil {
+					errs <- fmt.Errorf("call %d (timeout): %w", i, err)
+				}
+			case i%4 == 3: // cancelled mid-body
+				time.AfterFunc(80*time.Millisecond, cancel)
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil && !errors.Is(err, context.Canceled) {
+					errs <- fmt.Errorf("call %d (cancel): %w", i, err)
+				}
+			case i%4 == 1: // closed after its first bytes
+				if _, err := resp.Body.Read(make([]byte, 1024)); err != nil && err != io.EOF {
+					errs <- fmt.Errorf("call %d (early close): %w", i, err)
+				}
+			default:
+				if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != int64(size) {
+					errs <- fmt.Errorf("call %d: %d of %d bytes: %v", i, n, size, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := humushttp.LoopCalls() - loopCalls; n != calls {
+		t.Errorf("%d calls ran on the event loop, want %d", n, calls)
+	}
+	if l := humushttp.Live(); l.Responses != before.Responses || l.Handles != before.Handles {
+		t.Errorf("held after every call ended: %+v, before %+v", l, before)
+	}
+	// A read the call's timeout ended is a failure (docs/bodies.md §7); a cancel or an early close is none.
+	if n := counts(t, c); n.Failures != uint64(timedOut.Load()) || timedOut.Load() == 0 {
+		t.Errorf("counts %+v after %d timed-out reads: only those are failures", n, timedOut.Load())
+	}
+}
