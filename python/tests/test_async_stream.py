@@ -308,3 +308,30 @@ async def test_an_upstreams_client_keeps_its_max_response_body(
                 await resp.aread()
         async with upstreams.async_client("default").stream("GET", path) as resp:
             assert len(await resp.aread()) == 256 * 1024  # the default bound, 64 MiB
+
+
+@pytest.mark.asyncio
+async def test_bodies_closed_early_leave_nothing_for_the_next_ones(server: TestServer,
+                                                                   make_async_client: Callable[..., humus_http.AsyncClient],
+                                                                   listener: str, path: str) -> None:
+    # Many streams on one HTTP/2 connection, each closed after its first chunk while libcurl holds more of it;
+    # then new calls on the handles they leave: every new body is exactly its own (a reused handle once
+    # handed the next request the old stream's bytes).
+    server.script(path + "/cut", [{"body_size": 4 * MiB}])
+    exact = 100_003
+    server.script(path + "/exact", [{"body_size": exact}])
+    client = make_async_client(listener, timeout=60, attempt_timeout=30)
+
+    async def cut() -> None:
+        async with client.stream("GET", path + "/cut") as resp:
+            async for _ in resp.aiter_bytes():
+                await asyncio.sleep(0.1)  # libcurl takes in more of the paused stream meanwhile
+                break
+
+    async def whole() -> int:
+        async with client.stream("GET", path + "/exact") as resp:
+            return sum([len(chunk) async for chunk in resp.aiter_bytes()])
+
+    for _ in range(2):
+        await asyncio.gather(*(cut() for _ in range(12)))
+        assert await asyncio.gather(*(whole() for _ in range(12))) == [exact] * 12
