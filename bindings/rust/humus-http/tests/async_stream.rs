@@ -256,3 +256,42 @@ fn many_bodies_stream_at_once_on_one_thread() {
         assert_eq!(client.breaker_counts().unwrap().successes, 8, "{listener}");
     }
 }
+
+#[test]
+fn bodies_dropped_early_leave_nothing_for_the_next_calls() {
+    // Many streams on one HTTP/2 connection, each dropped after its first chunk while libcurl holds more of
+    // it, then new calls on the handles they leave: each new body is exactly its own (a reused handle once
+    // handed the next request the old stream's bytes).
+    let server = TestServer::shared();
+    let client = Client::new(&runtime(), &settings("https").build().unwrap()).unwrap();
+    let cut = unique_path("cut");
+    server.script(&cut, json!([{"status": 200, "body_size": 4 * MIB}]));
+    let body = pattern(100_003, 7);
+    let exact = unique_path("exact");
+    server.script(&exact, json!([{"status": 200, "body": body}]));
+    for round in 0..2 {
+        let opened: Vec<_> = (0..12)
+            .map(|_| {
+                let call = client.submit_stream(&Request::get(&server.url("https", &cut))).unwrap();
+                Box::pin(async move {
+                    let mut response = call.await?;
+                    next(&mut response).await.expect("a first chunk")?;
+                    Ok::<_, Error>(response)
+                })
+            })
+            .collect();
+        let held: Vec<_> = block_on(join_all(opened)).into_iter().map(|r| r.unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(100)); // libcurl takes in more of each paused stream
+        drop(held);
+        let calls: Vec<_> = (0..12)
+            .map(|_| {
+                let call = client.submit_stream(&Request::get(&server.url("https", &exact))).unwrap();
+                Box::pin(async move { drain(call.await?).await })
+            })
+            .collect();
+        for (i, outcome) in block_on(join_all(calls)).into_iter().enumerate() {
+            let (sum, _) = outcome.unwrap_or_else(|e| panic!("round {round} body {i}: {e}"));
+            assert_eq!(sum, Checksum::of(body.as_bytes()), "round {round} body {i}");
+        }
+    }
+}
