@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <memory>
 
 #include "capi/client_capi.h"
 #include "capi/guard.h"
@@ -221,11 +222,13 @@ HUMUS_API void humus_response_close(humus_response* resp) {
     return;
   }
   if (!retire(resp)) return;
-  std::promise<void> closed;
-  std::future<void> done = closed.get_future();
-  resp->loop->post([resp, &closed] {
+  // The task owns the promise: this thread may return (and unwind) as soon as it is set, while set_value
+  // itself is still finishing on the loop thread.
+  auto closed = std::make_shared<std::promise<void>>();
+  std::future<void> done = closed->get_future();
+  resp->loop->post([resp, closed] {
     close_on_loop(resp);
-    closed.set_value();
+    closed->set_value();
   });
   done.wait();
 }
