@@ -17,6 +17,7 @@ void BodySink::buffer_into(std::string* body, uint64_t limit) {
   pending_.clear();
   pending_at_ = 0;
   paused_ = false;
+  discarding_ = false;
 }
 
 void BodySink::stream() {
@@ -25,6 +26,7 @@ void BodySink::stream() {
 }
 
 size_t BodySink::write(const char* data, size_t n) {
+  if (discarding_) return n;
   if (!streaming_) {
     if (over_limit_) return 0;
     std::string& body = *body_;

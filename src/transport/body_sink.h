@@ -71,6 +71,8 @@ class BodySink {
   size_t drain(char* buf, size_t cap);  // kept bytes into `buf`
   bool paused() const { return paused_; }
   void resumed() { paused_ = false; }
+  // Every later write is taken and dropped: for the bytes libcurl still holds of a transfer being cut.
+  void discard_rest() { discarding_ = true; }
 
  private:
   bool streaming_ = false;
@@ -83,6 +85,7 @@ class BodySink {
   std::string pending_;
   size_t pending_at_ = 0;
   bool paused_ = false;
+  bool discarding_ = false;
 };
 
 // Makes room in `body` for `needed` bytes in all, never more than `limit`. std::string's own growth doubles

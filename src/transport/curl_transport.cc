@@ -460,6 +460,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     timer_ = 0;
     multi_.forget(*this);
     if (in_multi_) {
+      drop_paused_bytes();
       multi_.detach(*this);
       cut_ = true;
     }
@@ -493,6 +494,18 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     });
   }
 
+  // libcurl 7.88 keeps the write a paused transfer refused (and what more of an HTTP/2 stream came) for the
+  // handle, and neither curl_multi_remove_handle nor curl_easy_cleanup frees it: left, it leaks, or reaches
+  // the next request on the handle. Unpaused into a sink that drops it, it goes now. Before the detach.
+  void drop_paused_bytes() {
+    BodySink& sink = easy_->sink();
+    if (!sink.paused()) return;
+    easy_->on_progress(nullptr, nullptr);  // nothing more to tell: the transfer is being cut
+    sink.discard_rest();
+    sink.resumed();
+    curl_easy_pause(easy_->handle(), CURLPAUSE_CONT);
+  }
+
   // A deadline or cancel stops the transfer before libcurl finished it.
   void stop(Interrupt why) {
     if (!in_multi_) return;
@@ -500,6 +513,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     // Before leaving the multi, while the cache still counts this transfer: a timed-out connection another
     // transfer shares must stay (a later finish() would count one transfer too few, and cut it under them).
     easy_->retire_connection_after_timeout(why);
+    drop_paused_bytes();
     multi_.detach(*this);
     cut_ = true;
     in_multi_ = false;
