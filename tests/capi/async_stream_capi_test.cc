@@ -235,6 +235,11 @@ class AsyncStreamServerTest : public humus::test::WithTestServer, protected Asyn
     make_client("http://" + server().address("http"), extra, timeouts);
   }
   std::string url(const std::string& path) { return server().url("http", path); }
+  // A client of the server's HTTP/2 listener (TLS with the test CA), room for many calls at once.
+  void make_h2_client() {
+    make_client("https://" + server().host_port("https"), R"(, "tls": {"ca_file": ")" + server().ca_file() +
+                                                              R"("}, "bulkhead": {"max_concurrent": 64})");
+  }
 };
 
 TEST_F(AsyncStreamPeerTest, OneGibStreamsOnTheLoopInBoundedMemoryAndCountsAtTheEnd) {
@@ -294,8 +299,7 @@ TEST_F(AsyncStreamPeerTest, ManyBodiesAtOnceOnOneLoopOverHttp1) {
 TEST_F(AsyncStreamServerTest, ManyBodiesAtOnceOnOneLoopOverHttp2) {
   const int body_size = 512 * 1024 + 7;
   server().script("/big", nlohmann::json::array({{{"status", 200}, {"body_size", body_size}}}));
-  make_client("https://" + server().host_port("https"),
-              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  make_h2_client();
   constexpr int kBodies = 16;
   humus_request* req = request(server().url("https", "/big"));
   std::vector<std::unique_ptr<Body>> bodies;
@@ -331,8 +335,7 @@ TEST_F(AsyncStreamServerTest, StreamsCutWhilePausedLeaveNothingForTheNextRequest
   server().script("/cut", nlohmann::json::array({{{"status", 200}, {"body_size", 4 << 20}}}));
   const int exact = 100'003;
   server().script("/exact", nlohmann::json::array({{{"status", 200}, {"body_size", exact}}}));
-  make_client("https://" + server().host_port("https"),
-              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  make_h2_client();
   constexpr int kBodies = 12;
   for (int round = 0; round < 3; ++round) {
     humus_request* cut = request(server().url("https", "/cut"));
@@ -402,8 +405,7 @@ TEST_F(AsyncStreamServerTest, BufferedCallsCancelledMidBodyLeaveNothingForTheNex
                   nlohmann::json::array({{{"status", 200}, {"body_size", 4 << 20}, {"chunk_delay_ms", 5}}}));
   const int exact = 100'003;
   server().script("/exact", nlohmann::json::array({{{"status", 200}, {"body_size", exact}}}));
-  make_client("https://" + server().host_port("https"),
-              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  make_h2_client();
   constexpr int kCalls = 12;
   for (int round = 0; round < 2; ++round) {
     humus_request* cut = request(server().url("https", "/cut"));
@@ -446,8 +448,7 @@ TEST_F(AsyncStreamServerTest, ATimedOutStreamLeavesItsConnectionToTheOtherStream
   const int slow = 24 * 16 * 1024;  // 24 chunks, 50 ms apart: about 1.2 s
   server().script("/slow",
                   nlohmann::json::array({{{"status", 200}, {"body_size", slow}, {"chunk_delay_ms", 50}}}));
-  make_client("https://" + server().host_port("https"),
-              R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("}, "bulkhead": {"max_concurrent": 64})");
+  make_h2_client();
   humus_request* timed = request(server().url("https", "/slow"));
   ASSERT_EQ(humus_request_set_timeout_ms(timed, 300, nullptr), HUMUS_OK);
   humus_request* whole = request(server().url("https", "/slow"));

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/cgo"
-	"sync"
 	"time"
 	"unsafe"
 )
@@ -94,6 +93,8 @@ type loopCall struct {
 
 // end closes the body — which counts the result if it was not read to its end — then lets go of the rest.
 // No completion names the handle any more: the headers came, and a wake-up comes only to a waiting Read.
+func (c *loopCall) token() *C.humus_cancel { return c.state.token }
+
 func (c *loopCall) end() {
 	C.humusgo_body_close(c.body)
 	live.responses.Add(-1)
@@ -106,8 +107,8 @@ func (c *loopCall) end() {
 func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sentURL string, decodes bool) *Response {
 	live.responses.Add(1)
 	r := streamedHead(C.humusgo_body_response(call.body), req, sentURL, decodes)
-	s := &loopStream{call: call, signal: signal}
-	s.returned.L = &s.mu
+	s := &loopStream{signal: signal}
+	s.open(call)
 	s.cleanup = runtime.AddCleanup(s, (*loopCall).end, call)
 	if hasNoBody(req, r.Response) {
 		// Read to its end now, which counts the result and keeps the connection.
@@ -123,15 +124,9 @@ func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sent
 
 // loopStream is the Body of a call opened on the loop. Read copies what the loop has read ahead.
 type loopStream struct {
-	mu       sync.Mutex
-	returned sync.Cond // on mu: a waiting Read woke up
-	call     *loopCall // guarded by mu; nil once ended
-	signal   *bodySignal
-	reading  bool        // guarded by mu: a Read waits for the loop (mu is not held then, so Close can interrupt it)
-	closed   bool        // guarded by mu
-	err      error       // guarded by mu: io.EOF or the failure mid-body, what every later Read returns
-	batch    *time.Timer // the Read's, made by its first wait
-	cleanup  runtime.Cleanup
+	bodyGate[*loopCall]
+	signal *bodySignal
+	batch  *time.Timer // the Read's, made by its first wait
 }
 
 // Read copies the next bytes into p, waiting until at least one has come; io.EOF at the end, which counts
@@ -208,35 +203,4 @@ func (s *loopStream) await(body *C.humusgo_body) {
 		C.humusgo_body_hurry(body)
 		<-s.signal.ready
 	}
-}
-
-// Close ends the call: a body not read to its end is closed and its result counted as it was classified
-// (docs/bodies.md §7); its connection, bulkhead slot and client reference are given back. A Close while a
-// Read waits for bytes cancels that read (the breaker then counts nothing, as for a cancelled call) and
-// returns once the Read has. Idempotent; safe to call concurrently with Read.
-func (s *loopStream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.reading {
-		C.humus_cancel_trigger(s.call.state.token)
-		for s.reading {
-			s.returned.Wait()
-		}
-	}
-	s.end()
-	return nil
-}
-
-// end ends the call once; s.mu is held.
-func (s *loopStream) end() {
-	if s.call == nil {
-		return
-	}
-	s.cleanup.Stop()
-	s.call.end()
-	s.call = nil
 }

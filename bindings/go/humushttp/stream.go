@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -27,6 +26,8 @@ type streamCall struct {
 
 // end frees the response — which counts the result if the body was not read to its end — then the token,
 // then the reference to the client.
+func (c *streamCall) token() *C.humus_cancel { return c.state.token }
+
 func (c *streamCall) end() {
 	freeResponse(c.resp)
 	c.state.unwatch()
@@ -47,8 +48,8 @@ func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, de
 		call.end()
 		r.Response.Body = http.NoBody
 	} else {
-		s := &stream{call: call}
-		s.returned.L = &s.mu
+		s := &stream{}
+		s.open(call)
 		s.cleanup = runtime.AddCleanup(s, (*streamCall).end, call)
 		r.Response.Body = s
 	}
@@ -76,15 +77,10 @@ func hasNoBody(req *http.Request, out *http.Response) bool {
 		out.StatusCode == http.StatusNotModified
 }
 
-// stream is the Body of a blocking call: each Read is one humus_response_read into the caller's buffer.
+// stream is the Body of a blocking call: each Read is one humus_response_read into the caller's buffer,
+// made without the gate's lock so that Close can interrupt it.
 type stream struct {
-	mu       sync.Mutex
-	returned sync.Cond   // on mu: a Read came back from C
-	call     *streamCall // guarded by mu; nil once ended
-	reading  bool        // guarded by mu: a Read is in C (mu is not held there, so Close can interrupt it)
-	closed   bool        // guarded by mu
-	err      error       // guarded by mu: io.EOF or the failure mid-body, what every later Read returns
-	cleanup  runtime.Cleanup
+	bodyGate[*streamCall]
 }
 
 // Read reads the next bytes into p, blocking until at least one has come; io.EOF at the end, which counts
@@ -142,35 +138,4 @@ func (s *stream) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return int(n), nil
-}
-
-// Close ends the call: a body not read to its end is closed and its result counted as it was classified
-// (docs/bodies.md §7); its connection, bulkhead slot and client reference are given back. A Close while a
-// Read waits for bytes cancels that read (the breaker then counts nothing, as for a cancelled call) and
-// returns once the Read has. Idempotent; safe to call concurrently with Read.
-func (s *stream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.reading {
-		C.humus_cancel_trigger(s.call.state.token)
-		for s.reading {
-			s.returned.Wait()
-		}
-	}
-	s.end()
-	return nil
-}
-
-// end ends the call once; s.mu is held.
-func (s *stream) end() {
-	if s.call == nil {
-		return
-	}
-	s.cleanup.Stop()
-	s.call.end()
-	s.call = nil
 }
