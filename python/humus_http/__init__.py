@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import _native, otel, prometheus
-from ._async import AsyncBodyOptions, AsyncClient
 from ._auth import AuthTypes, BasicAuth, BearerAuth
 from ._cancel import CancelToken
 from ._client import BodyOptions, CallOptions, Client, EventHooks, QueryParams
@@ -73,6 +72,18 @@ from ._telemetry import LogRecord, LogSink, Span, SpanSink
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 from ._upstreams import Upstreams
 from ._urls import URL
+
+if TYPE_CHECKING:
+    from ._async import AsyncBodyOptions, AsyncClient
+
+#: Names imported on first use (PEP 562): the asyncio twin pulls in asyncio (with ssl, socket, logging and
+#: concurrent.futures), about a third of this package's import time, which a blocking program never needs.
+_LAZY = {"AsyncClient": "._async", "AsyncBodyOptions": "._async"}
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 #: The version of the C core linked into the extension.
@@ -162,6 +173,13 @@ _MODULE_CALLS = frozenset(("request", "stream", "get", "head", "options", "delet
 
 if not TYPE_CHECKING:
     def __getattr__(name: str) -> object:
+        where = _LAZY.get(name)
+        if where is not None:
+            import importlib
+
+            value = getattr(importlib.import_module(where, __name__), name)
+            globals()[name] = value  # later lookups find it directly
+            return value
         if name in _MODULE_CALLS:
             raise AttributeError(
                 f"humus_http has no module-level {name}(): a client is made once per dependency, for one origin "

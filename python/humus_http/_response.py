@@ -1,7 +1,6 @@
 """Responses and requests shaped like httpx's, and case-insensitive multi-value headers."""
 from __future__ import annotations
 
-import asyncio
 import codecs
 import http
 import io
@@ -11,7 +10,7 @@ import stat
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from datetime import timedelta
-from typing import Any, BinaryIO, cast, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, cast, overload
 
 from . import _native
 from ._closing import Closing
@@ -563,6 +562,8 @@ class Response(_StatusPredicates, Closing):
         if bridge_of is None:
             raise RuntimeError("only a response of AsyncClient.stream() is read asynchronously; this one has "
                                "iter_bytes() and read()")
+        import asyncio  # here, not at the top: a process that never runs a loop never pays for asyncio's import
+
         native = self._live()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bytes | _native.ErrorInfo] = loop.create_future()
@@ -650,8 +651,11 @@ class Response(_StatusPredicates, Closing):
         return f"<Response [{self.status_code} {self.reason_phrase}]>"
 
 
-#: Gives the native bridge of an asyncio loop (AsyncClient's, one per loop).
-BridgeOf = Callable[[asyncio.AbstractEventLoop], _native.Bridge]
+if TYPE_CHECKING:
+    import asyncio
+
+    #: Gives the native bridge of an asyncio loop (AsyncClient's, one per loop).
+    BridgeOf = Callable[[asyncio.AbstractEventLoop], _native.Bridge]
 
 
 class _Chunker:

@@ -7,10 +7,9 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _native
-from ._async import AsyncClient
 from ._at_exit import CloseAtExit
 from ._client import Client, _BaseClient
 from ._urls import origin_of
@@ -20,7 +19,10 @@ from ._settings import Runtime, default_runtime
 
 __all__ = ["Upstreams", "base_url_variable"]
 
-_C = TypeVar("_C", Client, AsyncClient)
+if TYPE_CHECKING:
+    from ._async import AsyncClient
+
+_C = TypeVar("_C", "Client", "AsyncClient")
 
 # Closed at exit before Python finalizes, as clients are (see _at_exit.py).
 _open_registries: CloseAtExit[Upstreams] = CloseAtExit(lambda registry: registry.close())
@@ -190,6 +192,8 @@ class Upstreams(Closing):
 
     def async_client(self, name: str) -> AsyncClient:
         """The same as client(), as an AsyncClient."""
+        from ._async import AsyncClient  # here: importing it (and asyncio) is for the processes that use it
+
         return self._keep(AsyncClient._adopt(self._native_client(name), self._base_urls[name],
                                              self._origins[name], self._runtime, self._max_bodies.get(name)))
 

@@ -52,3 +52,20 @@ def test_the_quickstart_runs(server: TestServer, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("200 HTTP/1.1 ")
+
+
+def test_a_blocking_program_does_not_import_asyncio() -> None:
+    # AsyncClient is imported on first use: asyncio (with ssl, socket, logging, concurrent.futures) is about a
+    # third of the package's import time, which a program that never runs a loop should not pay.
+    probe = ("import sys, humus_http\n"
+             "assert 'asyncio' not in sys.modules, 'import humus_http imported asyncio'\n"
+             "with humus_http.Client('http://127.0.0.1:9') as client:\n"
+             "    pass\n"
+             "assert 'asyncio' not in sys.modules, 'a blocking Client imported asyncio'\n"
+             "assert humus_http.AsyncClient.__name__ == 'AsyncClient' and 'AsyncClient' in dir(humus_http)\n"
+             "assert 'asyncio' in sys.modules\n"
+             "from humus_http import *  # every name of __all__, the lazy ones too\n"
+             "print(AsyncBodyOptions.__name__)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "AsyncBodyOptions\n"
