@@ -470,6 +470,78 @@ func TestStreamOpenBodyHoldsItsBulkheadSlot(t *testing.T) {
 	})
 }
 
+func TestStreamOpenBodyHoldsAProbeSlotForAtMostProbeTimeout(t *testing.T) {
+	bothPaths(t, func(t *testing.T, open openFunc) {
+		p := newPeer(t)
+		c := open(p, func(s *humushttp.Settings) {
+			s.MaxAttempts = 1
+			s.Breaker = &humushttp.BreakerSettings{OpenFor: 200 * time.Millisecond, Probes: 1,
+				ProbeTimeout: 600 * time.Millisecond}
+			s.Trip = &humushttp.TripSettings{ConsecutiveFailures: 2}
+			s.Probe = &humushttp.ProbeSettings{SuccessesToClose: 1}
+		})
+		state := func() humushttp.CircuitState {
+			t.Helper()
+			st, err := c.BreakerState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		for range 2 {
+			resp, err := c.Do(mustRequest(t, "GET", p.URL+"/status/500"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if st := state(); st != humushttp.CircuitOpen {
+			t.Fatalf("after two failures: %v, want open", st)
+		}
+		time.Sleep(300 * time.Millisecond) // past open_for: half-open
+		loopCalls := humushttp.LoopCalls()
+
+		probe, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/"+strconv.Itoa(4*kMiB))) // the probe, body left open
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(probe.Body, make([]byte, 1024)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Do(mustRequest(t, "GET", p.URL+"/bytes/10"))
+		var e *humushttp.Error
+		if !errors.Is(err, humushttp.ErrRejected) || !errors.As(err, &e) || e.RetryAfter <= 0 {
+			t.Fatalf("a call while the probe's body is open: %v, want ErrRejected with a RetryAfter", err)
+		}
+
+		time.Sleep(800 * time.Millisecond) // past probe_timeout: the slot is freed
+		if n := counts(t, c); n.State != humushttp.CircuitHalfOpen || n.TimedOutProbes != 1 {
+			t.Errorf("past probe_timeout: %+v, want half-open with one timed-out probe", n)
+		}
+		resp, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/10"))
+		if err != nil {
+			t.Fatalf("after probe_timeout: %v", err)
+		}
+		if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 10 {
+			t.Fatalf("the second probe's body: %d bytes, %v", len(b), err)
+		}
+		resp.Body.Close()
+		if st := state(); st != humushttp.CircuitClosed {
+			t.Errorf("after the second probe's success: %v, want closed", st)
+		}
+		probe.Body.Close() // the timed-out probe's late result changes nothing
+		if n := counts(t, c); state() != humushttp.CircuitClosed || n.Failures != 0 {
+			t.Errorf("after the stale probe closed: %v, %+v", state(), n)
+		}
+		if n := p.count("/bytes/10"); n != 1 { // the rejected call sent nothing
+			t.Errorf("/bytes/10 reached the server %d times, want 1", n)
+		}
+		if humushttp.LoopCalls() == loopCalls && strings.HasSuffix(t.Name(), "/loop") {
+			t.Error("the probes did not run on the event loop")
+		}
+	})
+}
+
 func TestStreamMidBodyResetIsAnError(t *testing.T) {
 	bothPaths(t, func(t *testing.T, open openFunc) {
 		p := newPeer(t)
