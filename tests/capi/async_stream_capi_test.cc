@@ -366,6 +366,10 @@ TEST_F(AsyncStreamServerTest, StreamsCutWhilePausedLeaveNothingForTheNextRequest
       humus_response_free(b->resp);
     }
     humus_request_free(next);
+    // Each call one request on the wire: none retried, none sent twice.
+    const size_t sent = static_cast<size_t>((round + 1) * kBodies);
+    EXPECT_EQ(server().requests("/cut").size(), sent) << "round " << round;
+    EXPECT_EQ(server().requests("/exact").size(), sent) << "round " << round;
   }
 }
 
@@ -438,6 +442,9 @@ TEST_F(AsyncStreamServerTest, BufferedCallsCancelledMidBodyLeaveNothingForTheNex
       EXPECT_EQ(b->body_len, static_cast<size_t>(exact)) << "round " << round;
     }
     humus_request_free(next);
+    const size_t sent = static_cast<size_t>((round + 1) * kCalls);
+    EXPECT_EQ(server().requests("/cut").size(), sent) << "round " << round;
+    EXPECT_EQ(server().requests("/exact").size(), sent) << "round " << round;
   }
 }
 
