@@ -129,6 +129,7 @@ class CurlEasy {
   Slist headers_;
   Headers last_headers_;
   std::vector<curl_slist*> header_nodes_;  // the nodes of headers_ holding last_headers_' fields, in order
+  bool headers_ask_codings_ = false;       // headers_ has the Accept-Encoding line of a decoded body
   std::string last_url_;
   std::string last_method_;
   bool last_had_body_ = false;

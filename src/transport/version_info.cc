@@ -45,6 +45,23 @@ constexpr Feature kFeatures[] = {
 
 }  // namespace
 
+const std::string& decodable_codings() {
+  static const std::string codings = [] {
+    ensure_curl_global();
+    const int bits = curl_version_info(CURLVERSION_NOW)->features;
+    std::string out;
+    const auto add = [&out](const char* coding) { out += out.empty() ? coding : std::string(", ") + coding; };
+    if ((bits & CURL_VERSION_LIBZ) != 0) {
+      add("deflate");
+      add("gzip");
+    }
+    if ((bits & CURL_VERSION_BROTLI) != 0) add("br");
+    if ((bits & CURL_VERSION_ZSTD) != 0) add("zstd");
+    return out;
+  }();
+  return codings;
+}
+
 std::string linked_versions_json() {
   ensure_curl_global();
   const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);

@@ -12,4 +12,9 @@ namespace humus::transport {
 // Thread-safe (curl_version_info only reads static data once libcurl is initialised; this initialises it).
 std::string linked_versions_json();
 
+// The Content-Encoding values the linked libcurl decodes, as it would list them in an Accept-Encoding header
+// for CURLOPT_ACCEPT_ENCODING "" (libcurl 7.88: "deflate, gzip, br, zstd", each only when built in); empty
+// when it decodes none. Computed once; thread-safe.
+const std::string& decodable_codings();
+
 }  // namespace humus::transport
