@@ -486,9 +486,9 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     std::vector<std::string> lines;
     lines.reserve(r.headers.size() + 4);
     // The Accept-Encoding of a decoded body is a line of this list rather than libcurl's own, which libcurl
-    // formats anew for every request a character at a time, and then once more into the request: about 10k
-    // instructions a request (callgrind), an eighth of a whole small GET. libcurl leaves its own out when the
-    // list has one, and still decodes, since CURLOPT_ACCEPT_ENCODING stays set (below).
+    // formats anew for every request a character at a time, and then once more into the request; a line here
+    // is formatted once (callgrind, a 100-byte GET: 81.2k -> 77.8k instructions). libcurl leaves its own out
+    // when the list has one, and still decodes, since CURLOPT_ACCEPT_ENCODING stays set (below).
     if (decode && !decodable_codings().empty()) lines.push_back("Accept-Encoding: " + decodable_codings());
     // No "Expect: 100-continue" round trip: the client's own timeouts bound a slow dependency.
     lines.emplace_back("Expect:");
