@@ -47,10 +47,14 @@ class BodyStream {
 
 // The bytes of libcurl's write callback. Buffered: appended to a string, at most `limit` bytes, its capacity
 // grown by hand so memory never passes the limit (a doubling string would reach twice it). Streamed: copied
-// into the reader's lent buffer; what one write brings beyond it is kept (at most one write), and the next
-// write pauses the transfer (CURL_WRITEFUNC_PAUSE) until the reader comes back.
+// into the reader's lent buffer; what comes beyond it during that read is kept, up to kKeepAhead (libcurl
+// reads the socket again within one perform while it stays readable); between reads one write is kept. The
+// write after that pauses the transfer (CURL_WRITEFUNC_PAUSE) until the reader comes back.
 class BodySink {
  public:
+  // Bytes a streamed body keeps past the reader's buffer during a read before it pauses the transfer.
+  static constexpr size_t kKeepAhead = size_t{256} * 1024;
+
   void buffer_into(std::string* body, uint64_t limit);
   void stream();
   bool streaming() const { return streaming_; }

@@ -1,7 +1,8 @@
-// A blocking attempt whose body is read after its headers (docs/bodies.md §7): the lane's multi handle is driven on the
-// caller's thread first until the headers are in, then by each read until bytes arrive. While the reader's
-// buffer is full the transfer is paused (CURL_WRITEFUNC_PAUSE) and nothing drives it, so a slow reader holds
-// one write of bytes at most, and its connection stays with the body until the end or the close.
+// A blocking attempt whose body is read after its headers (docs/bodies.md §7): the lane's multi handle is
+// driven on the caller's thread first until the headers are in, then by each read until bytes arrive. While
+// the reader's buffer is full the transfer is paused (CURL_WRITEFUNC_PAUSE) and nothing drives it, so a slow
+// reader holds what the sink keeps at most (BodySink: kKeepAhead and a write), and its connection stays with
+// the body until the end or the close.
 #pragma once
 
 #include <curl/curl.h>

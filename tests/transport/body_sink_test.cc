@@ -80,7 +80,7 @@ TEST(BodySinkTest, ABodyOfExactlyTheLimitFits) {
   EXPECT_EQ(body, "0123456789");
 }
 
-TEST(BodySinkTest, StreamedWritesFillTheLentBufferKeepOneWriteThenPause) {
+TEST(BodySinkTest, StreamedWritesFillTheLentBufferKeepWhatFollowsUpToKeepAheadThenPause) {
   BodySink sink;
   sink.stream();
   char buf[8];
@@ -89,20 +89,45 @@ TEST(BodySinkTest, StreamedWritesFillTheLentBufferKeepOneWriteThenPause) {
   EXPECT_EQ(sink.write("fghij", 5), 5u);  // 3 fit, 2 are kept
   EXPECT_EQ(sink.taken(), 8u);
   EXPECT_TRUE(sink.has_pending());
-  EXPECT_EQ(sink.write("klm", 3), static_cast<size_t>(CURL_WRITEFUNC_PAUSE));  // libcurl keeps this one
+  // libcurl reads the socket again within the same read: kept too, up to kKeepAhead in all.
+  EXPECT_EQ(sink.write("klm", 3), 3u);
+  const std::string big(BodySink::kKeepAhead - 5, 'x');
+  EXPECT_EQ(sink.write(big.data(), big.size()), big.size());                 // exactly kKeepAhead kept now
+  EXPECT_EQ(sink.write("n", 1), static_cast<size_t>(CURL_WRITEFUNC_PAUSE));  // one more: libcurl keeps it
   EXPECT_TRUE(sink.paused());
   EXPECT_EQ(sink.unlend(), 8u);
   EXPECT_EQ(std::string(buf, 8), "abcdefgh");
 
-  char next[8];
-  EXPECT_EQ(sink.drain(next, sizeof next), 2u);
-  EXPECT_EQ(std::string(next, 2), "ij");
+  // The kept bytes come back in order, across reads.
+  std::string kept(BodySink::kKeepAhead, '\0');
+  EXPECT_EQ(sink.drain(kept.data(), 5), 5u);
+  EXPECT_EQ(kept.substr(0, 5), "ijklm");
+  EXPECT_EQ(sink.drain(kept.data(), kept.size()), big.size());
+  EXPECT_EQ(kept.substr(0, big.size()), big);
   EXPECT_FALSE(sink.has_pending());
   sink.resumed();
+  char next[8];
   sink.lend(next, sizeof next);
-  EXPECT_EQ(sink.write("klm", 3), 3u);  // handed over again after the unpause
-  EXPECT_EQ(sink.unlend(), 3u);
-  EXPECT_EQ(std::string(next, 3), "klm");
+  EXPECT_EQ(sink.write("n", 1), 1u);  // handed over again after the unpause
+  EXPECT_EQ(sink.unlend(), 1u);
+  EXPECT_EQ(next[0], 'n');
+}
+
+TEST(BodySinkTest, KeptBytesPartlyDrainedMakeRoomForMoreDuringTheNextRead) {
+  BodySink sink;
+  sink.stream();
+  char buf[4];
+  sink.lend(buf, sizeof buf);
+  EXPECT_EQ(sink.write("abcdef", 6), 6u);  // "ef" kept
+  EXPECT_EQ(sink.unlend(), 4u);
+  char one[1];
+  EXPECT_EQ(sink.drain(one, 1), 1u);  // "e" taken, "f" still kept
+  sink.lend(buf, sizeof buf);
+  EXPECT_EQ(sink.write("gh", 2), 2u);  // appended after "f"
+  EXPECT_EQ(sink.unlend(), 0u);
+  char rest[8];
+  EXPECT_EQ(sink.drain(rest, sizeof rest), 3u);
+  EXPECT_EQ(std::string(rest, 3), "fgh");
 }
 
 TEST(BodySinkTest, WritesBeforeAnyReadAreKeptUpToOneThenPaused) {
