@@ -14,8 +14,7 @@ void BodySink::buffer_into(std::string* body, uint64_t limit) {
   over_limit_ = false;
   buf_ = nullptr;
   cap_ = taken_ = 0;
-  pending_.clear();
-  pending_at_ = 0;
+  release_kept();
   paused_ = false;
   discarding_ = false;
 }
@@ -77,6 +76,11 @@ size_t BodySink::unlend() {
   buf_ = nullptr;
   cap_ = taken_ = 0;
   return n;
+}
+
+void BodySink::release_kept() {
+  std::string().swap(pending_);
+  pending_at_ = 0;
 }
 
 size_t BodySink::drain(char* buf, size_t cap) {

@@ -75,6 +75,9 @@ class BodySink {
   size_t drain(char* buf, size_t cap);  // kept bytes into `buf`
   bool paused() const { return paused_; }
   void resumed() { paused_ = false; }
+  // Frees the kept bytes and their memory (up to kKeepAhead): for a handle going back to a pool once its body
+  // is closed, so that an idle handle holds none of it.
+  void release_kept();
   // Every later write is taken and dropped: for the bytes libcurl still holds of a transfer being cut.
   void discard_rest() { discarding_ = true; }
 

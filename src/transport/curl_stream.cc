@@ -18,6 +18,7 @@ CurlStream::CurlStream(CurlEasy& easy, CURLM* multi, const AttemptLimits& limits
 CurlStream::~CurlStream() {
   // Removing a transfer libcurl has not finished closes its connection (it cannot be reused half-read).
   if (added_) curl_multi_remove_handle(multi_, easy_.handle());
+  easy_.sink().release_kept();  // the lane goes back to its pool: it holds none of this body's keep
   if (release_) release_(ended_);
 }
 

@@ -466,7 +466,10 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     }
     in_multi_ = false;
     if (easy_) {
-      if (easy_->sink().streaming()) easy_->sink().unlend();
+      if (easy_->sink().streaming()) {
+        easy_->sink().unlend();
+        easy_->sink().release_kept();
+      }
       easy_->on_progress(nullptr, nullptr);
       // A handle taken out of the multi mid-transfer is not reused: libcurl may still hold bytes of that
       // transfer for it (an HTTP/2 stream paused while its reader was away), which would reach the next

@@ -128,6 +128,13 @@ TEST(BodySinkTest, KeptBytesPartlyDrainedMakeRoomForMoreDuringTheNextRead) {
   char rest[8];
   EXPECT_EQ(sink.drain(rest, sizeof rest), 3u);
   EXPECT_EQ(std::string(rest, 3), "fgh");
+
+  sink.lend(buf, sizeof buf);
+  EXPECT_EQ(sink.write("ijklmn", 6), 6u);  // "mn" kept
+  EXPECT_EQ(sink.unlend(), 4u);
+  sink.release_kept();  // the body closed early: its keep goes with it
+  EXPECT_FALSE(sink.has_pending());
+  EXPECT_EQ(sink.drain(rest, sizeof rest), 0u);
 }
 
 TEST(BodySinkTest, WritesBeforeAnyReadAreKeptUpToOneThenPaused) {
