@@ -402,6 +402,52 @@ TEST_F(StreamCapiTest, MidBodyResetIsABreakerFailure) {
   humus_request_free(req);
 }
 
+// Reads a streamed body to its end or its failure in pieces of `cap`: its bytes and checksum, and the status
+// that ended it.
+struct ReadOut {
+  Checksum sum;
+  humus_status status = HUMUS_OK;
+  std::string error;  // the failure's message
+};
+ReadOut read_all(humus_response* resp, size_t cap) {
+  ReadOut out;
+  std::vector<char> buf(cap);
+  size_t n = 0;
+  humus_error* err = nullptr;
+  while ((out.status = humus_response_read(resp, buf.data(), buf.size(), &n, &err)) == HUMUS_OK && n > 0) {
+    out.sum.update(reinterpret_cast<const uint8_t*>(buf.data()), n);
+  }
+  if (err != nullptr) out.error = humus_error_message(err);
+  humus_error_free(err);
+  return out;
+}
+
+// A peer that closes cleanly short of its Content-Length: every byte it sent reaches the reader, in order, also
+// the ones the transport kept past the reader's buffer (BodySink::kKeepAhead), and only then the failure —
+// counted once, the request sent once. Read while libcurl finds the socket full (it reads it several times in one
+// pass), in pieces that do not divide the writes.
+TEST_F(StreamCapiTest, ABodyCutShortHandsOverEveryByteSentThenConnectionLost) {
+  make_client(peer_->base_url());
+  const uint64_t sent = 3 * kMiB + 12'345;
+  for (const size_t cap : {size_t{10'000}, size_t{64 * 1024}}) {
+    const std::string path = "/cut/" + std::to_string(8 * kMiB) + "/" + std::to_string(sent) + "?cap=" +
+                             std::to_string(cap);
+    humus_request* req = request("GET", peer_->url(path));
+    humus_response* resp = nullptr;
+    ASSERT_EQ(humus_client_open(client_, req, &resp, nullptr), HUMUS_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the peer has sent all and closed
+    const ReadOut out = read_all(resp, cap);
+    EXPECT_EQ(out.status, HUMUS_E_CONNECTION_LOST) << "cap " << cap << ": " << out.error;
+    EXPECT_EQ(out.sum.bytes(), sent) << "cap " << cap;
+    EXPECT_EQ(out.sum.value(), humus::test::pattern_checksum(sent)) << "cap " << cap;
+    humus_response_free(resp);
+    humus_request_free(req);
+    EXPECT_EQ(peer_->count(path), 1u) << "cap " << cap;
+  }
+  EXPECT_EQ(counts().failures, 2u);
+  EXPECT_EQ(counts().successes, 0u);
+}
+
 TEST_F(StreamCapiTest, CancelMidBodyIsIgnoredByTheBreaker) {
   make_client(peer_->base_url());
   humus_cancel* cancel = nullptr;

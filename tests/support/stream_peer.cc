@@ -276,11 +276,13 @@ void StreamPeer::serve(int fd) {
     const std::string path = rec.path;
     record(rec);
 
-    if (path.rfind("/bytes/", 0) == 0 || path.rfind("/reset/", 0) == 0) {
-      const bool resets = path[1] == 'r';
-      const std::string spec = path.substr(7);
+    const bool resets = path.rfind("/reset/", 0) == 0;
+    const bool cuts = path.rfind("/cut/", 0) == 0;
+    if (path.rfind("/bytes/", 0) == 0 || resets || cuts) {
+      const std::string spec = path.substr(path.find('/', 1) + 1);
       const uint64_t n = std::stoull(spec);
-      const uint64_t cut = resets ? std::stoull(spec.substr(spec.find('/') + 1)) : n;
+      const uint64_t second = spec.find('/') == std::string::npos ? 0 : std::stoull(spec.substr(spec.find('/') + 1));
+      const uint64_t cut = resets || cuts ? second : n;
       const std::string h = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
                             std::to_string(n) + "\r\n\r\n";
       if (!send_all(fd, h.data(), h.size())) break;
@@ -299,6 +301,7 @@ void StreamPeer::serve(int fd) {
         reset = true;
         break;
       }
+      if (cuts) break;  // a clean close after what was sent
     } else {
       int code = 200;
       std::string body;

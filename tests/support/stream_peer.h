@@ -5,6 +5,7 @@
 //
 //   GET  /bytes/N        200, Content-Length N, N bytes of the pattern (pattern_fill)
 //   GET  /reset/N/M      200, Content-Length N, M bytes of the pattern, then a TCP RST
+//   GET  /cut/N/M        200, Content-Length N, M bytes of the pattern, then a clean close (FIN): a body cut short
 //   ANY  /upload         reads the body (Content-Length or chunked), answers 200 "BYTES CHECKSUM"
 //   ANY  /status/CODE    reads the body, answers CODE with an empty body
 //
