@@ -561,11 +561,21 @@ WireResult CurlEasy::head() {
   out.headers_received = true;
   long version = 0;
   curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
+  // Known from the head on: a streamed body's connection goes back to the pool without finish().
+  note_protocol(version == CURL_HTTP_VERSION_2_0);
   out.response.status = state_.response.status;
   out.response.headers = std::move(state_.response.headers);
   if (state_.decoding) strip_decoded_headers(out.response.headers);
   out.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
   return out;
+}
+
+long CurlEasy::note_protocol(bool http2) {
+  long local_port = 0;
+  if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0) {
+    state_.sockets->mark_protocol(static_cast<int>(local_port), http2);
+  }
+  return local_port;
 }
 
 bool CurlEasy::patch_header_values(const Headers& next) {
@@ -674,10 +684,7 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     const bool http2 = version == CURL_HTTP_VERSION_2_0;
     state_.response.http_version = http2 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
     if (state_.decoding) strip_decoded_headers(state_.response.headers);
-    long local_port = 0;
-    if (curl_easy_getinfo(easy_, CURLINFO_LOCAL_PORT, &local_port) == CURLE_OK && local_port > 0) {
-      state_.sockets->mark_protocol(static_cast<int>(local_port), http2);
-    }
+    const long local_port = note_protocol(http2);
     // A message framed two ways (Content-Length and Transfer-Encoding) is a smuggling sign (RFC 9112 §6.3):
     // its body is read as chunked, and its connection carries nothing more.
     if (!http2 && state_.saw_transfer_encoding && !state_.content_length.empty()) {

@@ -116,6 +116,10 @@ class CurlEasy {
 
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
+  // Records in the socket registry that the attempt's connection speaks HTTP/2 (else HTTP/1.x): a reused
+  // HTTP/1.1 connection is checked for a peer's late bytes before a request goes out on it (on_prereq).
+  // Returns the connection's local port, 0 when libcurl has none.
+  long note_protocol(bool http2);
   // When `next` differs from the headers last set only in values of unchanged lengths, writes those values
   // into the list in place and returns true; false when the list must be rebuilt.
   bool patch_header_values(const Headers& next);

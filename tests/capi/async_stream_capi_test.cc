@@ -273,6 +273,39 @@ TEST_F(AsyncStreamPeerTest, OneGibStreamsOnTheLoopInBoundedMemoryAndCountsAtTheE
   humus_request_free(req);
 }
 
+// Bytes a peer sends past its Content-Length stay on the loop's pooled connection: the next call never reads
+// them as its answer, because that connection takes no further request.
+TEST_F(AsyncStreamPeerTest, BytesPastContentLengthNeverReachTheNextCall) {
+  make_client(peer_->base_url());
+  const uint64_t announced = 100'003;
+  const std::string late = "/late/" + std::to_string(announced) + "/" + std::to_string(300 * 1024);
+  humus_request* late_req = request(peer_->url(late));
+  humus_request* next_req = request(peer_->url("/bytes/1000"));
+  for (int round = 0; round < 3; ++round) {
+    Body first(16 * 1024);
+    submit(late_req, first);
+    ASSERT_TRUE(first.end());
+    EXPECT_EQ(first.read_status, HUMUS_OK) << first.read_error;
+    EXPECT_EQ(first.sum.bytes(), announced);
+    EXPECT_EQ(first.sum.value(), humus::test::pattern_checksum(announced));
+    humus_response_free(first.resp);
+    std::this_thread::sleep_for(milliseconds(20));  // the surplus waits on the idle connection
+    Body next;
+    submit(next_req, next);
+    ASSERT_TRUE(next.end());
+    EXPECT_EQ(next.head_status, HUMUS_OK) << next.head_error;
+    EXPECT_EQ(next.read_status, HUMUS_OK) << next.read_error;
+    EXPECT_EQ(next.sum.bytes(), 1000u);
+    EXPECT_EQ(next.sum.value(), humus::test::pattern_checksum(1000));
+    humus_response_free(next.resp);
+  }
+  EXPECT_EQ(peer_->count(late), 3u);
+  EXPECT_EQ(peer_->count("/bytes/1000"), 3u);
+  EXPECT_EQ(counts().failures, 0u);
+  humus_request_free(late_req);
+  humus_request_free(next_req);
+}
+
 TEST_F(AsyncStreamPeerTest, ManyBodiesAtOnceOnOneLoopOverHttp1) {
   make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 64}, "max_idle_connections": 32)");
   constexpr int kBodies = 24;

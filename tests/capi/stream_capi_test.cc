@@ -448,6 +448,64 @@ TEST_F(StreamCapiTest, ABodyCutShortHandsOverEveryByteSentThenConnectionLost) {
   EXPECT_EQ(counts().successes, 0u);
 }
 
+// A peer that sends more than its Content-Length announced: the surplus is not the start of the next answer.
+// The connection it came on is never used again, so the next call on the client gets exactly what its own
+// answer holds — streamed or buffered, the late call first read to its end or closed early.
+TEST_F(StreamCapiTest, BytesPastContentLengthNeverReachTheNextCall) {
+  make_client(peer_->base_url());
+  const uint64_t announced = 100'003;
+  const std::string late = "/late/" + std::to_string(announced) + "/" + std::to_string(300 * 1024);
+  const std::string next = "/bytes/1000";
+  for (const int how : {0, 1, 2}) {  // streamed to its end, buffered, closed before its end
+    SCOPED_TRACE(how == 0 ? "streamed" : how == 1 ? "buffered" : "closed early");
+    humus_request* req = request("GET", peer_->url(late));
+    humus_response* resp = nullptr;
+    if (how == 1) {
+      ASSERT_EQ(humus_client_do(client_, req, &resp, nullptr), HUMUS_OK);
+      const void* data = nullptr;
+      size_t len = 0;
+      ASSERT_EQ(humus_response_body(resp, &data, &len, nullptr), HUMUS_OK);
+      Checksum sum;
+      sum.update(static_cast<const uint8_t*>(data), len);
+      EXPECT_EQ(sum.bytes(), announced);
+      EXPECT_EQ(sum.value(), humus::test::pattern_checksum(announced));
+    } else {
+      ASSERT_EQ(humus_client_open(client_, req, &resp, nullptr), HUMUS_OK);
+      std::this_thread::sleep_for(milliseconds(50));  // the surplus is on the wire
+      if (how == 0) {
+        const ReadOut out = read_all(resp, 16 * 1024);
+        EXPECT_EQ(out.status, HUMUS_OK) << out.error;
+        EXPECT_EQ(out.sum.bytes(), announced);
+        EXPECT_EQ(out.sum.value(), humus::test::pattern_checksum(announced));
+      } else {
+        char first[1000];
+        size_t n = 0;
+        ASSERT_EQ(humus_response_read(resp, first, sizeof first, &n, nullptr), HUMUS_OK);
+      }
+    }
+    humus_response_free(resp);
+    humus_request_free(req);
+
+    humus_request* again = request("GET", peer_->url(next));
+    humus_response* answer = nullptr;
+    humus_error* err = nullptr;
+    ASSERT_EQ(humus_client_do(client_, again, &answer, &err), HUMUS_OK)
+        << (err ? humus_error_message(err) : "");
+    const void* data = nullptr;
+    size_t len = 0;
+    ASSERT_EQ(humus_response_body(answer, &data, &len, nullptr), HUMUS_OK);
+    Checksum sum;
+    sum.update(static_cast<const uint8_t*>(data), len);
+    EXPECT_EQ(sum.bytes(), 1000u);
+    EXPECT_EQ(sum.value(), humus::test::pattern_checksum(1000));
+    humus_response_free(answer);
+    humus_request_free(again);
+  }
+  EXPECT_EQ(peer_->count(late), 3u);
+  EXPECT_EQ(peer_->count(next), 3u);
+  EXPECT_EQ(counts().failures, 0u);
+}
+
 TEST_F(StreamCapiTest, CancelMidBodyIsIgnoredByTheBreaker) {
   make_client(peer_->base_url());
   humus_cancel* cancel = nullptr;

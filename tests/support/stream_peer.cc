@@ -278,11 +278,13 @@ void StreamPeer::serve(int fd) {
 
     const bool resets = path.rfind("/reset/", 0) == 0;
     const bool cuts = path.rfind("/cut/", 0) == 0;
-    if (path.rfind("/bytes/", 0) == 0 || resets || cuts) {
+    const bool lates = path.rfind("/late/", 0) == 0;
+    if (path.rfind("/bytes/", 0) == 0 || resets || cuts || lates) {
       const std::string spec = path.substr(path.find('/', 1) + 1);
       const uint64_t n = std::stoull(spec);
       const uint64_t second = spec.find('/') == std::string::npos ? 0 : std::stoull(spec.substr(spec.find('/') + 1));
-      const uint64_t cut = resets || cuts ? second : n;
+      // What goes on the wire: a cut body stops short of its length, a late one runs past it.
+      const uint64_t cut = resets || cuts ? second : lates ? n + second : n;
       const std::string h = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
                             std::to_string(n) + "\r\n\r\n";
       if (!send_all(fd, h.data(), h.size())) break;
@@ -302,6 +304,8 @@ void StreamPeer::serve(int fd) {
         break;
       }
       if (cuts) break;  // a clean close after what was sent
+      // A late body's surplus stays on a connection kept open: the next request on it would read it as its
+      // answer.
     } else {
       int code = 200;
       std::string body;

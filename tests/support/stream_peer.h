@@ -5,7 +5,10 @@
 //
 //   GET  /bytes/N        200, Content-Length N, N bytes of the pattern (pattern_fill)
 //   GET  /reset/N/M      200, Content-Length N, M bytes of the pattern, then a TCP RST
-//   GET  /cut/N/M        200, Content-Length N, M bytes of the pattern, then a clean close (FIN): a body cut short
+//   GET  /cut/N/M        200, Content-Length N, M bytes of the pattern, then a clean close (FIN): a body cut
+//   short GET  /late/N/X       200, Content-Length N, N + X bytes of the pattern, the connection kept open: X
+//   bytes the
+//                        length did not announce, left where the next answer on that connection would start
 //   ANY  /upload         reads the body (Content-Length or chunked), answers 200 "BYTES CHECKSUM"
 //   ANY  /status/CODE    reads the body, answers CODE with an empty body
 //
