@@ -239,8 +239,10 @@ int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primar
     if (!st.first_send_reused) {
       if (const int fd = socket_on_port(st.opened, local_port); fd >= 0) st.sockets->bind(local_port, fd);
     } else if (const int fd = st.sockets->fd_for(local_port);
-               fd >= 0 && has_unread_input(fd) &&
-               (st.first_send_http1 || (st.sockets->known_http2(local_port) && st.sockets->transfers() <= 1))) {
+               fd >= 0 &&
+               (st.sockets->retired(local_port) ||
+                (has_unread_input(fd) && (st.first_send_http1 || (st.sockets->known_http2(local_port) &&
+                                                                  st.sockets->transfers() <= 1))))) {
       poison(fd);
       st.stale_connection = true;
       return CURL_PREREQFUNC_ABORT;
@@ -561,13 +563,22 @@ WireResult CurlEasy::head() {
   out.headers_received = true;
   long version = 0;
   curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
-  // Known from the head on: a streamed body's connection goes back to the pool without finish().
-  note_protocol(version == CURL_HTTP_VERSION_2_0);
+  // Judged from the head on: a streamed body's connection goes back to the pool without finish().
+  if (const long port = note_protocol(version == CURL_HTTP_VERSION_2_0);
+      port > 0 && framed_two_ways(version)) {
+    state_.sockets->retire(static_cast<int>(port));  // its body is still to be read: closed at its next reuse
+  }
   out.response.status = state_.response.status;
   out.response.headers = std::move(state_.response.headers);
   if (state_.decoding) strip_decoded_headers(out.response.headers);
   out.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
   return out;
+}
+
+bool CurlEasy::framed_two_ways(long version) const {
+  // A message framed by both Content-Length and Transfer-Encoding is a smuggling sign (RFC 9112 §6.3): its
+  // body is read as chunked, and its connection carries nothing more.
+  return version != CURL_HTTP_VERSION_2_0 && state_.saw_transfer_encoding && !state_.content_length.empty();
 }
 
 long CurlEasy::note_protocol(bool http2) {
@@ -685,9 +696,7 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     state_.response.http_version = http2 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
     if (state_.decoding) strip_decoded_headers(state_.response.headers);
     const long local_port = note_protocol(http2);
-    // A message framed two ways (Content-Length and Transfer-Encoding) is a smuggling sign (RFC 9112 §6.3):
-    // its body is read as chunked, and its connection carries nothing more.
-    if (!http2 && state_.saw_transfer_encoding && !state_.content_length.empty()) {
+    if (framed_two_ways(version)) {
       if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
     }
     if (close_delimited_body_cut(http2)) {

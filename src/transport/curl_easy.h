@@ -120,6 +120,8 @@ class CurlEasy {
   // HTTP/1.1 connection is checked for a peer's late bytes before a request goes out on it (on_prereq).
   // Returns the connection's local port, 0 when libcurl has none.
   long note_protocol(bool http2);
+  // Whether the response, over HTTP/1.x (`version` as CURLINFO_HTTP_VERSION), carried both framings.
+  bool framed_two_ways(long version) const;
   // When `next` differs from the headers last set only in values of unchanged lengths, writes those values
   // into the list in place and returns true; false when the list must be rebuilt.
   bool patch_header_values(const Headers& next);

@@ -13,19 +13,24 @@ int SocketRegistry::fd_for(int port) const {
 }
 
 bool SocketRegistry::known_http1(int port) const {
-  const auto it = http2_.find(port);
-  return it != http2_.end() && !it->second;
+  const auto it = known_.find(port);
+  return it != known_.end() && !it->second.http2;
 }
 
 bool SocketRegistry::known_http2(int port) const {
-  const auto it = http2_.find(port);
-  return it != http2_.end() && it->second;
+  const auto it = known_.find(port);
+  return it != known_.end() && it->second.http2;
+}
+
+bool SocketRegistry::retired(int port) const {
+  const auto it = known_.find(port);
+  return it != known_.end() && it->second.retired;
 }
 
 void SocketRegistry::closed(int fd) {
   for (auto it = by_port_.begin(); it != by_port_.end(); ++it) {
     if (it->second == fd) {
-      http2_.erase(it->first);
+      known_.erase(it->first);
       by_port_.erase(it);
       return;
     }

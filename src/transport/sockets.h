@@ -19,9 +19,14 @@ class SocketRegistry {
   // The socket of the connection on local port `port`, or -1 when none is known.
   int fd_for(int port) const;
   // The protocol an answer came in over the connection on local port `port`: known once one has.
-  void mark_protocol(int port, bool http2) { http2_[port] = http2; }
+  void mark_protocol(int port, bool http2) { known_[port].http2 = http2; }
   bool known_http1(int port) const;
   bool known_http2(int port) const;
+  // The connection on local port `port` takes no further request: an answer on it was framed in a way that
+  // leaves its end in doubt, found while its body may still be read. The next request that would reuse it
+  // closes it instead (on_prereq).
+  void retire(int port) { known_[port].retired = true; }
+  bool retired(int port) const;
   // How many transfers the cache is driving now (a lane: always one): a connection may be replaced under a
   // transfer only when no other transfer could be using it.
   void set_transfers(size_t n) { transfers_ = n; }
@@ -31,7 +36,11 @@ class SocketRegistry {
 
  private:
   std::unordered_map<int, int> by_port_;  // local port → socket
-  std::unordered_map<int, bool> http2_;   // local port → answered over HTTP/2 (false: HTTP/1.x)
+  struct Known {
+    bool http2 = false;  // answered over HTTP/2 (false: HTTP/1.x)
+    bool retired = false;
+  };
+  std::unordered_map<int, Known> known_;  // local port → what its answers told
   size_t transfers_ = 0;
 };
 

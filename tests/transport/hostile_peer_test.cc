@@ -1,27 +1,29 @@
 // The wire is untrusted (docs/transport.md §10.5–§10.8, docs/libcurl-traps.md §19): raw loopback peers that
 // break HTTP on purpose, and what the caller, the breaker and the wire see. Every test counts the requests
 // that reached the peer, so "what was sent" is the peer's word, not the client's.
+#include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
-#include <future>
 #include <chrono>
-#include <fcntl.h>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "client/client.h"
 #include "support/raw_peer.h"
+#include "support/read_through.h"
 #include "support/sanitizers.h"
 
 namespace humus::client {
 namespace {
 namespace HUMUS_UNITY_ID {
 
+using humus::test::BodyMode;
+using humus::test::call_with;
 using humus::test::RawConnection;
 using humus::test::RawPeer;
 using std::chrono::milliseconds;
@@ -97,15 +99,19 @@ RawPeer::Handler late_bytes(std::string first, std::string late, int pause_ms) {
 
 constexpr const char* kEvil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL";
 
-// F73
+// F73, the first body buffered or streamed.
 TEST_F(HostilePeerTest, F73BytesAfterAContentLengthBodyNeverBecomeTheNextResponse) {
-  for (int pause : {0, 50}) {
-    RawPeer peer(late_bytes(kOk, kEvil, pause));
-    auto c = make(peer);
-    ASSERT_EQ(body_of(c->execute(req(peer))), "ok");
-    std::this_thread::sleep_for(milliseconds(100));
-    EXPECT_EQ(body_of(c->execute(req(peer))), "ok") << "pause " << pause;
-    EXPECT_EQ(peer.connections(), 2) << "pause " << pause << ": the poisoned connection was reused";
+  for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+    for (int pause : {0, 50}) {
+      SCOPED_TRACE(to_string(mode) + ", pause " + std::to_string(pause));
+      RawPeer peer(late_bytes(kOk, kEvil, pause));
+      auto c = make(peer);
+      ASSERT_EQ(body_of(call_with(*c, req(peer), mode)), "ok");
+      std::this_thread::sleep_for(milliseconds(100));
+      EXPECT_EQ(body_of(c->execute(req(peer))), "ok");
+      EXPECT_EQ(peer.connections(), 2) << "the poisoned connection was reused";
+      EXPECT_EQ(peer.requests(), 2);
+    }
   }
 }
 
@@ -117,14 +123,18 @@ TEST_F(HostilePeerTest, F58ABodyAfterA204OrAHeadAnswerNeverBecomesTheNextRespons
   } cases[] = {{"GET", "HTTP/1.1 204 No Content\r\n\r\n"},
                {"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"},
                {"GET", "HTTP/1.1 304 Not Modified\r\n\r\n"}};
-  for (const Case& k : cases) {
-    RawPeer peer(late_bytes(k.first, kEvil, 20));
-    auto c = make(peer);
-    CallResult first = c->execute(req(peer, k.method));
-    ASSERT_TRUE(first.ok()) << k.method << " " << k.first << ": " << first.error.message();
-    std::this_thread::sleep_for(milliseconds(100));
-    EXPECT_EQ(body_of(c->execute(req(peer))), "ok") << k.method << " " << k.first;
-    EXPECT_EQ(peer.connections(), 2) << k.method << " " << k.first;
+  for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+    for (const Case& k : cases) {
+      SCOPED_TRACE(to_string(mode) + ": " + k.method + " " + k.first);
+      RawPeer peer(late_bytes(k.first, kEvil, 20));
+      auto c = make(peer);
+      CallResult first = call_with(*c, req(peer, k.method), mode);
+      ASSERT_TRUE(first.ok()) << first.error.message();
+      EXPECT_EQ(first.response->body, "");
+      std::this_thread::sleep_for(milliseconds(100));
+      EXPECT_EQ(body_of(c->execute(req(peer))), "ok");
+      EXPECT_EQ(peer.connections(), 2);
+    }
   }
 }
 

@@ -3,11 +3,10 @@
 // ids it covers and checks what the caller got, how many requests reached the peer and what the breaker saw.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,12 +17,15 @@
 
 #include "client/client.h"
 #include "support/raw_peer.h"
+#include "support/read_through.h"
 #include "support/sanitizers.h"
 
 namespace humus::client {
 namespace {
 namespace HUMUS_UNITY_ID {
 
+using humus::test::BodyMode;
+using humus::test::call_with;
 using humus::test::RawConnection;
 using humus::test::RawPeer;
 using std::chrono::milliseconds;
@@ -193,25 +195,33 @@ TEST_F(WireFaultTest, NulInAResponseHeaderIsAProtocolError) {
 
 // F41
 TEST_F(WireFaultTest, ContentLengthShorterThanTheBodyGivesThatManyBytesAndANewConnection) {
-  RawPeer peer(always("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-                      "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"));
-  auto c = make(peer);
-  EXPECT_EQ(what(c->execute(req(peer))), "200 ok");
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_EQ(what(c->execute(req(peer))), "200 ok");
-  EXPECT_EQ(peer.connections(), 2) << "the connection with bytes left over was reused";
+  for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+    RawPeer peer(
+        always("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+               "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"));
+    auto c = make(peer);
+    EXPECT_EQ(what(call_with(*c, req(peer), mode)), "200 ok") << to_string(mode);
+    std::this_thread::sleep_for(milliseconds(50));
+    EXPECT_EQ(what(call_with(*c, req(peer), mode)), "200 ok") << to_string(mode);
+    EXPECT_EQ(peer.connections(), 2) << to_string(mode) << ": the connection with bytes left over was reused";
+  }
 }
 
 // A response framed two ways (Content-Length and Transfer-Encoding) is a smuggling sign (RFC 9112 §6.3):
 // the chunked body is used and the connection closed.
 // F43, S16
 TEST_F(WireFaultTest, ContentLengthWithChunkedUsesTheChunkedBodyAndDoesNotReuseTheConnection) {
-  RawPeer peer(always("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      "5\r\nhello\r\n0\r\n\r\n"));
-  auto c = make(peer);
-  EXPECT_EQ(what(c->execute(req(peer))), "200 hello");
-  EXPECT_EQ(what(c->execute(req(peer))), "200 hello");
-  EXPECT_EQ(peer.connections(), 2) << "a message framed two ways must close its connection (RFC 9112 §6.3)";
+  for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+    RawPeer peer(
+        always("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "5\r\nhello\r\n0\r\n\r\n"));
+    auto c = make(peer);
+    EXPECT_EQ(what(call_with(*c, req(peer), mode)), "200 hello") << to_string(mode);
+    EXPECT_EQ(what(call_with(*c, req(peer), mode)), "200 hello") << to_string(mode);
+    EXPECT_EQ(peer.connections(), 2)
+        << to_string(mode) << ": a message framed two ways must close its connection (RFC 9112 §6.3)";
+    EXPECT_EQ(peer.requests(), 2) << to_string(mode);
+  }
 }
 
 // F54
