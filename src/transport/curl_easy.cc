@@ -561,18 +561,39 @@ WireResult CurlEasy::head() {
   WireResult out;
   out.wire_sends = state_.wire_sends;
   out.headers_received = true;
+  // Judged as finish() judges it: a streamed body's connection goes back to the pool without finish().
+  if (!judge_head(out, /*body_read=*/false)) return out;
+  out.response = std::move(state_.response);  // no body: it stays in the sink, on its connection
+  return out;
+}
+
+bool CurlEasy::judge_head(WireResult& out, bool body_read) {
+  // The status libcurl read from the final status line, by which it also framed the body: on_header's own
+  // reading of a malformed line ("HTTP/.1  213 OK", two spaces) can miss it and leave 0.
+  long status = 0;
+  curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
+  state_.response.status = static_cast<int>(status);
+  if (status < 100 || status > 999) {
+    // libcurl reads "HTTP/2  1.1" as status 1: no answer a caller could act on.
+    out.error = Code::kProtocol;
+    out.message = "malformed status line (status " + std::to_string(status) + ")";
+    return false;
+  }
   long version = 0;
   curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
-  // Judged from the head on: a streamed body's connection goes back to the pool without finish().
-  if (const long port = note_protocol(version == CURL_HTTP_VERSION_2_0);
-      port > 0 && framed_two_ways(version)) {
-    state_.sockets->retire(static_cast<int>(port));  // its body is still to be read: closed at its next reuse
+  const bool http2 = version == CURL_HTTP_VERSION_2_0;
+  state_.response.http_version = http2 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
+  if (state_.decoding) strip_decoded_headers(state_.response.headers);
+  const long port = note_protocol(http2);
+  if (port > 0 && framed_two_ways(version)) {
+    if (!body_read) {
+      state_.sockets->retire(
+          static_cast<int>(port));  // its body is still to be read: closed at its next reuse
+    } else if (const int fd = state_.sockets->fd_for(static_cast<int>(port)); fd >= 0) {
+      poison(fd);
+    }
   }
-  out.response.status = state_.response.status;
-  out.response.headers = std::move(state_.response.headers);
-  if (state_.decoding) strip_decoded_headers(out.response.headers);
-  out.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
-  return out;
+  return true;
 }
 
 bool CurlEasy::framed_two_ways(long version) const {
@@ -678,28 +699,10 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     // (docs/libcurl-traps.md §19): it is a dropped connection.
     out.error = Code::kConnectionLost;
     out.message = "the connection closed in the middle of the response headers";
-  } else {
-    // The status libcurl read from the final status line, by which it also framed the body: on_header's own
-    // reading of a malformed line ("HTTP/.1  213 OK", two spaces) can miss it and leave 0.
-    long status = 0;
-    curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status);
-    state_.response.status = static_cast<int>(status);
-  }
-  if (out.error == Code::kOk && (state_.response.status < 100 || state_.response.status > 999)) {
-    // libcurl reads "HTTP/2  1.1" as status 1: no answer a caller could act on.
-    out.error = Code::kProtocol;
-    out.message = "malformed status line (status " + std::to_string(state_.response.status) + ")";
-  } else if (out.error == Code::kOk) {
+  } else if (judge_head(out, /*body_read=*/true)) {
     long version = 0;
     curl_easy_getinfo(easy_, CURLINFO_HTTP_VERSION, &version);
-    const bool http2 = version == CURL_HTTP_VERSION_2_0;
-    state_.response.http_version = http2 ? "2" : version == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
-    if (state_.decoding) strip_decoded_headers(state_.response.headers);
-    const long local_port = note_protocol(http2);
-    if (framed_two_ways(version)) {
-      if (const int fd = state_.sockets->fd_for(static_cast<int>(local_port)); fd >= 0) poison(fd);
-    }
-    if (close_delimited_body_cut(http2)) {
+    if (close_delimited_body_cut(version == CURL_HTTP_VERSION_2_0)) {
       out.error = Code::kConnectionLost;
       out.message = kCutWithoutCloseNotify;
       return out;

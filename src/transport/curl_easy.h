@@ -116,6 +116,10 @@ class CurlEasy {
 
  private:
   void configure(const TransportConfig& config, const Slist& connect_to);
+  // What the final head says, judged alike whether its body came with the transfer (finish, `body_read`) or
+  // stays on the connection (head): libcurl's status, which must be 100–999 (else kProtocol in `out` and
+  // false); the protocol; decoded headers stripped; a connection framed two ways closed or retired.
+  bool judge_head(WireResult& out, bool body_read);
   // Records in the socket registry that the attempt's connection speaks HTTP/2 (else HTTP/1.x): a reused
   // HTTP/1.1 connection is checked for a peer's late bytes before a request goes out on it (on_prereq).
   // Returns the connection's local port, 0 when libcurl has none.

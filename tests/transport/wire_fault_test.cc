@@ -224,6 +224,35 @@ TEST_F(WireFaultTest, ContentLengthWithChunkedUsesTheChunkedBodyAndDoesNotReuseT
   }
 }
 
+// Status lines the fuzzer found (tests/fuzz/corpus/response_head/regression_*) and a status outside 100-599:
+// a protocol error, one attempt, whether the body is to be buffered or streamed.
+TEST_F(WireFaultTest, AMalformedStatusLineIsJudgedAlikeBufferedAndStreamed) {
+  struct Case {
+    const char* reply;
+    const char* want;
+  } cases[] = {
+      {"HTTP/.1  21303 00 OK\r\nCmntent-Length:\xd8\xcd\xf2\xf5"
+       "content-length:  2\r\n\r\nab",
+       "303 <the server sent a malformed status line>"},
+      {"HTTP/2  1.1303 00 OK\r\nCmntent-Length:\xd8\xcd\xf2\xf5"
+       "content-length:  2\r\n\r\nab",
+       "303 <the server sent a malformed status line>"},
+      {"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", "303 <the server sent a malformed status line>"},
+      {"HTTP/1.1 599 Odd\r\nContent-Length: 2\r\n\r\nab", "599 ab"},
+  };
+  for (const Case& k : cases) {
+    for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+      RawPeer peer(always(k.reply));
+      auto c = make(peer);
+      CallResult out = call_with(*c, req(peer), mode);
+      std::string got = what(out);
+      if (!out.ok()) got = std::to_string(static_cast<int>(out.error.code())) + " " + got;
+      EXPECT_EQ(got, k.want) << to_string(mode) << ": " << k.reply;
+      EXPECT_EQ(peer.requests(), 1) << to_string(mode) << ": " << k.reply;
+    }
+  }
+}
+
 // F54
 TEST_F(WireFaultTest, BareLfLineEndingsAreTolerated) {
   RawPeer peer(once("HTTP/1.1 200 OK\nContent-Length: 2\nX-A: b\n\nok"));
