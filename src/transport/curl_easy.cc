@@ -587,8 +587,8 @@ bool CurlEasy::judge_head(WireResult& out, bool body_read) {
   const long port = note_protocol(http2);
   if (port > 0 && framed_two_ways(version)) {
     if (!body_read) {
-      state_.sockets->retire(
-          static_cast<int>(port));  // its body is still to be read: closed at its next reuse
+      // Its body is still to be read: the connection is closed when a request would next reuse it.
+      state_.sockets->retire(static_cast<int>(port));
     } else if (const int fd = state_.sockets->fd_for(static_cast<int>(port)); fd >= 0) {
       poison(fd);
     }

@@ -101,7 +101,7 @@ constexpr const char* kEvil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"
 
 // F73, the first body buffered or streamed.
 TEST_F(HostilePeerTest, F73BytesAfterAContentLengthBodyNeverBecomeTheNextResponse) {
-  for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+  for (const BodyMode mode : humus::test::kEveryBodyMode) {
     for (int pause : {0, 50}) {
       SCOPED_TRACE(to_string(mode) + ", pause " + std::to_string(pause));
       RawPeer peer(late_bytes(kOk, kEvil, pause));
@@ -123,7 +123,7 @@ TEST_F(HostilePeerTest, F58ABodyAfterA204OrAHeadAnswerNeverBecomesTheNextRespons
   } cases[] = {{"GET", "HTTP/1.1 204 No Content\r\n\r\n"},
                {"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"},
                {"GET", "HTTP/1.1 304 Not Modified\r\n\r\n"}};
-  for (const BodyMode mode : {BodyMode::kBuffered, BodyMode::kStreamed}) {
+  for (const BodyMode mode : humus::test::kEveryBodyMode) {
     for (const Case& k : cases) {
       SCOPED_TRACE(to_string(mode) + ": " + k.method + " " + k.first);
       RawPeer peer(late_bytes(k.first, kEvil, 20));
