@@ -49,7 +49,8 @@ class BodyStream {
 // grown by hand so memory never passes the limit (a doubling string would reach twice it). Streamed: copied
 // into the reader's lent buffer; what comes beyond it during that read is kept, up to kKeepAhead (libcurl
 // reads the socket again within one perform while it stays readable); between reads one write is kept. The
-// write after that pauses the transfer (CURL_WRITEFUNC_PAUSE) until the reader comes back.
+// write after that pauses the transfer (CURL_WRITEFUNC_PAUSE) until the reader comes back. A read with no
+// room left for a whole receive asks to hold the transfer instead (should_hold), before the next receive.
 class BodySink {
  public:
   // Bytes a streamed body keeps past the reader's buffer during a read before it pauses the transfer.
@@ -75,6 +76,17 @@ class BodySink {
   size_t drain(char* buf, size_t cap);  // kept bytes into `buf`
   bool paused() const { return paused_; }
   void resumed() { paused_ = false; }
+  // libcurl's receive buffer (CURLOPT_BUFFERSIZE): the most one receive hands over, in one write or several.
+  static constexpr size_t kReceiveBuffer = size_t{32} * 1024;
+  // Whether the transfer should stop reading now: a read is in progress, has bytes, and its buffer has no
+  // room left for a whole receive. Pausing then (curl_easy_pause from the write callback, which holds()
+  // records) stops libcurl before its next receive, where a refused write (CURL_WRITEFUNC_PAUSE) would cost
+  // libcurl a copy of its own, and a write past the buffer a second copy, from the keep into the next read.
+  bool should_hold() const {
+    return streaming_ && buf_ != nullptr && taken_ > 0 && cap_ - taken_ < kReceiveBuffer && !paused_ &&
+           !discarding_;
+  }
+  void holds() { paused_ = true; }
   // Frees the kept bytes and their memory (up to kKeepAhead): for a handle going back to a pool once its body
   // is closed, so that an idle handle holds none of it.
   void release_kept();

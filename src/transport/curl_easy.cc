@@ -26,8 +26,6 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-constexpr long kReceiveBuffer = 32L * 1024;  // CURLOPT_BUFFERSIZE: see configure()
-
 bool is_ip_literal(std::string_view host) {
   return host.find(':') != std::string_view::npos ||
          std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
@@ -154,6 +152,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   std::string_view name = trim(line.substr(0, colon));
   std::string_view value = trim(line.substr(colon + 1));
   if (equals_ignore_case(name, "transfer-encoding")) st.saw_transfer_encoding = true;
+  if (equals_ignore_case(name, "content-encoding")) st.saw_content_encoding = true;
   if (equals_ignore_case(name, "content-length")) {
     if (!st.content_length.empty() && st.content_length != value) {
       st.abort(Code::kProtocol, "response has two differing Content-Length headers (" + st.content_length +
@@ -169,6 +168,13 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto& st = *static_cast<AttemptState*>(user);
   const size_t taken = st.sink.write(data, size * count);
+  // A reader's buffer with no room for another receive: libcurl stops before making it, so every byte is
+  // copied once, straight into a reader's buffer. Not for a body libcurl decodes: paused, it would keep all
+  // that its current receive decodes to (a gzip bomb's 1000:1), where the keep-ahead takes some of it first.
+  if (!(st.decoding && st.saw_content_encoding) && st.sink.should_hold()) {
+    st.sink.holds();
+    curl_easy_pause(st.easy, CURLPAUSE_RECV);
+  }
   if (st.progress != nullptr) st.progress(st.progress_data);
   if (st.sink.over_limit()) {
     st.abort(Code::kTooLarge, "the response body passed max_response_body (" + std::to_string(st.sink.limit()) +
@@ -330,6 +336,7 @@ void AttemptState::reset() {
   header_bytes = 0;
   header_fields = 0;
   saw_transfer_encoding = false;
+  saw_content_encoding = false;
   content_length.clear();
   abort_code = Code::kOk;
   abort_message.clear();
@@ -364,7 +371,7 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   // more per round trip — measured on a streamed 1 GiB, about a third less CPU. Not more: while a stream is
   // paused libcurl 7.88 keeps all that one read decodes to, refusing beyond 64 MiB, and a deflate stream
   // inflates at most about 1032:1, so 32 KiB keeps a gzip bomb read under that (33 MiB) where 64 would not.
-  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReceiveBuffer);
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, static_cast<long>(BodySink::kReceiveBuffer));
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's: one attempt each (docs/origin.md §2)
   // No ambient proxy (docs/transport.md §10.4): an empty proxy disables the environment's http_proxy and friends.

@@ -56,6 +56,7 @@ struct AttemptState {
   size_t header_bytes = 0;         // of the status lines and fields so far (interim responses included)
   size_t header_fields = 0;
   bool saw_transfer_encoding = false;  // with a Content-Length too, the connection is not reused
+  bool saw_content_encoding = false;   // with `decoding`, libcurl decodes the body before on_body sees it
   size_t max_header_bytes = 0;     // TransportConfig::max_response_headers
   size_t max_header_fields = 0;
   Code abort_code = Code::kOk;     // why a callback aborted the transfer

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace humus::transport {
 namespace {
@@ -135,6 +136,38 @@ TEST(BodySinkTest, KeptBytesPartlyDrainedMakeRoomForMoreDuringTheNextRead) {
   sink.release_kept();  // the body closed early: its keep goes with it
   EXPECT_FALSE(sink.has_pending());
   EXPECT_EQ(sink.drain(rest, sizeof rest), 0u);
+}
+
+// The transfer is paused (from the write callback) once a read has bytes and no room for a whole receive, so
+// libcurl's next receive is not made into the keep: a reader's buffer of two receives or more gets every byte
+// straight from libcurl, copied once.
+TEST(BodySinkTest, AReadWithNoRoomForAnotherReceiveAsksToHoldTheTransfer) {
+  BodySink sink;
+  sink.stream();
+  EXPECT_FALSE(sink.should_hold());  // no read in progress
+  std::vector<char> buf(2 * BodySink::kReceiveBuffer);
+  sink.lend(buf.data(), buf.size());
+  EXPECT_FALSE(sink.should_hold());  // nothing yet: a reader waits for at least one byte
+  const std::string receive(BodySink::kReceiveBuffer, 'r');
+  EXPECT_EQ(sink.write(receive.data(), receive.size()), receive.size());
+  EXPECT_FALSE(sink.should_hold());  // room for exactly one more receive
+  EXPECT_EQ(sink.write("x", 1), 1u);
+  EXPECT_TRUE(sink.should_hold());  // not any more
+  sink.holds();
+  EXPECT_TRUE(sink.paused());
+  EXPECT_FALSE(sink.should_hold());  // held once
+  EXPECT_FALSE(sink.has_pending());  // nothing went into the keep
+  EXPECT_EQ(sink.unlend(), receive.size() + 1);
+  sink.resumed();
+
+  // A buffer smaller than a receive: held after its first write, what did not fit kept for the next read.
+  char small[100];
+  sink.lend(small, sizeof small);
+  EXPECT_EQ(sink.write(receive.data(), 300), 300u);
+  EXPECT_TRUE(sink.should_hold());
+  EXPECT_TRUE(sink.has_pending());
+  sink.discard_rest();
+  EXPECT_FALSE(sink.should_hold());  // a transfer being cut is not held
 }
 
 TEST(BodySinkTest, WritesBeforeAnyReadAreKeptUpToOneThenPaused) {
