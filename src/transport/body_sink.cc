@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace humus::transport {
@@ -23,6 +24,27 @@ void BodySink::stream() {
   buffer_into(nullptr, UINT64_MAX);
   streaming_ = true;
 }
+
+namespace {
+
+// Copies a body's bytes into a reader's buffer. When the destination lies just past the source modulo 4 KiB
+// (the two buffers' offsets in their pages differ by under 256 bytes), a large forward copy reads what
+// aliases the stores it just made, and glibc's `rep movsb` path for copies of 4 KiB and more does not avoid
+// that: a 1 GiB streamed download took 0.40 s of user time instead of 0.05 when the first write happened to
+// put libcurl's buffer and the reader's 16 bytes apart in their pages, every write after it the same. Below
+// that size glibc's vector loop copies such a pair backwards, so the copy goes in pieces under 4 KiB.
+void copy_into_reader(char* dst, const char* src, size_t n) {
+  constexpr uintptr_t kPage = 4096;
+  constexpr size_t kPiece = 2048;
+  if (((reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & (kPage - 1)) >= 256 ||
+      n < kPage) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  for (size_t at = 0; at < n; at += kPiece) std::memcpy(dst + at, src + at, std::min(kPiece, n - at));
+}
+
+}  // namespace
 
 size_t BodySink::write(const char* data, size_t n) {
   if (discarding_) return n;
@@ -56,7 +78,7 @@ size_t BodySink::write(const char* data, size_t n) {
     return CURL_WRITEFUNC_PAUSE;
   }
   const size_t fits = std::min(n, cap_ - taken_);
-  if (fits > 0) std::memcpy(buf_ + taken_, data, fits);
+  if (fits > 0) copy_into_reader(buf_ + taken_, data, fits);
   taken_ += fits;
   if (fits < n) {
     pending_.assign(data + fits, n - fits);
@@ -85,7 +107,7 @@ void BodySink::release_kept() {
 
 size_t BodySink::drain(char* buf, size_t cap) {
   const size_t n = std::min(cap, pending_.size() - pending_at_);
-  if (n > 0) std::memcpy(buf, pending_.data() + pending_at_, n);
+  if (n > 0) copy_into_reader(buf, pending_.data() + pending_at_, n);
   pending_at_ += n;
   if (pending_at_ == pending_.size()) {
     pending_.clear();

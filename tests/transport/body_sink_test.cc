@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,22 @@ TEST(BodySinkTest, AReadWithNoRoomForAnotherReceiveAsksToHoldTheTransfer) {
   EXPECT_TRUE(sink.has_pending());
   sink.discard_rest();
   EXPECT_FALSE(sink.should_hold());  // a transfer being cut is not held
+}
+
+// A reader's buffer that lies just past libcurl's in their pages (16 bytes, mod 4 KiB) is filled in pieces
+// (see copy_into_reader): every byte lands, in order, up to the last partial piece.
+TEST(BodySinkTest, AWriteIntoABufferOffsetByUnder256BytesModuloAPageArrivesWhole) {
+  std::vector<char> arena(128 * 1024);
+  char* const src = arena.data();
+  char* const dst = arena.data() + 9 * 4096 + 16;
+  const size_t n = 32 * 1024 + 5;
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(i * 131 + i / 4096);
+  BodySink sink;
+  sink.stream();
+  sink.lend(dst, n);
+  EXPECT_EQ(sink.write(src, n), n);
+  EXPECT_EQ(sink.unlend(), n);
+  EXPECT_EQ(std::memcmp(dst, src, n), 0);
 }
 
 TEST(BodySinkTest, WritesBeforeAnyReadAreKeptUpToOneThenPaused) {
