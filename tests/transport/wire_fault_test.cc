@@ -91,7 +91,7 @@ class WireFaultTest : public ::testing::Test {
 
   // A GET through a peer that breaks the same way on every connection: `code`, after `attempts` attempts
   // that all reached the peer, and every one a breaker failure. Streamed, the same failure and the same
-  // counts — but an answer whose body breaks off has been handed over at its head, so it is not retried.
+  // counts — but an answer whose body breaks off after its head was handed over is not retried.
   void expect_failure(const std::string& reply, Code code, int attempts, bool reset = false) {
     for (const BodyMode mode : humus::test::kEveryBodyMode) {
       SCOPED_TRACE(to_string(mode) + ": " + reply.substr(0, 60));
@@ -103,7 +103,10 @@ class WireFaultTest : public ::testing::Test {
       if (mode == BodyMode::kBuffered) {
         EXPECT_EQ(out.attempts, attempts);
       } else {
-        EXPECT_TRUE(out.attempts == attempts || out.attempts == 1) << out.attempts;
+        // Retried while the break comes before the head is handed over: on the loop, also while a small
+        // body is read ahead (docs/bodies.md §7), which a timing of the peer's writes may or may not catch.
+        EXPECT_GE(out.attempts, 1);
+        EXPECT_LE(out.attempts, attempts);
       }
       EXPECT_EQ(peer.requests(), out.attempts);
       EXPECT_EQ(c->breaker().counts().failures, static_cast<uint64_t>(out.attempts));
