@@ -275,6 +275,7 @@ TEST_F(AsyncStreamPeerTest, OneGibStreamsOnTheLoopInBoundedMemoryAndCountsAtTheE
 
 // Bytes a peer sends past its Content-Length stay on the loop's pooled connection: the next call never reads
 // them as its answer, because that connection takes no further request.
+// F73
 TEST_F(AsyncStreamPeerTest, BytesPastContentLengthNeverReachTheNextCall) {
   make_client(peer_->base_url());
   const uint64_t announced = 100'003;

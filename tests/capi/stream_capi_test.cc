@@ -451,6 +451,7 @@ TEST_F(StreamCapiTest, ABodyCutShortHandsOverEveryByteSentThenConnectionLost) {
 // A peer that sends more than its Content-Length announced: the surplus is not the start of the next answer.
 // The connection it came on is never used again, so the next call on the client gets exactly what its own
 // answer holds — streamed or buffered, the late call first read to its end or closed early.
+// F73
 TEST_F(StreamCapiTest, BytesPastContentLengthNeverReachTheNextCall) {
   make_client(peer_->base_url());
   const uint64_t announced = 100'003;
