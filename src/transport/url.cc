@@ -84,6 +84,26 @@ bool has_scheme_and_authority(std::string_view text) {
   return rest.size() > 2 && rest.substr(0, 2) == "//" && rest[2] != '/' && rest[2] != '?' && rest[2] != '#';
 }
 
+bool authority_is_percent_encoded(std::string_view text) {
+  const size_t start = text.find("//") + 2;  // has_scheme_and_authority holds
+  const size_t end = text.find_first_of("/?#", start);
+  return text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start).find('%') !=
+         std::string_view::npos;
+}
+
+bool spells_itself(const std::string& host) {
+  CurlUrl again;
+  if (again.get() == nullptr) return false;
+  const std::string spelled = "http://" + host + "/";
+  if (curl_url_set(again.get(), CURLUPART_URL, spelled.c_str(), 0) != CURLUE_OK) return false;
+  std::string reread;
+  if (get_part(again, CURLUPART_HOST, 0, reread) != CURLUE_OK) return false;
+  lowercase(reread);
+  std::string lowered = host;
+  lowercase(lowered);
+  return reread == lowered;
+}
+
 }  // namespace
 
 Result<Url> parse_url(std::string_view text) {
@@ -106,6 +126,12 @@ Result<Url> parse_url(std::string_view text) {
   // address is libcurl's to check, and its zone is read on its own below.
   if (out.host.front() != '[' && !std::all_of(out.host.begin(), out.host.end(), is_host_char)) {
     return bad_url("the host holds a character a host name cannot (after percent-decoding)");
+  }
+  // libcurl reads a number as an IPv4 address ("0xe1" is 0.0.0.225) before it decodes, so "0x%651" keeps the
+  // host "0xe1", which the resolver and the next parse of its spelling read as 0.0.0.225: two hosts in one
+  // spelling. A decoded host must parse again as itself.
+  if (out.host.front() != '[' && authority_is_percent_encoded(text) && !spells_itself(out.host)) {
+    return bad_url("the host, percent-decoded, reads as another host (spell the address as digits and dots)");
   }
   if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
     out.host = out.host.substr(1, out.host.size() - 2);

@@ -99,13 +99,19 @@ TEST(Origin, DefaultPortAndCaseMakeOneOrigin) {
 
 // Found by tests/fuzz (url): libcurl decodes a host's percent-encoding, so the origin's spelling of
 // "http://.EX%25AA.E:80/", "http://.ex%aa.e:80", parsed again was another host (byte 0xAA); "0%7f.1" held a
-// DEL. A decoded host must spell itself; zones still work.
+// DEL; "0x%651" decoded to "0xe1", which parsed again is 0.0.0.225. A decoded host must spell itself; zones
+// still work.
 TEST(ParseUrl, AHostThatDoesNotSpellItselfIsRefused) {
   EXPECT_FALSE(parse_url("http://.EX%25AA.E:80/").ok());
   EXPECT_FALSE(parse_url("http://a%2541/").ok());
   EXPECT_FALSE(parse_url("h://[fe80::12%5%th0]:8080/").ok());  // the zone "5%th0"
   EXPECT_FALSE(parse_url("https://0%7f.1/").ok());  // a DEL once decoded
   EXPECT_FALSE(parse_url("http://a%20b/").ok());
+  // "0x%651" decodes to "0xe1", which libcurl and the resolver read as 0.0.0.225 (a number spelled in hex).
+  EXPECT_FALSE(parse_url("https://0x%651/").ok());
+  EXPECT_FALSE(parse_url("http://0%2e1/").ok());  // "0.1", read as 0.0.0.1
+  EXPECT_EQ(parsed("http://a%2db.example/").host, "a-b.example");
+  EXPECT_EQ(parsed("http://0xe1/").host, "0.0.0.225");  // not encoded: libcurl's own reading stands
   EXPECT_EQ(parsed("http://a-b_c~d.example:8080/").host, "a-b_c~d.example");
   EXPECT_EQ(parsed("http://[fe80::1%25eth0]:8080/").host, "fe80::1%eth0");
   const Origin o = origin_of(parsed("http://[fe80::1%25eth0]:8080/"));
