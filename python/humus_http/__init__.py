@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _native, otel, prometheus
+from . import _native
 from ._auth import AuthTypes, BasicAuth, BearerAuth
 from ._cancel import CancelToken
 from ._client import BodyOptions, CallOptions, Client, EventHooks, QueryParams
@@ -74,15 +74,19 @@ from ._upstreams import Upstreams
 from ._urls import URL
 
 if TYPE_CHECKING:
+    from . import otel, prometheus
     from ._async import AsyncBodyOptions, AsyncClient
 
 #: Names imported on first use (PEP 562): the asyncio twin pulls in asyncio (with ssl, socket, logging and
 #: concurrent.futures), about a third of this package's import time, which a blocking program never needs.
 _LAZY = {"AsyncClient": "._async", "AsyncBodyOptions": "._async"}
+#: Submodules imported on first use the same way: the bridges to OpenTelemetry and prometheus_client, which a
+#: program without either never touches (``import humus_http.otel`` works as for any submodule).
+_LAZY_MODULES = frozenset(("otel", "prometheus"))
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)
 
 
 __version__ = "0.1.0"
@@ -174,9 +178,11 @@ _MODULE_CALLS = frozenset(("request", "stream", "get", "head", "options", "delet
 if not TYPE_CHECKING:
     def __getattr__(name: str) -> object:
         where = _LAZY.get(name)
-        if where is not None:
+        if where is not None or name in _LAZY_MODULES:
             import importlib
 
+            if where is None:
+                return importlib.import_module("." + name, __name__)  # the import binds it in globals()
             value = getattr(importlib.import_module(where, __name__), name)
             globals()[name] = value  # later lookups find it directly
             return value

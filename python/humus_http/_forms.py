@@ -3,12 +3,10 @@ them: given the same boundary, a multipart body is byte for byte httpx's."""
 from __future__ import annotations
 
 import io
-import mimetypes
 import os
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["CookieTypes", "DataTypes", "FileTypes", "FilesTypes", "cookie_header", "encode_form"]
@@ -72,8 +70,12 @@ def _file_part(name: str, value: FileTypes) -> tuple[bytes, bytes]:
         if len(value) == 4:
             headers = value[3]
     else:
-        filename, content = Path(str(getattr(value, "name", "upload"))).name, value
+        from pathlib import PurePath  # here, not at the top: only a file upload needs it
+
+        filename, content = PurePath(str(getattr(value, "name", "upload"))).name, value
     if content_type is None and filename:
+        import mimetypes  # likewise (with pathlib, about 2 ms of every import of the package)
+
         content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
     part_headers = dict(headers)
     if content_type is not None and not any("content-type" in key.lower() for key in part_headers):

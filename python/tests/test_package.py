@@ -56,7 +56,8 @@ def test_the_quickstart_runs(server: TestServer, tmp_path: Path) -> None:
 
 def test_a_blocking_program_does_not_import_asyncio() -> None:
     # AsyncClient is imported on first use: asyncio (with ssl, socket, logging, concurrent.futures) is about a
-    # third of the package's import time, which a program that never runs a loop should not pay.
+    # third of the package's import time, which a program that never runs a loop should not pay. Likewise the
+    # otel and prometheus bridges, and mimetypes (file uploads only).
     probe = ("import sys, humus_http\n"
              "assert 'asyncio' not in sys.modules, 'import humus_http imported asyncio'\n"
              "with humus_http.Client('http://127.0.0.1:9') as client:\n"
@@ -64,7 +65,10 @@ def test_a_blocking_program_does_not_import_asyncio() -> None:
              "assert 'asyncio' not in sys.modules, 'a blocking Client imported asyncio'\n"
              "assert humus_http.AsyncClient.__name__ == 'AsyncClient' and 'AsyncClient' in dir(humus_http)\n"
              "assert 'asyncio' in sys.modules\n"
+             "assert 'humus_http.otel' not in sys.modules and 'mimetypes' not in sys.modules\n"
+             "assert humus_http.otel.__name__ == 'humus_http.otel' and 'prometheus' in dir(humus_http)\n"
              "from humus_http import *  # every name of __all__, the lazy ones too\n"
+             "assert prometheus.__name__ == 'humus_http.prometheus'\n"
              "print(AsyncBodyOptions.__name__)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
