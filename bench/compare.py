@@ -185,6 +185,7 @@ def clients(venv_python: str | None, go_before: str | None) -> list[Client]:
         Client("curl-multi", "c", (c_curl, "multi"), False, True),
         Client("c-do", "c", (c_humus, "do"), True, False, kind="humus"),
         Client("c-do-traced", "c", (c_humus, "do-traced"), True, False, kind="humus"),
+        Client("c-open", "c", (c_humus, "open"), True, False, kind="humus"),
         Client("c-threads", "c", (c_humus, "threads"), False, True, kind="humus"),
         Client("c-submit", "c", (c_humus, "submit"), False, True, kind="humus"),
         Client("go-nethttp", "go", (go, "nethttp"), True, True),
@@ -225,7 +226,7 @@ def default_rows(cs: dict[str, Client]) -> list[Row]:
     """The rows of the issue's table, and what their ratios need."""
     go = ["go-nethttp", "go-humus", "go-humus-buffered", "go-humus-start", "go-humus@before", "go-humus-start@before"]
     plan = [
-        ("h1", "100", 1, ["curl-easy", "c-do", "c-do-traced", *go, "pycurl", "py-humus"]),
+        ("h1", "100", 1, ["curl-easy", "c-do", "c-do-traced", "c-open", *go, "pycurl", "py-humus"]),
         ("h1", "64k", 1, ["curl-easy", "c-do", "go-nethttp", "go-humus", "pycurl", "py-humus"]),
         ("h1", "100", 16, ["curl-multi", "c-threads", "c-submit", *go]),
         ("h1", "100", 64, ["curl-multi", "c-threads", "c-submit", *go, "aiohttp-uvloop", "py-humus-async"]),
@@ -376,6 +377,9 @@ def ratio_lines(rows: list[Row]) -> list[str]:
     line("C humus_client_submit, 64 in flight, h2", "h2", "100", 64, "c-submit", "curl-multi")
     line("Go net/http, 64 goroutines, h2 (for scale)", "h2", "100", 64, "go-nethttp", "curl-multi")
     line("C blocking, 100 B, h1", "h1", "100", 1, "c-do", "curl-easy")
+    # The Go boundary's own cost, sequentially: Go's streamed Do against the C call it makes.
+    line("C streamed (humus_client_open), 100 B, h1", "h1", "100", 1, "c-open", "curl-easy")
+    line("Go Do, streamed, sequential, vs its C call", "h1", "100", 1, "go-humus", "c-open")
     line("Python Client, sequential, h1", "h1", "100", 1, "py-humus", "pycurl")
     line("Python AsyncClient, 64 tasks, h1", "h1", "100", 64, "py-humus-async", "aiohttp-uvloop")
     line("Python AsyncClient, 64 tasks, h1 (vs multi)", "h1", "100", 64, "py-humus-async", "curl-multi")

@@ -1,11 +1,12 @@
 /* humus_http through its C ABI, for bench/compare.py: the rows compared with compare_curl.c.
  *
- *   compare_humus do|do-traced|threads|submit URL CONCURRENCY SECONDS WARMUP_SECONDS
+ *   compare_humus do|do-traced|open|threads|submit URL CONCURRENCY SECONDS WARMUP_SECONDS
  *                 [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
  *
  * do: humus_client_do in a loop, the request built once, the body read with humus_response_body (CONCURRENCY
  * must be 1); do-traced: the same with a span sink and a log sink that do nothing (what telemetry costs the
- * call path, docs/telemetry.md §13); threads: CONCURRENCY threads each calling humus_client_do on one shared
+ * call path, docs/telemetry.md §13); open: humus_client_open and humus_response_read to the end, 64 KiB at a
+ * time (the streamed body, as Go's Do and Rust's Read use it); threads: CONCURRENCY threads each calling humus_client_do on one shared
  * client; submit: humus_client_submit with CONCURRENCY calls in flight, each completion (on the event-loop
  * thread) submitting the next. After WARMUP_SECONDS it runs for SECONDS and prints one JSON line: requests,
  * errors, wall and CPU seconds of this process. It never judges the numbers. */
@@ -46,6 +47,23 @@ static int one_call(void) {
   const void *data = NULL;
   size_t len = 0;
   int bad = humus_response_body(resp, &data, &len, NULL) != HUMUS_OK || humus_response_status(resp) != 200;
+  humus_response_free(resp);
+  return bad;
+}
+
+/* One streamed call, the body read to its end; 1 when it failed. */
+static int one_open_call(void) {
+  humus_response *resp = NULL;
+  if (humus_client_open(client, request, &resp, NULL) != HUMUS_OK) return 1;
+  static char buf[64 * 1024];
+  size_t n = 0;
+  int bad = humus_response_status(resp) != 200;
+  do {
+    if (humus_response_read(resp, buf, sizeof buf, &n, NULL) != HUMUS_OK) {
+      bad = 1;
+      break;
+    }
+  } while (n > 0);
   humus_response_free(resp);
   return bad;
 }
@@ -137,8 +155,9 @@ static void run(const char *mode, int conc, double seconds) {
   } else {
     double end = now_s() + seconds;
     long requests = 0, errors = 0;
+    int (*call)(void) = strcmp(mode, "open") == 0 ? one_open_call : one_call;
     while (now_s() < end) {
-      errors += one_call();
+      errors += call();
       requests++;
     }
     atomic_fetch_add(&total_requests, requests);
@@ -149,7 +168,7 @@ static void run(const char *mode, int conc, double seconds) {
 int main(int argc, char **argv) {
   if (argc < 6) {
     fprintf(stderr,
-            "usage: compare_humus do|do-traced|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] [--resolve X] "
+            "usage: compare_humus do|do-traced|open|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] [--resolve X] "
             "[--h2]\n");
     return 2;
   }
@@ -165,8 +184,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (strcmp(mode, "do") != 0 && strcmp(mode, "do-traced") != 0 && strcmp(mode, "threads") != 0 &&
-      strcmp(mode, "submit") != 0) {
+  if (strcmp(mode, "do") != 0 && strcmp(mode, "do-traced") != 0 && strcmp(mode, "open") != 0 &&
+      strcmp(mode, "threads") != 0 && strcmp(mode, "submit") != 0) {
     fprintf(stderr, "compare_humus: unknown mode %s\n", mode);
     return 2;
   }
