@@ -5,6 +5,7 @@
 #include "native.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <pybind11/pybind11.h>
 #include <signal.h>
 #include <unistd.h>
@@ -819,6 +820,16 @@ int set_wakeup_fd(int fd) {
   return static_cast<int>(value);
 }
 
+// This process's id, set again in a forked child: getpid() is a system call, which every blocking call on
+// the main thread would make otherwise. GIL held.
+pid_t process_id() {
+  static pid_t pid = [] {
+    pthread_atfork(nullptr, nullptr, [] { pid = getpid(); });
+    return getpid();
+  }();
+  return pid;
+}
+
 // Python runs signal handlers only on the main thread, between bytecodes; a main thread blocked in
 // humus_client_do would run them only when the call ends. While such a call runs, the watch installs its own
 // pipe as Python's wakeup fd (signal.set_wakeup_fd): Python's C-level
@@ -831,9 +842,9 @@ class SignalWatch {
   static SignalWatch* instance() {
     static SignalWatch* watch = nullptr;
     static pid_t owner = 0;
-    if (watch == nullptr || owner != getpid()) {
+    if (watch == nullptr || owner != process_id()) {
       watch = new SignalWatch();  // never freed: its thread blocks in read() for the life of the process
-      owner = getpid();
+      owner = process_id();
       if (!watch->ok()) return nullptr;
     }
     return watch->ok() ? watch : nullptr;

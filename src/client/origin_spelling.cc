@@ -14,11 +14,7 @@ bool OriginSpelling::matches(std::string_view url) const {
     if (prefix.empty() || !url.starts_with(prefix)) continue;
     const std::string_view rest = url.substr(prefix.size());
     if (!rest.empty() && rest[0] != '/' && rest[0] != '?' && rest[0] != '#') continue;
-    // No space, control character or backslash: those the full parse would refuse.
-    for (const char c : rest) {
-      if (static_cast<unsigned char>(c) <= ' ' || c == '\\' || c == 0x7f) return false;
-    }
-    return true;
+    return transport::is_plain_url_tail(rest);  // else a byte the full parse would refuse
   }
   return false;
 }

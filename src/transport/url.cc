@@ -167,6 +167,43 @@ Result<Url> parse_url(std::string_view text) {
   return out;
 }
 
+bool is_plain_url_tail(std::string_view tail) {
+  if (!tail.empty() && tail[0] != '/' && tail[0] != '?' && tail[0] != '#') return false;
+  return std::none_of(tail.begin(), tail.end(),
+                      [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\\' || c == 0x7f; });
+}
+
+bool is_plain_http_url(std::string_view text) {
+  // Far below libcurl's own limit on a URL's length (8 MB), which a longer one leaves to it.
+  constexpr size_t kLongest = 8192;
+  if (text.size() > kLongest) return false;
+  if (text.starts_with("https://")) {
+    text.remove_prefix(8);
+  } else if (text.starts_with("http://")) {
+    text.remove_prefix(7);
+  } else {
+    return false;
+  }
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  const auto is_plain_host_char = [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' || c == '.';
+  };
+  const size_t host_end = std::find_if_not(text.begin(), text.end(), is_plain_host_char) - text.begin();
+  if (host_end == 0) return false;  // no host
+  text.remove_prefix(host_end);
+  if (!text.empty() && text[0] == ':') {
+    const size_t port_end = std::find_if_not(text.begin() + 1, text.end(), is_digit) - text.begin();
+    int port = 0;
+    const auto [end, ec] = std::from_chars(text.data() + 1, text.data() + port_end, port);
+    if (port_end == 1 || port_end > 6 || text[1] == '0' || ec != std::errc() ||
+        end != text.data() + port_end || port > 65535) {
+      return false;
+    }
+    text.remove_prefix(port_end);
+  }
+  return is_plain_url_tail(text);
+}
+
 std::string Origin::to_string() const {
   std::string out = scheme + "://";
   if (host.find(':') != std::string::npos) {

@@ -25,6 +25,16 @@ struct Url {
 // they serve. The message never repeats the URL: it may carry a password. Never throws.
 Result<Url> parse_url(std::string_view text);
 
+// True when `tail`, what follows a URL's authority, is empty or a path, query or fragment with no space,
+// control character or backslash: the bytes parse_url refuses there (the url fuzzer checks it).
+bool is_plain_url_tail(std::string_view tail);
+
+// True when `text` is an http or https URL in its plainest spelling: "http://" or "https://", a host of ASCII
+// letters, digits, '-' and '.', an optional port 1..65535 without a leading zero, then a plain tail.
+// parse_url accepts every such URL, with no user-info (the url fuzzer checks it), so a request's URL spelled
+// so is taken without libcurl's parse (about 10k instructions); any other spelling needs the full parse.
+bool is_plain_http_url(std::string_view text);
+
 // What a dependency is (docs/origin.md §2): scheme, host, port with the default filled in, so "https://payments" and
 // "https://PAYMENTS:443" are one origin.
 struct Origin {

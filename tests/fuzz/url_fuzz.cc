@@ -1,10 +1,11 @@
-// URLs, origins and redirects (docs/origin.md §2). Input: one byte choosing a client's origin, then a URL (or a
-// Location reference). Properties:
+// URLs, origins and redirects (docs/origin.md §2). Input: one byte choosing a client's origin, then a URL (or
+// a Location reference). Properties:
 //  - parse_url never crashes; what it reads is lowercase, with a port in range and a path;
 //  - an origin's own spelling (Origin::to_string) parses back to that origin;
 //  - the origin fast path (Client::spelled_as_origin) says yes only to URLs the full parse puts on the
 //    client's origin, without user-info — otherwise a request could leave its origin unchecked;
-//  - a redirect is followed only within the origin, never to a URL with user-info.
+//  - a redirect is followed only within the origin, never to a URL with user-info;
+//  - a URL is_plain_http_url takes without the full parse is one the full parse accepts.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(again.ok(), spelled.c_str());
       FUZZ_CHECK(transport::origin_of(*again) == origin, spelled.c_str());
     }
+  }
+
+  // The plain spelling a request's URL is taken in without the full parse (humus_request_new) is one the
+  // full parse accepts, as an http or https URL without user-info.
+  if (transport::is_plain_http_url(text)) {
+    FUZZ_CHECK(url.ok(), text.c_str());
+    FUZZ_CHECK(url->scheme == "http" || url->scheme == "https", text.c_str());
+    FUZZ_CHECK(!url->has_userinfo, text.c_str());
   }
 
   if (client.spelled_as_origin(text)) {

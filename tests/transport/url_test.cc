@@ -118,6 +118,24 @@ TEST(ParseUrl, AHostThatDoesNotSpellItselfIsRefused) {
   EXPECT_EQ(origin_of(parsed(o.to_string())), o);
 }
 
+// humus_request_new takes a URL spelled plainly without libcurl's parse: each of these the full parse
+// accepts, and anything else, valid or not, goes to the full parse.
+TEST(PlainHttpUrl, OnlyThePlainestSpellingsSkipTheFullParse) {
+  for (const char* plain :
+       {"http://a", "https://payments.internal:8443/v1/x?q=1#f", "http://127.0.0.1:65535/",
+        "http://A-B.example?q", "https://h/%zz/\xc3\xa9", "http://0x7f.1/"}) {
+    EXPECT_TRUE(is_plain_http_url(plain)) << plain;
+    EXPECT_TRUE(parse_url(plain).ok()) << plain;
+  }
+  for (const char* other : {"HTTP://a/", "ftp://a/", "http://", "http://:80/", "http://a:/", "http://a:0/",
+                            "http://a:080/", "http://a:65536/", "http://a:1234567/", "http://user@a/",
+                            "http://a%41/", "http://[::1]/", "http://a b/", "http://a/b c", "http://a/b\\c",
+                            "http://a/\x7f", "http://a\\b/", "http://a_b/", "http:/a/"}) {
+    EXPECT_FALSE(is_plain_http_url(other)) << other;
+  }
+  EXPECT_FALSE(is_plain_http_url("http://a/" + std::string(9000, 'x')));  // left to libcurl's own limit
+}
+
 // S25
 TEST(ParseUrl, TruncatedPrefixesNeverCrash) {
   const std::string url = "https://user:pw@[fe80::1%25eth0]:8443/a/b?c=d&e=f#g";
