@@ -123,7 +123,8 @@ TEST(ParseUrl, AHostThatDoesNotSpellItselfIsRefused) {
 TEST(PlainHttpUrl, OnlyThePlainestSpellingsSkipTheFullParse) {
   for (const char* plain :
        {"http://a", "https://payments.internal:8443/v1/x?q=1#f", "http://127.0.0.1:65535/",
-        "http://A-B.example?q", "https://h/%zz/\xc3\xa9", "http://0x7f.1/"}) {
+        "http://A-B.example?q", "https://h/%zz/\xc3\xa9", "http://0x7f.1/", "http://-a/", "http://a..b/",
+        "http://./", "http://1.2.3.4.5/", "http://99999999999999/"}) {
     EXPECT_TRUE(is_plain_http_url(plain)) << plain;
     EXPECT_TRUE(parse_url(plain).ok()) << plain;
   }
