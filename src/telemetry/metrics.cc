@@ -1,6 +1,7 @@
 #include "telemetry/metrics.h"
 
 #include <algorithm>
+#include <new>
 #include <tuple>
 
 #include "telemetry/call_trace.h"
@@ -91,18 +92,36 @@ std::string AttemptAttributes::error_type() const {
   return attempt_error_type(static_cast<Code>(error), status);
 }
 
+ClientMetrics::~ClientMetrics() { delete table_.load(std::memory_order_acquire); }
+
+ClientMetrics::SeriesTable* ClientMetrics::table() {
+  SeriesTable* table = table_.load(std::memory_order_acquire);
+  if (table != nullptr) return table;
+  auto* fresh = new (std::nothrow) SeriesTable();
+  if (fresh == nullptr) return nullptr;
+  // Two first attempts at once: one table is published, the other thread frees its own and takes that one.
+  if (table_.compare_exchange_strong(table, fresh, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    return fresh;
+  }
+  delete fresh;
+  return table;
+}
+
 ClientMetrics::Series& ClientMetrics::series_for(uint64_t key) {
+  SeriesTable* table = this->table();
+  if (table == nullptr) return overflow_;
+  SeriesTable& series = *table;
   // Fibonacci hashing spreads keys that differ only in low fields (the status code) over the table.
   constexpr size_t kMask = kAttemptSeriesPerClient - 1;
   static_assert((kAttemptSeriesPerClient & kMask) == 0, "the table's size is a power of two");
   size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & kMask;
   for (size_t probe = 0; probe < kAttemptSeriesPerClient; ++probe, i = (i + 1) & kMask) {
     // Relaxed: a slot's histograms exist from the start, so claiming its key publishes nothing else.
-    uint64_t seen = series_[i].key.load(std::memory_order_relaxed);
-    if (seen == 0 && series_[i].key.compare_exchange_strong(seen, key, std::memory_order_relaxed)) {
-      return series_[i];
+    uint64_t seen = series[i].key.load(std::memory_order_relaxed);
+    if (seen == 0 && series[i].key.compare_exchange_strong(seen, key, std::memory_order_relaxed)) {
+      return series[i];
     }
-    if (seen == key) return series_[i];  // ours, or claimed for our key by another thread just now
+    if (seen == key) return series[i];  // ours, or claimed for our key by another thread just now
   }
   return overflow_;
 }
@@ -120,9 +139,11 @@ void ClientMetrics::read_into(OriginSeries& into) const {
     into.duration.add(duration);
     into.body_size.add(body_size);
   };
-  for (const Series& s : series_) {
-    const uint64_t key = s.key.load(std::memory_order_relaxed);
-    if (key != 0) add(key, s);
+  if (const SeriesTable* table = table_.load(std::memory_order_acquire); table != nullptr) {
+    for (const Series& s : *table) {
+      const uint64_t key = s.key.load(std::memory_order_relaxed);
+      if (key != 0) add(key, s);
+    }
   }
   if (overflow_.duration.read().count() != 0) add(kOverflowKey, overflow_);
   for (size_t i = 0; i < kCallOutcomes; ++i) into.calls[i] += calls_[i].load(std::memory_order_relaxed);

@@ -119,10 +119,15 @@ struct Snapshot {
   std::vector<OriginSeries> origins;
 };
 
-// One client's instruments. Every recording member is thread-safe, lock-free and allocation-free.
+// One client's instruments. Every recording member is thread-safe and lock-free; only a client's first
+// attempt allocates (its table of attribute sets, about 20 KiB, which a client that never calls does not
+// hold), every later one is allocation-free.
 class ClientMetrics {
  public:
   ClientMetrics(std::string address, int port) : address_(std::move(address)), port_(port) {}
+  ~ClientMetrics();
+  ClientMetrics(const ClientMetrics&) = delete;
+  ClientMetrics& operator=(const ClientMetrics&) = delete;
 
   // One attempt that reached the transport: how long it took, the request body it carried, and what it was.
   void attempt(Duration took, size_t body_bytes, const AttemptAttributes& attributes) {
@@ -152,13 +157,16 @@ class ClientMetrics {
     Histogram duration{kDurationBounds};
     Histogram body_size{kSizeBounds};
   };
+  using SeriesTable = std::array<Series, kAttemptSeriesPerClient>;
   // The slot of `key` (an open-addressing table, probed linearly), claiming a free one; the overflow series
-  // when every slot holds another key. Lock-free and allocation-free.
+  // when every slot holds another key (or the table could not be allocated). Lock-free.
   Series& series_for(uint64_t key);
+  // The table, made by the first attempt (nullptr: out of memory).
+  SeriesTable* table();
 
   const std::string address_;
   const int port_;
-  std::array<Series, kAttemptSeriesPerClient> series_{};
+  std::atomic<SeriesTable*> table_{nullptr};  // published once with release, never replaced
   Series overflow_;
   std::array<std::atomic<uint64_t>, kCallOutcomes> calls_{};
   std::array<std::atomic<uint64_t>, kDecisions> decisions_{};

@@ -287,6 +287,21 @@ TEST_F(MetricsTest, AttributeSetsBeyondTheLimitGoToTheOverflowSeries) {
   EXPECT_EQ(j["metrics"][0]["points"][0]["attributes"]["otel.metric.overflow"], true);
 }
 
+// Issue 15, item 6: an idle client costs at most 8 KiB. Its metrics hold the table of attribute sets (64
+// series of two histograms, about 20 KiB) only from its first attempt on.
+TEST(ClientMetricsTest, AClientThatNeverCalledHoldsNoTableOfAttributeSets) {
+  EXPECT_LT(sizeof(ClientMetrics), 1024u);
+  ClientMetrics idle("payments", 8080);
+  OriginSeries o;
+  idle.read_into(o);
+  EXPECT_TRUE(o.attempts.empty());
+  EXPECT_EQ(o.duration.count(), 0u);
+  idle.attempt(std::chrono::milliseconds(3), 10, AttemptAttributes::of("GET", 200, "1.1", Code::kOk));
+  idle.read_into(o);
+  ASSERT_EQ(o.attempts.size(), 1u);
+  EXPECT_EQ(o.attempts[0].duration.count(), 1u);
+}
+
 TEST(ClientMetricsTest, ThreadsRecordingNewAttributeSetsAtOnceLoseNothing) {
   ClientMetrics metrics("payments", 8080);
   constexpr int kThreads = 8, kPerThread = 2000, kStatuses = 40;
