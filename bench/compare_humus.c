@@ -6,10 +6,10 @@
  * do: humus_client_do in a loop, the request built once, the body read with humus_response_body (CONCURRENCY
  * must be 1); do-traced: the same with a span sink and a log sink that do nothing (what telemetry costs the
  * call path, docs/telemetry.md §13); open: humus_client_open and humus_response_read to the end, 64 KiB at a
- * time (the streamed body, as Go's Do and Rust's Read use it); threads: CONCURRENCY threads each calling humus_client_do on one shared
- * client; submit: humus_client_submit with CONCURRENCY calls in flight, each completion (on the event-loop
- * thread) submitting the next. After WARMUP_SECONDS it runs for SECONDS and prints one JSON line: requests,
- * errors, wall and CPU seconds of this process. It never judges the numbers. */
+ * time (the streamed body, as Go's Do and Rust's Read use it); threads: CONCURRENCY threads each calling
+ * humus_client_do on one shared client; submit: humus_client_submit with CONCURRENCY calls in flight, each
+ * completion (on the event-loop thread) submitting the next. After WARMUP_SECONDS it runs for SECONDS and
+ * prints one JSON line: requests, errors, wall and CPU seconds of this process. It never judges the numbers. */
 #include <humus_http.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -168,8 +168,8 @@ static void run(const char *mode, int conc, double seconds) {
 int main(int argc, char **argv) {
   if (argc < 6) {
     fprintf(stderr,
-            "usage: compare_humus do|do-traced|open|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] [--resolve X] "
-            "[--h2]\n");
+            "usage: compare_humus do|do-traced|open|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] "
+            "[--resolve X] [--h2]\n");
     return 2;
   }
   const char *mode = argv[1], *url = argv[2], *ca = NULL, *resolve = NULL;
