@@ -259,6 +259,8 @@ def test_short_run_may_grow_by_the_noise_floor_only() -> None:
     run = clean()
     run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.02e6) for i in range(40)]  # 0.4 MB over the second half
     assert failing(run) == set()
+    run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.075e6) for i in range(40)]  # 1.5 MB over it: a short warm-up
+    assert failing(run) == set()
     run["rss"] = [(T0 + i * 0.25, 50e6 + i * 0.2e6) for i in range(40)]  # 4 MB over the second half
     assert failing(run) == {"memory_flat"}
 
