@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -152,12 +153,14 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::max<uint32_t>(1, config.max_idle_connections)));
+    sockets_.on_close([this](int fd) { forget_socket(fd); });
   }
   // Loop thread, with no transfer left.
   ~AsyncMulti() override {
     if (timer_ != 0) loop_.cancel_timer(timer_);
-    for (int fd : watched_) loop_.unwatch(fd);
-    curl_multi_cleanup(multi_);
+    for (const auto& [fd, events] : armed_) loop_.unwatch(fd);
+    armed_.clear();
+    curl_multi_cleanup(multi_);  // its connections close through forget_socket, which finds nothing left
   }
 
   EventLoop& loop() { return loop_; }
@@ -250,6 +253,13 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   }
 
   void on_socket(int fd, uint32_t events) override {
+    if (parked_.count(fd) != 0) {
+      // An idle connection has input: the peer closed it, or sent late bytes. libcurl looks at it before
+      // it reuses it (on_prereq); until then it is not watched, or its input would wake the loop over and
+      // over.
+      forget_socket(fd);
+      return;
+    }
     int mask = 0;
     if (events & EPOLLIN) mask |= CURL_CSELECT_IN;
     if (events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
@@ -283,16 +293,32 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   static int on_curl_socket(CURL* /*easy*/, curl_socket_t fd, int what, void* user, void* /*socketp*/) {
     auto* self = static_cast<AsyncMulti*>(user);
     if (what == CURL_POLL_REMOVE) {
-      self->loop_.unwatch(fd);
-      self->watched_.erase(fd);
+      // A connection going back to the cache stays registered with epoll (parked): its next request then
+      // re-arms it without two epoll_ctl calls. Any other socket (a resolver's, say) may be closed by
+      // libcurl without a word, so it leaves epoll at once.
+      if (self->sockets_.connected(fd) && self->armed_.count(fd) != 0) {
+        self->parked_.insert(fd);
+      } else {
+        self->forget_socket(fd);
+      }
       return 0;
     }
     uint32_t events = 0;
     if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) events |= EPOLLIN;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) events |= EPOLLOUT;
+    const bool was_parked = self->parked_.erase(fd) != 0;
+    auto [it, added] = self->armed_.try_emplace(fd, events);
+    if (was_parked && !added && it->second == events) return 0;  // armed already, for these events
+    it->second = events;
     self->loop_.watch(fd, events, self);
-    self->watched_.insert(fd);
     return 0;
+  }
+
+  // `fd` leaves epoll: libcurl no longer wants it, or closes it (SocketRegistry::on_close), or it is parked
+  // and has input.
+  void forget_socket(int fd) {
+    parked_.erase(fd);
+    if (armed_.erase(fd) != 0) loop_.unwatch(fd);
   }
 
   static int on_curl_timer(CURLM* /*multi*/, long timeout_ms, void* user) {
@@ -331,7 +357,8 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   SocketRegistry sockets_;  // before multi_: it outlives the connections curl_multi_cleanup closes
   CURLM* multi_;
   EventLoop::TimerId timer_ = 0;
-  std::unordered_set<int> watched_;
+  std::unordered_map<int, uint32_t> armed_;  // sockets registered with the loop's epoll → their events
+  std::unordered_set<int> parked_;           // those of idle connections, which libcurl does not watch
   std::unordered_set<MultiEntry*> live_;
   std::vector<MultiEntry*> ready_;  // noted by callbacks, told by tell_progress()
   std::vector<std::unique_ptr<CurlEasy>> pool_;

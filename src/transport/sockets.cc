@@ -28,6 +28,8 @@ bool SocketRegistry::retired(int port) const {
 }
 
 void SocketRegistry::closed(int fd) {
+  if (on_close_) on_close_(fd);
+  connected_.erase(fd);
   for (auto it = by_port_.begin(); it != by_port_.end(); ++it) {
     if (it->second == fd) {
       known_.erase(it->first);

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 namespace humus::transport {
 
@@ -15,7 +18,12 @@ namespace humus::transport {
 class SocketRegistry {
  public:
   // A connection went up on `fd`, bound to local port `port`.
-  void bind(int port, int fd) { by_port_[port] = fd; }
+  void bind(int port, int fd) {
+    by_port_[port] = fd;
+    connected_.insert(fd);
+  }
+  // Whether `fd` is the socket of a connection that went up and is not closed yet.
+  bool connected(int fd) const { return connected_.count(fd) != 0; }
   // The socket of the connection on local port `port`, or -1 when none is known.
   int fd_for(int port) const;
   // The protocol an answer came in over the connection on local port `port`: known once one has.
@@ -31,8 +39,10 @@ class SocketRegistry {
   // transfer only when no other transfer could be using it.
   void set_transfers(size_t n) { transfers_ = n; }
   size_t transfers() const { return transfers_; }
-  // libcurl closed `fd`.
+  // libcurl closes `fd` (it is still open): the listener, if any, hears of it first.
   void closed(int fd);
+  // Who must forget a socket before its number can be given to another (the asynchronous multi's epoll).
+  void on_close(std::function<void(int fd)> listener) { on_close_ = std::move(listener); }
 
  private:
   std::unordered_map<int, int> by_port_;  // local port → socket
@@ -41,6 +51,8 @@ class SocketRegistry {
     bool retired = false;
   };
   std::unordered_map<int, Known> known_;  // local port → what its answers told
+  std::unordered_set<int> connected_;     // the sockets in by_port_
+  std::function<void(int)> on_close_;
   size_t transfers_ = 0;
 };
 

@@ -153,6 +153,42 @@ TEST_F(HostilePeerTest, LateBytesAreCheckedForAsynchronousCallsToo) {
   EXPECT_EQ(peer.connections(), 2);
 }
 
+// Between its requests a pooled connection stays registered with the event loop's epoll (parked, so its next
+// request costs no epoll_ctl). Each way a parked socket can end must leave the next call a socket it waits
+// on: a registration kept for a closed socket would give the next socket of the same number no wake-up at
+// all, and the call would end at its deadline instead of with its answer.
+TEST_F(HostilePeerTest, AsynchronousCallsOutliveIdleConnectionsThePeerClosesOrLibcurlDoes) {
+  // Each answer comes late, so that the call waits on its socket: libcurl's own timers would drive a quick
+  // one.
+  RawPeer closes_idle([](RawConnection& c) {
+    if (!c.read_request()) return;
+    std::this_thread::sleep_for(milliseconds(20));
+    c.write(kOk);  // then a FIN while the connection waits in the pool
+  });
+  RawPeer says_close([](RawConnection& c) {
+    if (!c.read_request()) return;
+    std::this_thread::sleep_for(milliseconds(20));
+    c.write("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+  });
+  for (RawPeer* peer : {&closes_idle, &says_close}) {
+    auto c = make(*peer);
+    for (int i = 0; i < 20; ++i) {
+      Request r = req(*peer);
+      r.timeout = milliseconds(3000);
+      std::promise<CallResult> p;
+      auto f = p.get_future();
+      c->submit(r, [&p](CallResult out) { p.set_value(std::move(out)); });
+      ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+      CallResult out = f.get();
+      ASSERT_EQ(body_of(out), "ok") << "call " << i;
+      EXPECT_EQ(out.attempts, 1);
+      if (peer == &closes_idle) std::this_thread::sleep_for(milliseconds(10));  // the FIN arrives while idle
+    }
+    EXPECT_EQ(peer->requests(), 20);
+    EXPECT_EQ(peer->connections(), 20);
+  }
+}
+
 // --- 3. Callers cannot write the framing (docs/transport.md §10.5). -----------------------------------------
 
 // F109, S11
