@@ -28,6 +28,10 @@ type bodyGate[T openBody] struct {
 	closed   bool      // guarded by mu
 	err      error     // guarded by mu: io.EOF or the failure mid-body, what every later Read returns
 	cleanup  runtime.Cleanup
+	// unsized is the client of a body whose headers did not tell its size: it learns the size at the end
+	// (clientCore.sawBody). read counts the bytes Read returned; both guarded by mu.
+	unsized *clientCore
+	read    int64
 }
 
 func (g *bodyGate[T]) open(call T) {
@@ -54,6 +58,13 @@ func (g *bodyGate[T]) Close() error {
 	}
 	g.end()
 	return nil
+}
+
+// sawEnd tells an unsized body's client its size; g.mu is held, the body read to its end.
+func (g *bodyGate[T]) sawEnd() {
+	if g.unsized != nil {
+		g.unsized.sawBody(g.read)
+	}
 }
 
 // end ends the call once; g.mu is held.

@@ -43,6 +43,9 @@ type clientCore struct {
 	streams atomic.Int32
 	// multiplexed: the last response of Do came over HTTP/2 (see onLoop).
 	multiplexed atomic.Bool
+	// smallBodies: the last body of Do that told its size fit a small ring (see onLoop, sawBody); false
+	// until one did, so that a new client's first calls block as they always could.
+	smallBodies atomic.Bool
 	// loopAlways sends every Do that can run on the loop there: set only by the tests (export_test.go), so
 	// that they check that path on any protocol.
 	loopAlways bool

@@ -30,9 +30,9 @@ import (
 // matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
 // WithCallContext) set the per-call rules. Safe for concurrent use. The call blocks in C, its thread reading
 // the socket itself (cgo releases its P, so other goroutines run, but an OS thread waits for the call),
-// unless it joins other calls of the client over HTTP/2: then it runs on the runtime's event loop, its body
-// read ahead into a bounded ring, and the goroutine waits in Go with no OS thread held (loop_body.go,
-// docs/bodies.md §7). Both paths keep every rule. With BufferBody the call runs as Start's does.
+// unless it joins other calls of the client over HTTP/2, or over HTTP/1.1 while the client's bodies are
+// small (under 64 KiB): then it runs on the runtime's event loop, its body read ahead into a bounded ring,
+// and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both paths keep every rule. With BufferBody the call runs as Start's does.
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	ctx := req.Context()
 	o := collectCallOptions(ctx, opts)
@@ -98,19 +98,33 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	// The response now holds the client's reference, the token and the watcher, until its body ends.
 	call := &streamCall{resp: resp, state: state, core: c.core, ctx: ctx}
 	r := newStreamedResponse(call, req, sentURL, c.core.decodes(req))
-	c.core.multiplexed.Store(r.ProtoMajor == 2)
+	c.core.sawResponse(r.Response)
 	return r, nil
 }
 
 // onLoop says whether a Do runs on the event loop (loop_body.go) rather than blocking in C. Measured
 // (bench/README.md "The Go boundary"): alone, a call is cheapest on its own thread, which reads its socket
-// itself. Joining others over HTTP/2, where they share one connection, the loop costs half the CPU per call
-// of threads blocking in C. Over HTTP/1.1 each call has a connection of its own, and threads reading
-// their sockets on every core match the loop for small bodies and carry twice its throughput for large
-// ones (the one loop thread reads them all), so those calls block.
+// itself. Joining others, the loop costs less CPU per call than threads blocking in C: half over HTTP/2,
+// where they share one connection, and a third less over HTTP/1.1 for a body that reaches Go whole with
+// its headers (under HUMUSGO_BODY_RING). A body that flows through the ring costs the loop more over
+// HTTP/1.1 than threads reading their own sockets on every core (for 256 MiB bodies, half their
+// throughput: the one loop thread reads them all), so such calls block until the client's last body
+// that told its size was small.
 func (c *clientCore) onLoop(alone bool) bool {
-	return c.readsOnLoop && (c.loopAlways || (!alone && c.multiplexed.Load()))
+	return c.readsOnLoop && (c.loopAlways || (!alone && (c.multiplexed.Load() || c.smallBodies.Load())))
 }
+
+// sawResponse records what onLoop decides by from a response of Do: its protocol and, when its headers
+// tell it, its body's size.
+func (c *clientCore) sawResponse(r *http.Response) {
+	c.multiplexed.Store(r.ProtoMajor == 2)
+	if r.ContentLength >= 0 {
+		c.sawBody(r.ContentLength)
+	}
+}
+
+// sawBody records the size of a body of Do's, told by its headers or, without them, counted to its end.
+func (c *clientCore) sawBody(n int64) { c.smallBodies.Store(n < C.HUMUSGO_BODY_RING) }
 
 // decodes says whether the core asks for a compressed body for req and hands over the decoded bytes: the
 // setting decompress is on and the caller set neither Accept-Encoding nor Range (net/http's Transport rule).

@@ -21,7 +21,7 @@ import (
 // loop reads the body ahead into a bounded ring that Read copies out of. No OS thread waits for the
 // server, which is what a blocking cgo call per call in flight costs (bench/README.md "The Go boundary").
 //
-// Do takes this path for a call that joins others over HTTP/2 (clientCore.onLoop) when nothing in the call
+// Do takes this path for a call that joins others (clientCore.onLoop) when nothing in the call
 // needs the caller's thread: a real clock, no Go callback on the client or the runtime (a classifier, a
 // breaker policy, a mock transport: their failures reach the caller only from a blocking call, see
 // keepCallbackError), and no request body read from a Go reader (the loop must not wait on one).
@@ -77,7 +77,7 @@ func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *c
 	}
 	call := &loopCall{body: opened.body, handle: h, state: state, core: c.core, ctx: req.Context()}
 	r := newLoopResponse(call, signal, req, sentURL, c.core.decodes(req))
-	c.core.multiplexed.Store(r.ProtoMajor == 2)
+	c.core.sawResponse(r.Response)
 	return r, nil
 }
 
@@ -109,6 +109,9 @@ func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sent
 	r := streamedHead(C.humusgo_body_response(call.body), req, sentURL, decodes)
 	s := &loopStream{signal: signal}
 	s.open(call)
+	if r.ContentLength < 0 {
+		s.unsized = call.core
+	}
 	s.cleanup = runtime.AddCleanup(s, (*loopCall).end, call)
 	if hasNoBody(req, r.Response) {
 		// Read to its end now, which counts the result and keeps the connection.
@@ -160,9 +163,11 @@ func (s *loopStream) Read(p []byte) (int, error) {
 		// p holds no Go pointers and is used only during the call: the ring is copied straight into it.
 		switch C.humusgo_body_take(call.body, unsafe.Pointer(&p[0]), C.size_t(len(p)), drop, &n, &st, &cerr) {
 		case C.HUMUSGO_TAKE_BYTES:
+			s.read += int64(n)
 			return int(n), nil
 		case C.HUMUSGO_TAKE_END:
 			s.err = io.EOF
+			s.sawEnd()
 			s.end()
 			return 0, io.EOF
 		case C.HUMUSGO_TAKE_FAILED:

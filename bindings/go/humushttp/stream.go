@@ -50,6 +50,9 @@ func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, de
 	} else {
 		s := &stream{}
 		s.open(call)
+		if r.ContentLength < 0 {
+			s.unsized = call.core
+		}
 		s.cleanup = runtime.AddCleanup(s, (*streamCall).end, call)
 		r.Response.Body = s
 	}
@@ -134,8 +137,10 @@ func (s *stream) Read(p []byte) (int, error) {
 	}
 	if n == 0 {
 		s.err = io.EOF
+		s.sawEnd()
 		s.end()
 		return 0, io.EOF
 	}
+	s.read += int64(n)
 	return int(n), nil
 }

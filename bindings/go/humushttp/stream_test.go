@@ -81,6 +81,7 @@ func patternDigest(n int64) string {
 // peer is the tests' server:
 //
 //	GET /bytes/N        200, Content-Length N, N pattern bytes
+//	GET /chunked/N      200, chunked (no Content-Length), N pattern bytes
 //	GET /reset/N/M      200, Content-Length N, M pattern bytes, then a TCP RST
 //	GET /stall          200, Content-Length 1 MiB, 16 KiB, then nothing until the test ends
 //	ANY /upload         reads the body and answers "BYTES SHA256 chunked|length"
@@ -122,6 +123,9 @@ func (p *peer) serve(w http.ResponseWriter, r *http.Request) {
 	switch parts[0] {
 	case "bytes":
 		w.Header().Set("Content-Length", strconv.FormatInt(number(1), 10))
+		io.Copy(w, &patternReader{n: number(1)})
+	case "chunked":
+		http.NewResponseController(w).Flush() // the headers go now, without a Content-Length
 		io.Copy(w, &patternReader{n: number(1)})
 	case "reset":
 		conn, buf, err := http.NewResponseController(w).Hijack()
@@ -194,7 +198,7 @@ func (p *peer) open(t *testing.T, edit func(*humushttp.Settings), opts ...humush
 type openFunc func(p *peer, edit func(*humushttp.Settings), opts ...humushttp.Option) *humushttp.Client
 
 // bothPaths runs test once per way Do runs a call: blocking on the caller's thread and on the runtime's
-// event loop (loop_body.go, which Do takes on its own only for calls joining others over HTTP/2).
+// event loop (loop_body.go, which Do takes on its own only for calls joining others, see onLoop).
 func bothPaths(t *testing.T, test func(t *testing.T, open openFunc)) {
 	for _, onLoop := range []bool{false, true} {
 		name := "blocking"
@@ -442,6 +446,52 @@ func TestStreamEarlyCloseCountsTheResult(t *testing.T) {
 			t.Errorf("after a 500: %+v, want one failure", n)
 		}
 	})
+}
+
+// A Do that joins others over HTTP/1.1 runs on the event loop while the client's bodies reach Go whole
+// with their headers, and blocks in C before it knows a body's size and once a body flowed through the ring
+// (clientCore.onLoop): a body's size told by its Content-Length at once, or counted at its end when it came
+// chunked.
+func TestStreamDoOverHTTP1TakesTheLoopWhileBodiesAreSmall(t *testing.T) {
+	p := newPeer(t)
+	c := p.open(t, nil)
+	// Alone, so it blocks; held open, so every call below joins it; chunked and unread, so its size is unknown.
+	held, err := c.Do(mustRequest(t, "GET", p.URL+"/chunked/100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Body.Close()
+	for i, step := range []struct {
+		path   string
+		size   int64
+		onLoop bool
+	}{
+		{"/bytes/100", 100, false}, // no body's size known yet
+		{"/bytes/100", 100, true},
+		{"/bytes/" + strconv.Itoa(64<<10), 64 << 10, true}, // the last body was small; this one flows
+		{"/bytes/100", 100, false},
+		{"/chunked/" + strconv.Itoa(2*kMiB), 2 * kMiB, true}, // its size is known only at its end
+		{"/chunked/100", 100, false},
+		{"/bytes/100", 100, true},
+	} {
+		loopCalls := humushttp.LoopCalls()
+		resp, err := c.Do(mustRequest(t, "GET", p.URL+step.path))
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		h := sha256.New()
+		n, err := io.Copy(h, resp.Body)
+		resp.Body.Close()
+		if err != nil || n != step.size || hex.EncodeToString(h.Sum(nil)) != patternDigest(step.size) {
+			t.Errorf("step %d, %s: %d of %d bytes, %v", i, step.path, n, step.size, err)
+		}
+		if onLoop := humushttp.LoopCalls()-loopCalls == 1; onLoop != step.onLoop {
+			t.Errorf("step %d, %s: on the loop %v, want %v", i, step.path, onLoop, step.onLoop)
+		}
+	}
+	if n := counts(t, c); n.Successes != 7 || n.Failures != 0 {
+		t.Errorf("counts %+v, want 7 successes (the held body is still open)", n)
+	}
 }
 
 func TestStreamOpenBodyHoldsItsBulkheadSlot(t *testing.T) {
