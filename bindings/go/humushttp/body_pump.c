@@ -17,7 +17,7 @@
 #include "glue.h"
 
 /* A read asks for at least this much room, so a nearly full ring waits for Go instead of reading in
- * crumbs; a small ring (a Content-Length below the ring's size) reads into any room it has. A read that
+ * crumbs; a small ring (a Content-Length below HUMUSGO_WHOLE_BODY) reads into any room it has. A read that
  * brings at least as much (one full receive buffer of the core's) says more is on its way. */
 enum { kMinRoom = 16 * 1024, kFullRead = 16 * 1024 };
 /* A body of at least this Content-Length gets the large ring. */
@@ -130,14 +130,14 @@ static void on_read(void *user_data, humus_status status, size_t n, humus_error 
   pthread_mutex_unlock(&b->mu);
 }
 
-/* A Content-Length that fits the ring, or -1. */
+/* A Content-Length under HUMUSGO_WHOLE_BODY, or -1. */
 static long long small_length(const humus_response *resp) {
   const char *v = humus_response_header(resp, "Content-Length");
   char *end = NULL;
   long long n;
   if (v == NULL || *v < '0' || *v > '9') return -1;
   n = strtoll(v, &end, 10);
-  return end != NULL && *end == '\0' && n >= 0 && n < HUMUSGO_BODY_RING ? n : -1;
+  return end != NULL && *end == '\0' && n >= 0 && n < HUMUSGO_WHOLE_BODY ? n : -1;
 }
 
 /* A Content-Length of at least HUMUSGO_LARGE_BODY. */

@@ -31,7 +31,7 @@ import (
 // WithCallContext) set the per-call rules. Safe for concurrent use. The call blocks in C, its thread reading
 // the socket itself (cgo releases its P, so other goroutines run, but an OS thread waits for the call),
 // unless it joins other calls of the client over HTTP/2, or over HTTP/1.1 while the client's bodies are
-// small (under 64 KiB): then it runs on the runtime's event loop, its body read ahead into a bounded ring,
+// small (under 256 KiB): then it runs on the runtime's event loop, its body read ahead into a bounded ring,
 // and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both paths keep every rule. With BufferBody the call runs as Start's does.
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	ctx := req.Context()
@@ -106,7 +106,7 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 // (bench/README.md "The Go boundary"): alone, a call is cheapest on its own thread, which reads its socket
 // itself. Joining others, the loop costs less CPU per call than threads blocking in C: half over HTTP/2,
 // where they share one connection, and a third less over HTTP/1.1 for a body that reaches Go whole with
-// its headers (under HUMUSGO_BODY_RING). A body that flows through the ring costs the loop more over
+// its headers (under HUMUSGO_WHOLE_BODY). A body that flows through the ring costs the loop more over
 // HTTP/1.1 than threads reading their own sockets on every core (for 256 MiB bodies, half their
 // throughput: the one loop thread reads them all), so such calls block until the client's last body
 // that told its size was small.
@@ -124,7 +124,7 @@ func (c *clientCore) sawResponse(r *http.Response) {
 }
 
 // sawBody records the size of a body of Do's, told by its headers or, without them, counted to its end.
-func (c *clientCore) sawBody(n int64) { c.smallBodies.Store(n < C.HUMUSGO_BODY_RING) }
+func (c *clientCore) sawBody(n int64) { c.smallBodies.Store(n < C.HUMUSGO_WHOLE_BODY) }
 
 // decodes says whether the core asks for a compressed body for req and hands over the decoded bytes: the
 // setting decompress is on and the caller set neither Accept-Encoding nor Range (net/http's Transport rule).

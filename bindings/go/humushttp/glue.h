@@ -95,12 +95,15 @@ size_t humusgo_completions_take(humusgo_completion *out, size_t cap);
  * humus_client_submit_open, then a chain of humus_response_read_async into a ring buffer of the body's own,
  * run on the event-loop thread: the loop keeps reading while the ring has room, and Go copies out of it with
  * humusgo_body_take, a short cgo call that never blocks. A Read that finds the ring empty waits on a channel
- * (no OS thread held), woken by one HUMUSGO_BODY_READY completion. The ring holds at most HUMUSGO_BODY_RING
- * bytes (a Content-Length below it: that many and one; of 1 MiB or more: HUMUSGO_BODY_RING_LARGE), so
- * memory stays bounded whatever the body's size. */
+ * (no OS thread held), woken by one HUMUSGO_BODY_READY completion. The ring holds HUMUSGO_BODY_RING bytes
+ * (a Content-Length below HUMUSGO_WHOLE_BODY: that many and one; of 1 MiB or more: HUMUSGO_BODY_RING_LARGE),
+ * so memory stays bounded whatever the body's size. */
 #define HUMUSGO_BODY_RING (64 * 1024)
 /* The ring of a body whose Content-Length is 1 MiB or more: fewer wake-ups of Go per byte. */
 #define HUMUSGO_BODY_RING_LARGE (256 * 1024)
+/* A body whose Content-Length is under this is read whole into a ring of its size and one byte before its
+ * headers reach Go: one hand-off for the call. No larger than the large ring, so no call holds more. */
+#define HUMUSGO_WHOLE_BODY HUMUSGO_BODY_RING_LARGE
 
 typedef struct humusgo_body humusgo_body;
 

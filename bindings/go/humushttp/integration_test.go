@@ -663,7 +663,7 @@ func TestConcurrentCallsOverHTTP2(t *testing.T) {
 	before := humushttp.Live()
 	loopCalls := humushttp.LoopCalls()
 	const calls = 24
-	sizes := []int{0, 100, 64<<10 - 1, 64 << 10, 3 << 20}
+	sizes := []int{0, 100, 64<<10 - 1, 64 << 10, 256<<10 - 1, 256 << 10, 3 << 20}
 	var wg sync.WaitGroup
 	errs := make(chan error, calls)
 	paths := make([]string, calls)
