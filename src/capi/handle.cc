@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 
+#include "capi/address_set.h"
 #include "capi/error.h"
 
 namespace humus::capi {
@@ -16,7 +16,7 @@ constexpr size_t kShards = 64;
 
 struct alignas(64) Shard {  // one cache line each: no false sharing between neighbouring locks
   std::mutex mu;
-  std::unordered_set<const void*> live;  // guarded by mu
+  AddressSet live;  // guarded by mu
 };
 
 // Never destroyed: a handle freed from a static destructor at exit still finds its registry.
@@ -45,16 +45,15 @@ void add(const void* p) {
 bool remove(const void* p, MagicCheck is_type) {
   Shard& s = shard_of(p);
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.live.find(p);
-  if (it == s.live.end() || !is_type(p)) return false;
-  s.live.erase(it);
+  if (!s.live.contains(p) || !is_type(p)) return false;
+  s.live.erase(p);
   return true;
 }
 
 bool find(const void* p, MagicCheck is_type) {
   Shard& s = shard_of(p);
   std::lock_guard<std::mutex> lock(s.mu);
-  return s.live.count(p) != 0 && is_type(p);
+  return s.live.contains(p) && is_type(p);
 }
 
 }  // namespace registry
