@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -21,6 +23,22 @@ from ._response import HeaderTypes, Response
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 
 __all__ = ["AsyncBodyOptions", "AsyncClient"]
+
+# One bridge per asyncio loop, shared by every client on it: the loop watches its eventfd for as long as the
+# loop lives (its reader holds the bridge), and the entry goes with the loop.
+_loop_bridges: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _native.Bridge] = weakref.WeakKeyDictionary()
+_loop_bridges_lock = threading.Lock()
+
+
+def _loop_bridge(loop: asyncio.AbstractEventLoop) -> _native.Bridge:
+    """The bridge of ``loop``, the running loop of this thread: made, and its eventfd watched, on first use."""
+    with _loop_bridges_lock:
+        bridge = _loop_bridges.get(loop)
+        if bridge is None:
+            bridge = _native.Bridge()
+            loop.add_reader(bridge.fileno(), bridge.drain)
+            _loop_bridges[loop] = bridge
+        return bridge
 
 
 class AsyncBodyOptions(CallOptions, total=False):
@@ -43,7 +61,8 @@ class AsyncClient(_BaseClient):
     """The asyncio twin of Client, with the same arguments (and ``AsyncClient.from_settings``).
 
     Each call is submitted to the runtime's event-loop thread and its outcome handed back to the asyncio loop
-    that awaited it (``call_soon_threadsafe``); no thread waits per call. Cancelling the awaiting task cancels
+    that awaited it, which watches an eventfd the runtime writes (``loop.add_reader``: one per asyncio loop,
+    without the GIL on the runtime's side); no thread waits per call. Cancelling the awaiting task cancels
     the native call, which frees its bulkhead slot. One client may serve several asyncio loops and threads at
     once.
     """
@@ -51,11 +70,11 @@ class AsyncClient(_BaseClient):
     _bridge: tuple[asyncio.AbstractEventLoop, _native.Bridge] | None = None
 
     def _bridge_for(self, loop: asyncio.AbstractEventLoop) -> _native.Bridge:
-        # A bridge per asyncio loop, cached for the last loop used (read and replaced as one tuple, so that
-        # loops on other threads never see each other's); calls in flight on an earlier loop keep their own.
+        # The loop's bridge, cached for the last loop used (read and replaced as one tuple, so that loops on
+        # other threads never see each other's); calls in flight on an earlier loop keep its bridge.
         cached = self._bridge
         if cached is None or cached[0] is not loop:
-            cached = (loop, _native.Bridge(loop.call_soon_threadsafe))
+            cached = (loop, _loop_bridge(loop))
             self._bridge = cached
         return cached[1]
 

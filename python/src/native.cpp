@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <pybind11/pybind11.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -580,20 +581,23 @@ py::object outcome(humus_status status, humus_response* resp, humus_error* err, 
 
 // ---- Asynchronous completions -----------------------------------------------------------------------------
 
-// Delivers completions to one asyncio loop. The runtime's event-loop thread queues them without the GIL and,
-// when the queue was empty, takes the GIL once to schedule drain() with loop.call_soon_threadsafe; drain()
-// then resolves every queued future on the asyncio loop's own thread. Thread-safe.
-class Bridge : public std::enable_shared_from_this<Bridge> {
+// Delivers completions to one asyncio loop, which watches fileno() (loop.add_reader(fileno, drain), see
+// _async.py). The runtime's event-loop thread queues them and, when the queue was empty, writes the eventfd;
+// drain() then resolves every queued future on the asyncio loop's own thread. The event-loop thread never
+// takes the GIL here: with loop.call_soon_threadsafe it had to, and while it waited for the asyncio thread
+// to let go of the GIL every call of the runtime waited with it, so the two threads took turns instead of
+// running at once (bench/README.md). Thread-safe.
+class Bridge {
  public:
-  explicit Bridge(py::object call_soon_threadsafe) : call_soon_(std::move(call_soon_threadsafe)) {}
+  Bridge() : wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    if (wake_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  }
   ~Bridge() {
     // The last holder may be a completion on the loop thread: Python references need the GIL.
     std::vector<Item> left;
     left.swap(items_);
-    if (interpreter_finalizing()) {
-      (void)call_soon_.release();
-      return;
-    }
+    close(wake_);
+    if (interpreter_finalizing()) return;
     Gil gil;
     for (Item& item : left) {
       Py_XDECREF(item.future);
@@ -601,8 +605,10 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
       humus_response_free(item.resp);
       humus_error_free(item.err);
     }
-    call_soon_ = py::object();
   }
+
+  // The eventfd that turns readable when completions are queued.
+  int fileno() const { return wake_; }
   Bridge(const Bridge&) = delete;
   Bridge& operator=(const Bridge&) = delete;
 
@@ -623,6 +629,8 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
     std::vector<Item> batch;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      uint64_t wakes = 0;
+      (void)!read(wake_, &wakes, sizeof wakes);  // nonblocking: nothing to read is EAGAIN, and fine
       batch.swap(items_);
       scheduled_ = false;
     }
@@ -670,21 +678,17 @@ class Bridge : public std::enable_shared_from_this<Bridge> {
       schedule = !scheduled_;
       scheduled_ = true;
     }
-    if (!schedule || interpreter_finalizing()) return;
-    Gil gil;
-    try {
-      call_soon_(py::cast(shared_from_this()).attr("drain"));
-    } catch (py::error_already_set&) {
-      // The asyncio loop is closed (RuntimeError): nobody awaits these futures any more. They are released
-      // with the bridge; nothing else can fail here that a caller could act on.
-      PyErr_Clear();
-    }
+    if (!schedule) return;
+    // Cannot fail but for a full counter (2^64 - 2 wakes). A closed loop reads it no more: its futures,
+    // awaited by nobody, are released with the bridge.
+    const uint64_t one = 1;
+    (void)!write(wake_, &one, sizeof one);
   }
 
-  py::object call_soon_;
+  const int wake_;  // the eventfd
   std::mutex mu_;
   std::vector<Item> items_;  // guarded by mu_
-  bool scheduled_ = false;   // guarded by mu_: a drain() is on its way
+  bool scheduled_ = false;   // guarded by mu_: the eventfd was written since the last drain()
 };
 
 struct AsyncPending {
@@ -1712,8 +1716,10 @@ PYBIND11_MODULE(_native, m) {
       .def("headers", &Response::headers)
       .def("close", &Response::close);
 
-  py::class_<Bridge, std::shared_ptr<Bridge>>(m, "Bridge", "Delivers completions to one asyncio loop.")
-      .def(py::init<py::object>(), py::arg("call_soon_threadsafe"))
+  py::class_<Bridge, std::shared_ptr<Bridge>>(m, "Bridge",
+                                             "Delivers completions to the asyncio loop that watches fileno().")
+      .def(py::init<>())
+      .def("fileno", &Bridge::fileno)
       .def("drain", &Bridge::drain);
 
   py::class_<Call>(m, "Call", "An asynchronous call in flight; cancel() ends it early.")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 import time
@@ -164,3 +165,34 @@ def test_one_client_serves_loops_on_several_threads(server: TestServer,
     for t in threads:
         t.join()
     assert len(results) == 4 and all(s == [200] * 10 for s in results.values())
+
+
+def eventfds() -> int:
+    """How many eventfds this process holds (a bridge is one)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[eventfd]"
+        except OSError:  # the directory's own fd, closed by now
+            pass
+    return count
+
+
+def test_clients_on_one_loop_share_its_bridge_which_goes_with_the_loop(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
+    first, second = make_async_client("http"), make_async_client("http")
+    before = eventfds()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        assert first._bridge_for(loop) is second._bridge_for(loop)  # one eventfd per loop, not per client
+        gc.collect()  # the loops that ran before, closed, and their bridges with them
+        assert eventfds() == before + 1, "a closed loop's bridge outlived it"
+        statuses = [r.status_code for r in await asyncio.gather(*(c.get(path) for c in (first, second) * 8))]
+        assert statuses == [200] * 16
+
+    for _ in range(3):
+        asyncio.run(main())
+    first._bridge = second._bridge = None  # the clients' cache held the last loop
+    gc.collect()
+    assert eventfds() == before
