@@ -28,13 +28,20 @@ class AddressSet {
     }
   }
 
-  // Removes `p`; false when it is not in the set.
-  bool erase(const void* p) {
+  // Removes `p` when it is in the set and `keep(p)` is false; false when nothing was removed. One probe for
+  // the registry's check-then-remove.
+  template <typename Keep>
+  bool erase_unless(const void* p, Keep keep) {
     const size_t i = find(reinterpret_cast<uintptr_t>(p));
-    if (i == kNotFound) return false;
+    if (i == kNotFound || keep(p)) return false;
     slots_[i] = kErased;  // a later probe must walk past it
     --size_;
     return true;
+  }
+
+  // Removes `p`; false when it is not in the set.
+  bool erase(const void* p) {
+    return erase_unless(p, [](const void*) { return false; });
   }
 
   bool contains(const void* p) const { return find(reinterpret_cast<uintptr_t>(p)) != kNotFound; }

@@ -45,9 +45,7 @@ void add(const void* p) {
 bool remove(const void* p, MagicCheck is_type) {
   Shard& s = shard_of(p);
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.live.contains(p) || !is_type(p)) return false;
-  s.live.erase(p);
-  return true;
+  return s.live.erase_unless(p, [is_type](const void* q) { return !is_type(q); });
 }
 
 bool find(const void* p, MagicCheck is_type) {

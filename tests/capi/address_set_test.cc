@@ -28,6 +28,11 @@ TEST(AddressSet, HoldsWhatWasInsertedUntilErased) {
   EXPECT_FALSE(set.contains(address(1)));
   EXPECT_TRUE(set.contains(address(2)));  // found past the erased slot its probe may cross
   EXPECT_EQ(set.size(), 1u);
+  set.insert(address(3));
+  EXPECT_FALSE(set.erase_unless(address(3), [](const void*) { return true; }));  // kept: still there
+  EXPECT_TRUE(set.contains(address(3)));
+  EXPECT_TRUE(set.erase_unless(address(3), [](const void*) { return false; }));
+  EXPECT_FALSE(set.contains(address(3)));
 }
 
 // Random inserts and erases against std::unordered_set: through growth, through tables full of erased
@@ -38,7 +43,7 @@ TEST(AddressSet, AgreesWithAReferenceSetThroughGrowthAndChurn) {
   std::vector<const void*> held;
   std::mt19937_64 random(7);
   for (int round = 0; round < 200000; ++round) {
-    // Grow to about 5,000 addresses, then shrink towards none, then grow again.
+    // Grow by about 10,000 addresses, then shrink back towards none, then grow again.
     const bool growing = (round / 50000) % 2 == 0;
     const bool add = held.empty() || (random() % 100) < (growing ? 60u : 40u);
     if (add) {
@@ -65,8 +70,8 @@ TEST(AddressSet, AgreesWithAReferenceSetThroughGrowthAndChurn) {
   }
 }
 
-// Addresses that differ only in the bits the registry's shard choice uses, or that share their home slot,
-// still spread or probe past each other.
+// Addresses 4 GiB apart (alike in every low bit) are all found, and erasing every other one leaves the
+// rest reachable past the erased slots.
 TEST(AddressSet, AddressesThatCollideAreAllFound) {
   AddressSet set;
   std::vector<const void*> all;

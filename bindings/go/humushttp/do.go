@@ -32,7 +32,8 @@ import (
 // the socket itself (cgo releases its P, so other goroutines run, but an OS thread waits for the call),
 // unless it joins other calls of the client over HTTP/2, or over HTTP/1.1 while the client's bodies are
 // small (under 256 KiB): then it runs on the runtime's event loop, its body read ahead into a bounded ring,
-// and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both paths keep every rule. With BufferBody the call runs as Start's does.
+// and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both
+// paths keep every rule. With BufferBody the call runs as Start's does.
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	ctx := req.Context()
 	o := collectCallOptions(ctx, opts)
