@@ -8,7 +8,8 @@ Against one local nginx (Debian's nginx-light, installed with apt-get when missi
 HTTP/2 over TLS with a throw-away CA, bodies of 100 B and 64 KiB) it runs, interleaved in the same rounds (every
 row once per round, the order reversed every other round):
 
-  C      raw libcurl easy and multi (bench/compare_curl.c), humus_client_do, the same with span and log sinks,
+  C      raw libcurl easy (also asked for the request bytes humus_http sends: easy-wire) and multi
+         (bench/compare_curl.c), humus_client_do, the same with span and log sinks,
          threads sharing one client, humus_client_submit (bench/compare_humus.c)
   Go     net/http and humushttp.NewClient: its streamed Do, Do with BufferBody, and Start + Wait
          (bench/compare_go); --go-before adds another build's rows (e.g. main's binding)
@@ -182,6 +183,7 @@ def clients(venv_python: str | None, go_before: str | None) -> list[Client]:
     go = str(BUILD / "bench" / "compare_go")
     out = [
         Client("curl-easy", "c", (c_curl, "easy"), True, False),
+        Client("curl-easy-wire", "c", (c_curl, "easy-wire"), True, False),
         Client("curl-multi", "c", (c_curl, "multi"), False, True),
         Client("c-do", "c", (c_humus, "do"), True, False, kind="humus"),
         Client("c-do-traced", "c", (c_humus, "do-traced"), True, False, kind="humus"),
@@ -226,7 +228,7 @@ def default_rows(cs: dict[str, Client]) -> list[Row]:
     """The rows of the issue's table, and what their ratios need."""
     go = ["go-nethttp", "go-humus", "go-humus-buffered", "go-humus-start", "go-humus@before", "go-humus-start@before"]
     plan = [
-        ("h1", "100", 1, ["curl-easy", "c-do", "c-do-traced", "c-open", *go, "pycurl", "py-humus"]),
+        ("h1", "100", 1, ["curl-easy", "curl-easy-wire", "c-do", "c-do-traced", "c-open", *go, "pycurl", "py-humus"]),
         ("h1", "64k", 1, ["curl-easy", "c-do", "go-nethttp", "go-humus", "pycurl", "py-humus"]),
         ("h1", "100", 16, ["curl-multi", "c-threads", "c-submit", *go]),
         ("h1", "100", 64, ["curl-multi", "c-threads", "c-submit", *go, "aiohttp-uvloop", "py-humus-async"]),
@@ -377,6 +379,9 @@ def ratio_lines(rows: list[Row]) -> list[str]:
     line("C humus_client_submit, 64 in flight, h2", "h2", "100", 64, "c-submit", "curl-multi")
     line("Go net/http, 64 goroutines, h2 (for scale)", "h2", "100", 64, "go-nethttp", "curl-multi")
     line("C blocking, 100 B, h1", "h1", "100", 1, "c-do", "curl-easy")
+    # The same against libcurl asked for the same request bytes (User-Agent, Accept-Encoding): the share of
+    # the line above that is libcurl's own formatting of those two lines.
+    line("C blocking, 100 B, h1, vs the same request", "h1", "100", 1, "c-do", "curl-easy-wire")
     # The Go boundary's own cost, sequentially: Go's streamed Do against the C call it makes.
     line("C streamed (humus_client_open), 100 B, h1", "h1", "100", 1, "c-open", "curl-easy")
     line("Go Do, streamed, sequential, vs its C call", "h1", "100", 1, "go-humus", "c-open")

@@ -1,13 +1,17 @@
 /* Raw libcurl, the anchor of bench/compare.py: what a careful libcurl user gets, with nothing of humus_http.
  *
- *   compare_curl easy|multi URL CONCURRENCY SECONDS WARMUP_SECONDS [--ca FILE] [--connect-to H:P:A:P] [--h2]
+ *   compare_curl easy|easy-wire|multi URL CONCURRENCY SECONDS WARMUP_SECONDS [--ca F] [--connect-to H:P:A:P] [--h2]
  *
- * easy: one easy handle reused, curl_easy_perform in a loop (CONCURRENCY must be 1). multi: curl_multi on one
+ * easy: one easy handle reused, curl_easy_perform in a loop (CONCURRENCY must be 1). easy-wire: the same, asked
+ * for the request humus_http puts on the wire, with its User-Agent and its Accept-Encoding (every coding this
+ * libcurl decodes) lines in the header list, as its transport sends them: what libcurl alone costs for those
+ * bytes, which it formats a character at a time (the floor under c-do's extra cost). multi: curl_multi on one
  * thread with CONCURRENCY transfers kept in flight, a finished handle re-added at once. The body is appended
  * to a growing buffer, as a caller that keeps it would. After WARMUP_SECONDS (connections opened, TLS done,
  * not counted) it runs for SECONDS and prints one JSON line: requests, errors, wall and CPU seconds of this
  * process. It never judges the numbers (bench/README.md). */
 #include <curl/curl.h>
+#include <humus_http.h> /* HUMUS_VERSION_STRING only: nothing of the library is linked */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +69,26 @@ static void configure(CURL *e, const target *t, buffer *body) {
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, t->h2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
   if (t->ca != NULL) curl_easy_setopt(e, CURLOPT_CAINFO, t->ca);
   if (connect_list != NULL) curl_easy_setopt(e, CURLOPT_CONNECT_TO, connect_list);
+}
+
+/* The header lines humus_http's transport (curl_easy.cc) adds to a GET that names none of them, and libcurl's
+ * own decoding switched on, as it is there. */
+static struct curl_slist *wire_lines;
+
+static void configure_wire(CURL *e) {
+  const int bits = curl_version_info(CURLVERSION_NOW)->features;
+  char codings[64] = "";
+  if (bits & CURL_VERSION_LIBZ) strcat(codings, "deflate, gzip");
+  if (bits & CURL_VERSION_BROTLI) strcat(codings, codings[0] ? ", br" : "br");
+  if (bits & CURL_VERSION_ZSTD) strcat(codings, codings[0] ? ", zstd" : "zstd");
+  char accept[96];
+  snprintf(accept, sizeof accept, "Accept-Encoding: %s", codings);
+  if (codings[0]) wire_lines = curl_slist_append(wire_lines, accept);
+  wire_lines = curl_slist_append(wire_lines, "Expect:");
+  wire_lines = curl_slist_append(wire_lines, "User-Agent: humus_http/" HUMUS_VERSION_STRING);
+  wire_lines = curl_slist_append(wire_lines, "Content-Type:");
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, wire_lines);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
 }
 
 static int ok(CURL *e, CURLcode rc) {
@@ -144,10 +168,11 @@ int main(int argc, char **argv) {
   if (t.connect_to != NULL) connect_list = curl_slist_append(NULL, t.connect_to);
   long requests = 0, errors = 0, warm_requests = 0, warm_errors = 0;
   double w0, c0, w1, c1;
-  if (strcmp(mode, "easy") == 0) {
+  if (strcmp(mode, "easy") == 0 || strcmp(mode, "easy-wire") == 0) {
     CURL *e = curl_easy_init();
     buffer body = {0};
     configure(e, &t, &body);
+    if (strcmp(mode, "easy-wire") == 0) configure_wire(e);
     run_easy(e, &body, now_s() + warmup, &warm_requests, &warm_errors);
     w0 = now_s(), c0 = cpu_s();
     run_easy(e, &body, w0 + seconds, &requests, &errors);
@@ -180,6 +205,7 @@ int main(int argc, char **argv) {
   printf("{\"requests\": %ld, \"errors\": %ld, \"wall_s\": %.6f, \"cpu_s\": %.6f}\n", requests, errors + warm_errors,
          w1 - w0, c1 - c0);
   curl_slist_free_all(connect_list);
+  curl_slist_free_all(wire_lines);
   curl_global_cleanup();
   return 0;
 }
