@@ -322,6 +322,11 @@ class _BaseClient:
     def _prepare(self, method: str, url: str, options: Mapping[str, Any]) -> tuple[_Call, Request | None]:
         """The call of ``options`` (a call's keyword arguments), and its Request (None when there are neither
         ``auth=`` nor event hooks): ``auth=`` has been applied to it."""
+        if not options and self._auth is None and not self._request_hooks and not self._response_hooks:
+            # The bare call, client.get(url), which every option leaves to the client: nothing to look up.
+            target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
+            return _Call(method, target, None, None, (method, target, self._default_headers, None),
+                         -1 if self.follow_redirects else 0, 0), None
         if len(options) > len(_CALL_KEYS) or not _CALL_KEYS.issuperset(options):
             unknown = sorted(set(options) - _CALL_KEYS)
             raise TypeError(f"{method.lower()}() got an unexpected keyword argument {unknown[0]!r}")
@@ -364,8 +369,10 @@ class _BaseClient:
         """The call context's parts as the extension takes them. When the runtime's span sink follows the caller's
         trace (humus_http.otel's does), a call with no ``traceparent`` of its own (in ``context=`` or among its
         headers) carries the caller's current one (docs/telemetry.md §13.4)."""
-        parts = context_parts(options.get("context"))
         current = self._runtime._trace_context
+        if not options and current is None:
+            return None  # the bare call: no context of its own, none of the caller's to follow
+        parts = context_parts(options.get("context"))
         if current is None or (parts is not None and parts[0]):
             return parts
         for name, _ in (*(headers or ()), *self._default_headers):
@@ -397,7 +404,7 @@ class _BaseClient:
 
     def _response(self, raw: _native.Response | _native.ErrorInfo, call: _Call, stream: bool = False) -> Response:
         if type(raw) is _NativeResponse:
-            return Response(raw, self.origin, call.request, stream=stream)
+            return Response(raw, self.origin, call.request, stream)  # positional: no keyword dict to build
         raise from_native(raw, self.origin)  # type: ignore[arg-type]
 
     # --- state ----------------------------------------------------------------------------------------------

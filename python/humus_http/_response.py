@@ -267,7 +267,7 @@ class Response(_StatusPredicates, Closing):
                  "_history", "_http_version", "_max_body", "_native", "_request", "_retried", "_streamed", "_url",
                  "origin", "status_code")
 
-    def __init__(self, native: _native.Response, origin: str, request: RequestParts, *,
+    def __init__(self, native: _native.Response, origin: str, request: RequestParts,
                  stream: bool = False) -> None:
         self._native: _native.Response | None = native
         #: True for Client.stream() and AsyncClient.stream(): the body is still on its connection.
