@@ -60,19 +60,9 @@ void EventLoop::wake() {
   [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof one);
 }
 
-EventLoop::TimerId EventLoop::add_timer(Instant at, Task task) {
-  const TimerId id = next_timer_++;
-  timers_.emplace(std::make_pair(at, id), std::move(task));
-  timer_at_.emplace(id, at);
-  return id;
-}
+EventLoop::TimerId EventLoop::add_timer(Instant at, Task task) { return timers_.add(at, std::move(task)); }
 
-void EventLoop::cancel_timer(TimerId id) {
-  auto it = timer_at_.find(id);
-  if (it == timer_at_.end()) return;
-  timers_.erase(std::make_pair(it->second, id));
-  timer_at_.erase(it);
-}
+void EventLoop::cancel_timer(TimerId id) { timers_.cancel(id); }
 
 void EventLoop::watch(int fd, uint32_t events, SocketHandler* handler) {
   epoll_event ev{};
@@ -127,15 +117,11 @@ void EventLoop::run_tasks() {
 
 void EventLoop::run_due_timers() {
   const Instant now = clock_.now();
-  while (!timers_.empty() && timers_.begin()->first.first <= now) {
-    auto node = timers_.extract(timers_.begin());
-    timer_at_.erase(node.key().second);
-    node.mapped()();
-  }
+  while (Task task = timers_.pop_due(now)) task();
 }
 
 void EventLoop::wait_for_work() {
-  const Instant next = timers_.empty() ? Instant::max() : timers_.begin()->first.first;
+  const Instant next = timers_.next();
   if (virtual_clock_ != nullptr) {
     wake_signal_.reset();
     {

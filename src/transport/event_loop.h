@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,13 +15,14 @@
 
 #include "common/clock.h"
 #include "testing/virtual_clock.h"
+#include "transport/timer_heap.h"
 
 namespace humus::transport {
 
 class EventLoop {
  public:
   using Task = std::function<void()>;
-  using TimerId = uint64_t;
+  using TimerId = TimerHeap::Id;
 
   class SocketHandler {
    public:
@@ -69,9 +69,7 @@ class EventLoop {
   bool stopping_ = false;     // guarded by mu_
 
   // Loop thread only.
-  std::map<std::pair<Instant, TimerId>, Task> timers_;
-  std::unordered_map<TimerId, Instant> timer_at_;
-  TimerId next_timer_ = 1;
+  TimerHeap timers_;
   std::unordered_map<int, SocketHandler*> sockets_;
 
   std::thread thread_;
