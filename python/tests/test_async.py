@@ -148,18 +148,22 @@ def test_one_client_serves_loops_on_several_threads(server: TestServer,
                                                     path: str) -> None:
     client = make_async_client("https")
     results: dict[int, list[int]] = {}
+    # Every loop is running before any calls: without this a thread could finish before the next starts (and a
+    # finished thread's ident may be reused, so results are keyed by index).
+    all_running = threading.Barrier(4)
 
-    def run() -> None:
+    def run(index: int) -> None:
         async def main() -> None:
             loop_thread = threading.get_ident()
+            all_running.wait(timeout=10)
             statuses = []
             for r in await asyncio.gather(*(client.get(path) for _ in range(10))):
                 assert threading.get_ident() == loop_thread
                 statuses.append(r.status_code)
-            results[loop_thread] = statuses
+            results[index] = statuses
         asyncio.run(main())
 
-    threads = [threading.Thread(target=run) for _ in range(4)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
