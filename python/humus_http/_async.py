@@ -13,7 +13,7 @@ from typing import Any, Self, Unpack
 
 from . import _native
 from ._auth import AuthTypes
-from ._cancel import CancelToken
+from ._cancel import CancelToken, native_cancel
 from ._client import _RETRY_MODES, CallOptions, QueryParams, _BaseClient
 from ._context import ContextTypes
 from ._errors import from_native
@@ -144,7 +144,7 @@ class AsyncClient(_BaseClient):
             native_call = submit(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
                                  _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
                                  self._bridge_for(loop), future, self._context_parts(options, call.headers),
-                                 None if cancel is None else cancel.native, None if hooks is None else hooks.native)
+                                 native_cancel(cancel), None if hooks is None else hooks.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         try:

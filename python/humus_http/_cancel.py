@@ -38,3 +38,12 @@ class CancelToken:
 
     def __repr__(self) -> str:
         return f"<humus_http.CancelToken{' cancelled' if self.cancelled else ''}>"
+
+
+def native_cancel(cancel: CancelToken | None) -> _native.Cancel | None:
+    """A call's ``cancel=`` as the extension takes it. TypeError for anything but a CancelToken or None."""
+    if cancel is None:
+        return None
+    if not isinstance(cancel, CancelToken):
+        raise TypeError(f"cancel= takes a humus_http.CancelToken (or None), not {type(cancel).__name__}")
+    return cancel._native

@@ -11,7 +11,7 @@ from typing import Any, Literal, Self, TypedDict, Unpack
 from . import _native
 from ._at_exit import CloseAtExit
 from ._auth import AuthTypes, auth_callable
-from ._cancel import CancelToken
+from ._cancel import CancelToken, native_cancel
 from ._closing import Closing
 from ._context import ContextTypes, context_parts
 from ._errors import ConfigError, from_native
@@ -576,7 +576,7 @@ class Client(_BaseClient, Closing):
             raw = self._native.open(call.method, call.target, call.headers, call.body, options.get("idempotency_key"),
                                     _RETRY_MODES[options.get("retry")], call.follow, call.timeout_ms,
                                     self._context_parts(options, call.headers),
-                                    None if cancel is None else cancel.native, None if hooks is None else hooks.native)
+                                    native_cancel(cancel), None if hooks is None else hooks.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None
         response = self._hooked(self._response(raw, call, stream=True), hooks)
@@ -593,7 +593,7 @@ class Client(_BaseClient, Closing):
             raw = self._native.request(call.method, call.target, call.headers, call.body,
                                        options.get("idempotency_key"), _RETRY_MODES[options.get("retry")],
                                        call.follow, call.timeout_ms, self._context_parts(options, call.headers),
-                                       None if cancel is None else cancel.native,
+                                       native_cancel(cancel),
                                        None if hooks is None else hooks.native)
         except _native.Failure as failure:
             raise from_native(failure.args[0], self.origin) from None

@@ -94,6 +94,15 @@ async def test_async_classifier_exception(server: TestServer,
 
 
 @pytest.mark.asyncio
+async def test_a_cancel_that_is_not_a_token_is_refused_before_sending(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
+    client = make_async_client("http")
+    with pytest.raises(TypeError, match="cancel= takes a humus_http.CancelToken"):
+        await client.get(path, cancel=object())  # type: ignore[arg-type]
+    assert server.requests(path) == []
+
+
+@pytest.mark.asyncio
 async def test_cancelling_the_task_cancels_the_call_and_frees_its_slot(
         server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
         path: str) -> None:

@@ -206,6 +206,20 @@ def test_a_bearer_token_travels_only_when_asked(server: TestServer,
     assert "authorization" not in [h[0] for h in second["headers"]]
 
 
+def test_a_cancel_that_is_not_a_token_is_refused_before_sending(server: TestServer,
+                                                                make_client: Callable[..., humus_http.Client],
+                                                                path: str) -> None:
+    client = make_client("http")
+    for wrong in (object(), "stop", True):
+        with pytest.raises(TypeError, match="cancel= takes a humus_http.CancelToken"):
+            client.get(path, cancel=wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="cancel= takes a humus_http.CancelToken"):
+            with client.stream("GET", path, cancel=wrong):  # type: ignore[arg-type]
+                pass
+    assert server.requests(path) == []
+    assert client.get(path, cancel=humus_http.CancelToken()).status_code == 200
+
+
 def test_a_bad_context_is_refused(make_client: Callable[..., humus_http.Client], path: str) -> None:
     client = make_client("http")
     with pytest.raises(TypeError, match="context"):
