@@ -999,19 +999,24 @@ class ClientHandle {
   humus_client* c_;
 };
 
-// GIL held: a UTF-8 view of a str; a TypeError naming `what` for another type, a ValueError for a NUL (a C
-// string would silently end there).
-const char* utf8(PyObject* o, const std::string& what) {
+// GIL held: a UTF-8 view of a str; a TypeError naming it for another type, a ValueError for a NUL (a C
+// string would silently end there). `describe()` gives its name, called only to report an error (a header's
+// name built for every value of every call cost an allocation each).
+template <typename Describe>
+const char* utf8(PyObject* o, const Describe& describe) {
   if (!PyUnicode_Check(o)) {
-    throw py::type_error(what + " must be str, not " + Py_TYPE(o)->tp_name);
+    throw py::type_error(std::string(describe()) + " must be str, not " + Py_TYPE(o)->tp_name);
   }
   Py_ssize_t size = 0;
   const char* s = PyUnicode_AsUTF8AndSize(o, &size);
   if (s == nullptr) throw py::error_already_set();
   if (std::char_traits<char>::length(s) != static_cast<size_t>(size)) {
-    throw py::value_error(what + " contains a NUL character");
+    throw py::value_error(std::string(describe()) + " contains a NUL character");
   }
   return s;
+}
+const char* utf8(PyObject* o, const char* what) {
+  return utf8(o, [what] { return what; });
 }
 
 class Client {
@@ -1133,7 +1138,7 @@ class Client {
 
   // A blocking call: a Response, or an ErrorInfo when no response came. Argument errors raise Failure.
   // `cancel` (may be null) ends it early.
-  py::object request(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+  py::object request(py::handle method, py::handle url, py::handle headers, py::handle body, py::handle key,
                      int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context,
                      py::handle cancel_arg, py::handle hooks) {
     const std::shared_ptr<Cancel> cancel = cancel_of(cancel_arg);
@@ -1174,7 +1179,7 @@ class Client {
 
   // A streamed call (humus_client_open): a Response whose body is read with read(), or an ErrorInfo. Runs
   // without the GIL on any thread; `cancel` (may be null) ends it, its body reads included.
-  py::object open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+  py::object open(py::handle method, py::handle url, py::handle headers, py::handle body, py::handle key,
                   int32_t retry, int32_t follow, int64_t timeout_ms, py::handle context,
                   py::handle cancel_arg, py::handle hooks) {
     const std::shared_ptr<Cancel> cancel = cancel_of(cancel_arg);
@@ -1212,7 +1217,7 @@ class Client {
 
   // An asynchronous call: `future` (an asyncio.Future of `bridge`'s loop) receives a Response or an
   // ErrorInfo.
-  Call submit(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+  Call submit(py::handle method, py::handle url, py::handle headers, py::handle body, py::handle key,
               int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
               py::object future, py::handle context, py::handle cancel, py::handle hooks) {
     return start_async(false,
@@ -1223,7 +1228,7 @@ class Client {
   // An asynchronous streamed call (humus_client_submit_open): `future` receives a Response once the
   // headers are in, its body read with Response.read_async(), or an ErrorInfo. `cancel` (may be null)
   // ends the call and its body reads; Call.cancel() ends only the call before its headers.
-  Call submit_open(const char* method, const char* url, py::handle headers, py::handle body, py::handle key,
+  Call submit_open(py::handle method, py::handle url, py::handle headers, py::handle body, py::handle key,
                    int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
                    py::object future, py::handle context, py::handle cancel, py::handle hooks) {
     return start_async(true,
@@ -1313,7 +1318,7 @@ class Client {
   };
 
   // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
-  static Prepared prepare(const char* method, const char* url, py::handle headers, py::handle body,
+  static Prepared prepare(py::handle method, py::handle url, py::handle headers, py::handle body,
                           py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms,
                           py::handle context, py::handle hooks) {
     Prepared p;
@@ -1324,8 +1329,10 @@ class Client {
       const py::tuple t = py::reinterpret_borrow<py::tuple>(hooks);
       p.hooks.reset(new PyAttemptHooks{t[0], t[1]});
     }
-    p.method = method;
-    p.url = url;
+    // Pointers into the caller's str objects, which outlive the call (pybind11's const char* caster copied
+    // each into a std::string first).
+    p.method = utf8(method.ptr(), "method");
+    p.url = utf8(url.ptr(), "url");
     p.retry = retry;
     p.follow = follow;
     p.timeout_ms = timeout_ms;
@@ -1356,7 +1363,8 @@ class Client {
         }
         p.keep.push_back(py::reinterpret_borrow<py::object>(pair));  // keeps its name and value alive
         const char* name = utf8(PyTuple_GET_ITEM(pair, 0), "a header name");
-        const char* value = utf8(PyTuple_GET_ITEM(pair, 1), std::string("header ") + name + ": the value");
+        const char* value =
+            utf8(PyTuple_GET_ITEM(pair, 1), [name] { return std::string("header ") + name + ": the value"; });
         p.headers.emplace_back(name, value);
       }
     }

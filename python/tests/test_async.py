@@ -94,11 +94,13 @@ async def test_async_classifier_exception(server: TestServer,
 
 
 @pytest.mark.asyncio
-async def test_a_cancel_that_is_not_a_token_is_refused_before_sending(
+async def test_a_bad_cancel_or_a_nul_in_the_url_is_refused_before_sending(
         server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
     client = make_async_client("http")
     with pytest.raises(TypeError, match="cancel= takes a humus_http.CancelToken"):
         await client.get(path, cancel=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="url contains a NUL"):  # not sent as the part before it
+        await client.get(path + "\x00evil")
     assert server.requests(path) == []
 
 

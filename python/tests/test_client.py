@@ -130,6 +130,23 @@ def test_header_injection_is_refused_before_sending(server: TestServer,
     assert server.requests(path) == []
 
 
+def test_a_nul_in_the_url_or_the_method_is_refused_before_sending(server: TestServer,
+                                                                  make_client: Callable[..., humus_http.Client],
+                                                                  path: str) -> None:
+    # A C string ends at a NUL: "/x\0evil" must not go out as "/x" (as it did before the extension checked).
+    client = make_client()
+    with pytest.raises(ValueError, match="url contains a NUL"):
+        client.get(path + "\x00evil")
+    with pytest.raises(ValueError, match="url contains a NUL"):
+        client.get(client.base_url.rstrip("/") + path + "\x00")
+    with pytest.raises(ValueError, match="method contains a NUL"):
+        client.request("GE\x00T", path)
+    with pytest.raises(ValueError, match="url contains a NUL"):
+        with client.stream("GET", path + "\x00"):
+            pass
+    assert server.requests(path) == []
+
+
 @pytest.mark.parametrize("name, value", [("Host", "evil.example"), ("Content-Length", "2"),
                                          ("Transfer-Encoding", "chunked"), ("Connection", "close"), ("TE", "x"),
                                          (":path", "/x"), ("X-Ctl", "a\x01b"), ("X-Del", "a\x7fb")])
