@@ -999,11 +999,12 @@ class ClientHandle {
   humus_client* c_;
 };
 
-// GIL held: a UTF-8 view of a str; a TypeError naming it for another type, a ValueError for a NUL (a C
-// string would silently end there). `describe()` gives its name, called only to report an error (a header's
-// name built for every value of every call cost an allocation each).
+// GIL held: a UTF-8 view of a str that is part of a request; a TypeError naming it for another type. A NUL
+// is refused as the core refuses CR and LF (HUMUS_E_INVALID_ARGUMENT naming `field`, before any I/O): a C
+// string would silently end there, and "/x\0evil" go out as "/x". `describe()` gives its name, called only to
+// report an error (a header's name built for every value of every call cost an allocation each).
 template <typename Describe>
-const char* utf8(PyObject* o, const Describe& describe) {
+const char* utf8(PyObject* o, const char* field, const Describe& describe) {
   if (!PyUnicode_Check(o)) {
     throw py::type_error(std::string(describe()) + " must be str, not " + Py_TYPE(o)->tp_name);
   }
@@ -1011,12 +1012,17 @@ const char* utf8(PyObject* o, const Describe& describe) {
   const char* s = PyUnicode_AsUTF8AndSize(o, &size);
   if (s == nullptr) throw py::error_already_set();
   if (std::char_traits<char>::length(s) != static_cast<size_t>(size)) {
-    throw py::value_error(std::string(describe()) + " contains a NUL character");
+    ErrorInfo info;
+    info.status = HUMUS_E_INVALID_ARGUMENT;
+    info.status_name = humus_status_name(HUMUS_E_INVALID_ARGUMENT);
+    info.message = std::string(describe()) + " contains a NUL character";
+    info.fields = {field};
+    throw Failure{std::move(info)};
   }
   return s;
 }
-const char* utf8(PyObject* o, const char* what) {
-  return utf8(o, [what] { return what; });
+const char* utf8(PyObject* o, const char* field) {
+  return utf8(o, field, [field] { return field; });
 }
 
 class Client {
@@ -1345,7 +1351,7 @@ class Client {
       for (Py_ssize_t i = 0; i < 5; ++i) {
         PyObject* part = PyTuple_GET_ITEM(context.ptr(), i);
         if (part == Py_None) continue;
-        p.context[i] = utf8(part, kParts[i]);
+        p.context[i] = utf8(part, "context", [i] { return kParts[i]; });
       }
       p.keep.push_back(py::reinterpret_borrow<py::object>(context));
       p.has_context = true;
@@ -1362,9 +1368,9 @@ class Client {
           throw py::type_error("headers must be a list of (name, value) tuples");
         }
         p.keep.push_back(py::reinterpret_borrow<py::object>(pair));  // keeps its name and value alive
-        const char* name = utf8(PyTuple_GET_ITEM(pair, 0), "a header name");
-        const char* value =
-            utf8(PyTuple_GET_ITEM(pair, 1), [name] { return std::string("header ") + name + ": the value"; });
+        const char* name = utf8(PyTuple_GET_ITEM(pair, 0), "headers", [] { return "a header name"; });
+        const char* value = utf8(PyTuple_GET_ITEM(pair, 1), name,
+                                 [name] { return std::string("header ") + name + ": the value"; });
         p.headers.emplace_back(name, value);
       }
     }

@@ -134,16 +134,22 @@ def test_a_nul_in_the_url_or_the_method_is_refused_before_sending(server: TestSe
                                                                   make_client: Callable[..., humus_http.Client],
                                                                   path: str) -> None:
     # A C string ends at a NUL: "/x\0evil" must not go out as "/x" (as it did before the extension checked).
+    # Refused as CR and LF are (fault catalogue F109, S11): an invalid request, before any I/O.
     client = make_client()
-    with pytest.raises(ValueError, match="url contains a NUL"):
+    with pytest.raises(humus_http.InvalidRequestError, match="url contains a NUL") as caught:
         client.get(path + "\x00evil")
-    with pytest.raises(ValueError, match="url contains a NUL"):
+    assert caught.value.status == "HUMUS_E_INVALID_ARGUMENT" and caught.value.fields == ("url",)
+    with pytest.raises(humus_http.InvalidRequestError, match="url contains a NUL"):
         client.get(client.base_url.rstrip("/") + path + "\x00")
-    with pytest.raises(ValueError, match="method contains a NUL"):
+    with pytest.raises(humus_http.InvalidRequestError, match="method contains a NUL") as caught:
         client.request("GE\x00T", path)
-    with pytest.raises(ValueError, match="url contains a NUL"):
+    assert caught.value.fields == ("method",)
+    with pytest.raises(humus_http.InvalidRequestError, match="url contains a NUL"):
         with client.stream("GET", path + "\x00"):
             pass
+    with pytest.raises(humus_http.InvalidRequestError, match="X-Bad: the value contains a NUL") as caught:
+        client.get(path, headers={"X-Bad": "a\x00b"})
+    assert caught.value.fields == ("X-Bad",)
     assert server.requests(path) == []
 
 
