@@ -811,7 +811,7 @@ class Cancel {
 // A call's `cancel` argument: a Cancel, or None for none. Taken as a handle rather than as a typed argument
 // because pybind11 tries a None against the types of other modules first, through a failing getattr whose
 // AttributeError it formats and drops, and then converts every argument of the call a second time (callgrind:
-// ~7k instructions a call, most of the extension's own cost of a request).
+// 5.6k of a sync call's 126k instructions).
 std::shared_ptr<Cancel> cancel_of(py::handle cancel) {
   if (cancel.is_none()) return nullptr;
   if (!py::isinstance<Cancel>(cancel)) throw py::type_error("cancel must be a Cancel or None");
@@ -1323,7 +1323,8 @@ class Client {
     const char* context[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   };
 
-  // GIL held: checks the Python types (TypeError, or ValueError for a NUL) and takes the pointers.
+  // GIL held: checks the Python types (TypeError, or Failure HUMUS_E_INVALID_ARGUMENT for a NUL) and takes the
+  // pointers.
   static Prepared prepare(py::handle method, py::handle url, py::handle headers, py::handle body,
                           py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms,
                           py::handle context, py::handle hooks) {
