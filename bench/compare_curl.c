@@ -148,7 +148,7 @@ static void run_multi(CURLM *m, slot *slots, int n, double until, long *requests
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: compare_curl easy|multi URL CONCURRENCY SECONDS WARMUP [--ca F] [--connect-to X] [--h2]\n");
+    fprintf(stderr, "usage: compare_curl easy|easy-wire|multi URL CONCURRENCY SECONDS WARMUP [--ca F] [--connect-to X] [--h2]\n");
     return 2;
   }
   const char *mode = argv[1];
