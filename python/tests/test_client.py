@@ -130,11 +130,11 @@ def test_header_injection_is_refused_before_sending(server: TestServer,
     assert server.requests(path) == []
 
 
+# F109, S11: a NUL is refused as CR and LF are, an invalid request before any I/O. A C string ends at a NUL, so
+# "/x\0evil" must not go out as "/x" (as it did before the extension checked).
 def test_a_nul_in_the_url_or_the_method_is_refused_before_sending(server: TestServer,
                                                                   make_client: Callable[..., humus_http.Client],
                                                                   path: str) -> None:
-    # A C string ends at a NUL: "/x\0evil" must not go out as "/x" (as it did before the extension checked).
-    # Refused as CR and LF are (fault catalogue F109, S11): an invalid request, before any I/O.
     client = make_client()
     with pytest.raises(humus_http.InvalidRequestError, match="url contains a NUL") as caught:
         client.get(path + "\x00evil")
