@@ -408,7 +408,9 @@ typedef humus_status (*humus_breaker_policy_plugin_entry)(const char *config_jso
 typedef struct humus_runtime humus_runtime;
 
 /* Options (JSON; NULL or empty for the defaults): {"resolve": {"host:port": "address:port"}, "faults": bool,
- * "clock": "real" | "virtual", "seed": n}. "resolve" sends a name's connections to a local address while
+ * "clock": "real" | "virtual", "seed": n, "loop": "thread" | "caller"}. "loop": "caller" gives the runtime's
+ * event loop no thread: the caller drives its asynchronous calls with humus_runtime_loop_fd and
+ * humus_runtime_loop_run (a real clock only). "resolve" sends a name's connections to a local address while
  * TLS still verifies the name (docs/transport.md §10.6). A virtual clock advances on its own whenever every call in flight
  * waits only on timers (docs/testing-kit.md §16.1); it needs the mock transport; "seed" fixes its random draws.
  * "faults": true turns failure injection on (docs/failure-injection.md §14): a call whose baggage (call context or its own
@@ -431,6 +433,25 @@ HUMUS_API humus_status humus_runtime_advance_ms(humus_runtime *rt, int64_t ms, h
 /* Milliseconds the runtime's clock has advanced since the runtime was made (virtual or real); -1 when `rt`
  * is not a live runtime. Any thread. */
 HUMUS_API int64_t humus_runtime_elapsed_ms(humus_runtime *rt);
+
+/* A caller-driven event loop ("loop": "caller"; docs/bindings.md §17.1). The asynchronous calls of the
+ * runtime's clients (humus_client_submit, humus_client_submit_open, humus_response_read_async) then run on
+ * whichever thread calls humus_runtime_loop_run, and their callbacks run inside it: a binding with a poller of
+ * its own (Go's netpoller) waits there for the loop's sockets, timers and posted work, with no thread of the
+ * library between it and its calls. Blocking calls are unchanged (they run on their callers' threads).
+ * Functions that wait for the loop (humus_response_close, humus_client_free with calls in flight) drive it
+ * themselves while they wait. */
+/* A new descriptor (nonblocking, close-on-exec; the caller closes it) that polls readable whenever
+ * humus_runtime_loop_run has something to do, except timers. Watch it edge- or level-triggered.
+ * HUMUS_E_MISUSE when `rt` is not a live runtime or its loop is not "caller"; HUMUS_E_RESOURCE when no
+ * descriptor is left. Any thread. */
+HUMUS_API humus_status humus_runtime_loop_fd(humus_runtime *rt, int *fd, humus_error **err);
+/* Runs what is ready — posted work, due timers, ready sockets — until nothing is, without waiting for I/O,
+ * and sets *next_us to the microseconds until the next timer (-1: none; 0: call again at once). Call it when
+ * the descriptor polls readable and when *next_us has passed. One thread at a time: a second caller waits
+ * for the first. Not from inside one of the runtime's callbacks (HUMUS_E_MISUSE). HUMUS_E_MISUSE as
+ * humus_runtime_loop_fd. Any thread. */
+HUMUS_API humus_status humus_runtime_loop_run(humus_runtime *rt, int64_t *next_us, humus_error **err);
 
 /* ==== Client ===================================================================================== */
 

@@ -2,6 +2,11 @@
 // and asynchronous calls. Requests are in request_capi.cc, responses in response_capi.cc.
 #include "capi/client_capi.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
 #include "capi/guard.h"
 #include "capi/settings_capi.h"
 
@@ -95,6 +100,72 @@ HUMUS_API int64_t humus_runtime_elapsed_ms(humus_runtime* rt) {
   if (live(rt) == nullptr) return -1;
   const humus::Instant now = rt->runtime.clock().now();
   return std::chrono::duration_cast<std::chrono::milliseconds>(now - rt->runtime.started_at()).count();
+}
+
+namespace {
+
+// The caller-driven loop of `rt`, started on first use; null (with *err set) when there is none.
+humus::transport::EventLoop* caller_loop(const char* function, humus_runtime* rt, humus_status* status,
+                                         humus_error** err) {
+  if (live(rt) == nullptr) {
+    *status = bad_handle(function, "rt", err);
+    return nullptr;
+  }
+  if (!rt->runtime.options().caller_loop) {
+    *status =
+        report(Status(Code::kMisuse, std::string(function) + ": the runtime's loop has a thread of its own "
+                                                             "(its options do not say \"loop\": \"caller\")"),
+               err);
+    return nullptr;
+  }
+  return &rt->runtime.loop();
+}
+
+}  // namespace
+
+HUMUS_API humus_status humus_runtime_loop_fd(humus_runtime* rt, int* fd, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    humus_status status = HUMUS_OK;
+    humus::transport::EventLoop* loop = caller_loop("humus_runtime_loop_fd", rt, &status, err);
+    if (loop == nullptr) return status;
+    if (fd == nullptr) return null_argument("humus_runtime_loop_fd", "fd", err);
+    const int made = loop->dup_fd();
+    if (made < 0) {
+      return report(Status(Code::kResource, std::string("humus_runtime_loop_fd: cannot duplicate the loop's "
+                                                        "descriptor: ") +
+                                                std::strerror(errno)),
+                    err);
+    }
+    *fd = made;
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_runtime_loop_run(humus_runtime* rt, int64_t* next_us, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    humus_status status = HUMUS_OK;
+    humus::transport::EventLoop* loop = caller_loop("humus_runtime_loop_run", rt, &status, err);
+    if (loop == nullptr) return status;
+    if (next_us == nullptr) return null_argument("humus_runtime_loop_run", "next_us", err);
+    if (loop->on_loop_thread()) {
+      return report(Status(Code::kMisuse,
+                           "humus_runtime_loop_run: called from inside the loop (a callback of "
+                           "the runtime); return from the callback instead"),
+                    err);
+    }
+    const humus::Instant next = loop->run_ready();
+    const humus::Instant now = rt->runtime.clock().now();
+    // Compared before subtracting: "work left" is Instant::min(), and min() - now overflows to the far
+    // future.
+    if (next == humus::Instant::max()) {
+      *next_us = -1;
+    } else if (next <= now) {
+      *next_us = 0;
+    } else {
+      *next_us = std::chrono::ceil<std::chrono::microseconds>(next - now).count();
+    }
+    return HUMUS_OK;
+  });
 }
 
 HUMUS_API humus_status humus_client_new(humus_runtime* rt, const humus_settings* s, humus_client** out,

@@ -221,16 +221,22 @@ HUMUS_API void humus_response_close(humus_response* resp) {
     humus_response_free(resp);
     return;
   }
+  humus::transport::EventLoop* const resp_loop = known->loop;
   if (!retire(resp)) return;
   // The task owns the promise: this thread may return (and unwind) as soon as it is set, while set_value
   // itself is still finishing on the loop thread.
   auto closed = std::make_shared<std::promise<void>>();
   std::future<void> done = closed->get_future();
-  resp->loop->post([resp, closed] {
+  resp_loop->post([resp, closed] {
     close_on_loop(resp);
     closed->set_value();
   });
-  done.wait();
+  if (resp_loop->caller_driven()) {
+    resp_loop->drive_until(
+        [&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
+  } else {
+    done.wait();
+  }
 }
 
 }  // extern "C"

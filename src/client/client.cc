@@ -166,6 +166,15 @@ bool Client::cancel_calls() {
 
 void Client::cancel_calls_and_wait() {
   cancel_calls();
+  transport::EventLoop* loop = runtime_.existing_loop();
+  if (loop != nullptr && loop->caller_driven()) {
+    // The outcomes are delivered by whoever drives the loop: this thread, while it waits.
+    loop->drive_until([&] {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      return calls_.empty();
+    });
+    return;
+  }
   std::unique_lock<std::mutex> lock(calls_mu_);
   calls_done_.wait(lock, [&] { return calls_.empty(); });
 }

@@ -43,9 +43,19 @@ Result<RuntimeOptions> runtime_options_from_json(std::string_view json) {
     } else if (key == "seed") {
       if (!value.is_number_unsigned()) fail("seed", "must be a non-negative integer");
       else options.seed = value.get<uint64_t>();
+    } else if (key == "loop") {
+      if (value == "caller")
+        options.caller_loop = true;
+      else if (value != "thread")
+        fail("loop", "must be \"thread\" or \"caller\"");
     } else {
-      fail(key, "unknown key (known: resolve, faults, clock, seed)");
+      fail(key, "unknown key (known: resolve, faults, clock, seed, loop)");
     }
+  }
+  if (options.caller_loop && options.virtual_clock) {
+    fail("loop",
+         "\"caller\" needs the real clock: a virtual clock's loop sleeps on that clock, in a thread of its "
+         "own");
   }
   if (!bad.empty()) return Status(Code::kConfig, "runtime options: " + problems, bad);
   return options;
@@ -76,7 +86,10 @@ transport::EventLoop& Runtime::loop() {
   if (transport::EventLoop* existing = loop_ptr_.load(std::memory_order_acquire)) return *existing;
   std::lock_guard<std::mutex> lock(mu_);
   if (!loop_) {
-    loop_ = std::make_unique<transport::EventLoop>(*clock_, virtual_clock_.get());
+    loop_ = std::make_unique<transport::EventLoop>(*clock_, virtual_clock_.get(),
+                                                   options_.caller_loop
+                                                       ? transport::EventLoop::Driver::kCaller
+                                                       : transport::EventLoop::Driver::kOwnThread);
     loop_ptr_.store(loop_.get(), std::memory_order_release);
   }
   return *loop_;

@@ -27,9 +27,11 @@ struct RuntimeOptions {
   bool faults = false;          // failure injection (§14) enabled
   bool virtual_clock = false;   // every wait on the virtual clock (needs the mock transport)
   uint64_t seed = 0;            // with a virtual clock: the random source's seed (reproducible waits)
+  bool caller_loop = false;     // the event loop has no thread: the caller drives it (humus_runtime_loop_run)
 };
 
-// Parses {"resolve": {"host:port": "address:port"}, "faults": bool, "clock": "real"|"virtual", "seed": n};
+// Parses {"resolve": {"host:port": "address:port"}, "faults": bool, "clock": "real"|"virtual", "seed": n,
+// "loop": "thread"|"caller"};
 // an empty document means the defaults. Every bad key is reported (kConfig).
 Result<RuntimeOptions> runtime_options_from_json(std::string_view json);
 
@@ -53,6 +55,9 @@ class Runtime {
 
   // The event loop of asynchronous calls, started on first use. Thread-safe.
   transport::EventLoop& loop();
+  // The event loop when it was started already, else null (a caller that only waits for it must not start
+  // it).
+  transport::EventLoop* existing_loop() const { return loop_ptr_.load(std::memory_order_acquire); }
   // Whether the calling thread is the event loop's: a blocking call from there would wait on itself.
   bool on_loop_thread() const;
 

@@ -722,8 +722,15 @@ class CurlTransport final : public Transport {
           gone = true;
           cv.notify_one();
         });
-        std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [&] { return gone; });
+        if (async_loop_->caller_driven()) {
+          async_loop_->drive_until([&] {
+            std::lock_guard<std::mutex> lock(m);
+            return gone;
+          });
+        } else {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return gone; });
+        }
       }
     }
     idle_.clear();

@@ -1,5 +1,7 @@
 #include "transport/event_loop.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -11,8 +13,10 @@
 
 namespace humus::transport {
 
-EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock)
-    : clock_(clock), virtual_clock_(virtual_clock) {
+EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver driver)
+    : clock_(clock),
+      virtual_clock_(virtual_clock),
+      driver_(virtual_clock == nullptr ? driver : Driver::kOwnThread) {
   if (virtual_clock_ == nullptr) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -22,6 +26,7 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock)
     ev.data.fd = wake_fd_;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   }
+  if (driver_ == Driver::kCaller) return;
   // thread_id_ is written under mu_, which run() takes before anything else: the loop thread sees it too.
   std::lock_guard<std::mutex> lock(mu_);
   thread_ = std::thread([this] { run(); });
@@ -29,12 +34,24 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock)
 }
 
 EventLoop::~EventLoop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+  if (driver_ == Driver::kCaller) {
+    std::lock_guard<std::mutex> driving(drive_mu_);
+    thread_id_ = std::this_thread::get_id();
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (tasks_.empty()) break;
+      }
+      run_tasks();
+    }
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake();
+    thread_.join();
   }
-  wake();
-  thread_.join();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
 }
@@ -120,6 +137,72 @@ void EventLoop::run_due_timers() {
   while (Task task = timers_.pop_due(now)) task();
 }
 
+int EventLoop::dup_fd() const {
+  const int fd = fcntl(epoll_fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    const int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+Instant EventLoop::run_ready() {
+  std::lock_guard<std::mutex> driving(drive_mu_);
+  return run_ready_locked();
+}
+
+Instant EventLoop::run_ready_locked() {
+  thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  // Bounded, so a peer that keeps a socket busy cannot keep the caller's thread here for ever; with work
+  // left the answer is "now" and the caller comes back at once.
+  bool more = true;
+  for (int round = 0; round < 16 && more; ++round) {
+    run_tasks();
+    run_due_timers();
+    // Until epoll finds nothing: a socket still readable after its handler ran is reported again by this
+    // (level-triggered) set, but would not wake a caller that watches the set's descriptor edge-triggered.
+    more = poll_sockets(0) > 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    more = more || !tasks_.empty();
+  }
+  thread_id_.store(std::thread::id(), std::memory_order_relaxed);
+  return more ? Instant::min() : timers_.next();
+}
+
+void EventLoop::drive_until(const std::function<bool()>& done) {
+  // The timers this thread's runs set are not in the deadline the usual driver sleeps to: wake it on the way
+  // out, so it asks for the next timer again.
+  struct WakeOnReturn {
+    EventLoop& loop;
+    ~WakeOnReturn() { loop.wake(); }
+  } wake_driver{*this};
+  while (!done()) {
+    Instant next;
+    {
+      std::lock_guard<std::mutex> driving(drive_mu_);
+      next = run_ready_locked();
+    }
+    if (done()) return;
+    // Another thread may meet the condition without touching the loop (a driver that just ran the task this
+    // waits for): look again every millisecond.
+    const int until_timer = timeout_ms_until(next);
+    pollfd ready{epoll_fd_, POLLIN, 0};
+    poll(&ready, 1, until_timer < 0 ? 1 : std::min(until_timer, 1));
+  }
+}
+
+int EventLoop::timeout_ms_until(Instant next) const {
+  if (next == Instant::max()) return -1;
+  const Instant now = clock_.now();
+  if (next <= now) return 0;  // before subtracting: Instant::min() - now overflows
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
+}
+
 void EventLoop::wait_for_work() {
   const Instant next = timers_.next();
   if (virtual_clock_ != nullptr) {
@@ -131,11 +214,10 @@ void EventLoop::wait_for_work() {
     virtual_clock_->sleep_until(next, wake_signal_);
     return;
   }
-  int timeout_ms = -1;
-  if (next != Instant::max()) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - clock_.now()).count();
-    timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
-  }
+  poll_sockets(timeout_ms_until(next));
+}
+
+int EventLoop::poll_sockets(int timeout_ms) {
   epoll_event events[64];
   const int n = epoll_wait(epoll_fd_, events, 64, timeout_ms);
   for (int i = 0; i < n; ++i) {
@@ -148,6 +230,7 @@ void EventLoop::wait_for_work() {
     auto it = sockets_.find(fd);
     if (it != sockets_.end()) it->second->on_socket(fd, events[i].events);
   }
+  return n;
 }
 
 }  // namespace humus::transport

@@ -1,9 +1,13 @@
-// The runtime's event loop: one thread that drives every asynchronous call — sockets (epoll, for libcurl's
-// multi handles), timers (attempt deadlines, retry waits, bulkhead waits) and tasks posted from other
-// threads. On a virtual clock it sleeps on that clock instead of in epoll, so asynchronous calls against
-// the mock transport run on virtual time like blocking ones (docs/testing-kit.md §16.1).
+// The runtime's event loop: what drives every asynchronous call — sockets (epoll, for libcurl's multi
+// handles), timers (attempt deadlines, retry waits, bulkhead waits) and tasks posted from other threads.
+// By default it is one thread of its own. On a virtual clock that thread sleeps on the clock instead of in
+// epoll, so asynchronous calls against the mock transport run on virtual time like blocking ones
+// (docs/testing-kit.md §16.1). Driven by its caller (a runtime's "loop": "caller", docs/bindings.md §17.1)
+// it has no thread: a binding watches dup_fd() on its own poller and calls run_ready() when it is readable
+// or the returned time comes, so no thread of the library sits between the binding and its sockets.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,17 +35,36 @@ class EventLoop {
     virtual void on_socket(int fd, uint32_t events) = 0;
   };
 
-  // `virtual_clock` non-null: time comes from it and there are no sockets.
-  EventLoop(Clock& clock, testing::VirtualClock* virtual_clock);
-  // Stops and joins the thread. Tasks still queued are run first; timers are dropped.
+  enum class Driver { kOwnThread, kCaller };
+
+  // `virtual_clock` non-null: time comes from it and there are no sockets (then `driver` must be kOwnThread).
+  EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver driver = Driver::kOwnThread);
+  // Stops and joins the thread (caller-driven: waits for a run_ready() in progress). Tasks still queued are
+  // run first, on that thread; timers are dropped.
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
   // Runs `task` on the loop thread, after the tasks posted before it. Any thread.
   void post(Task task);
-  bool on_loop_thread() const { return std::this_thread::get_id() == thread_id_; }
+  // The loop's own thread, or the thread inside run_ready() / drive_until() of a caller-driven loop.
+  bool on_loop_thread() const {
+    return std::this_thread::get_id() == thread_id_.load(std::memory_order_relaxed);
+  }
   Clock& clock() { return clock_; }
+  bool caller_driven() const { return driver_ == Driver::kCaller; }
+
+  // Caller-driven loops only. Any thread.
+  // A new descriptor for the loop's epoll set (nonblocking, close-on-exec; the caller closes it): readable
+  // whenever a socket, a posted task or a wake-up waits. -1 with errno set when it cannot be made.
+  int dup_fd() const;
+  // Runs everything ready — tasks, due timers, ready sockets — until nothing is, and returns when the next
+  // timer is due (Instant::max(): none; a time not after now: call again at once). One thread at a time:
+  // a second caller waits for the first. Never blocks on I/O.
+  Instant run_ready();
+  // Returns once done() is true, running the loop on this thread while it waits (a wait for the loop's work
+  // must not depend on the caller's driver getting a CPU). Not from inside run_ready().
+  void drive_until(const std::function<bool()>& done);
 
   // Loop thread only. A timer runs once, at or after `at`, unless cancelled first.
   TimerId add_timer(Instant at, Task task);
@@ -56,10 +79,15 @@ class EventLoop {
   void run_tasks();
   void run_due_timers();
   void wait_for_work();
+  // One epoll_wait of at most `timeout_ms`, its events dispatched; how many there were.
+  int poll_sockets(int timeout_ms);
+  int timeout_ms_until(Instant next) const;
+  Instant run_ready_locked();
   void wake();
 
   Clock& clock_;
   testing::VirtualClock* const virtual_clock_;
+  const Driver driver_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;          // eventfd: post() wakes epoll_wait through it
   Signal wake_signal_;        // the same on the virtual clock
@@ -72,8 +100,9 @@ class EventLoop {
   TimerHeap timers_;
   std::unordered_map<int, SocketHandler*> sockets_;
 
-  std::thread thread_;
-  std::thread::id thread_id_;
+  std::mutex drive_mu_;  // caller-driven: held by the thread running the loop
+  std::thread thread_;   // kOwnThread only
+  std::atomic<std::thread::id> thread_id_{};
 };
 
 }  // namespace humus::transport

@@ -208,6 +208,12 @@ void call_everything(const Bad& b) {
   // Runtime.
   expect_misuse(humus_runtime_advance_ms(b.rt, 1, &err), &err, "rt");
   EXPECT_EQ(humus_runtime_elapsed_ms(b.rt), -1);
+  int loop_fd = -7;
+  int64_t next_us = -7;
+  expect_misuse(humus_runtime_loop_fd(b.rt, &loop_fd, &err), &err, "rt");
+  expect_misuse(humus_runtime_loop_run(b.rt, &next_us, &err), &err, "rt");
+  EXPECT_EQ(loop_fd, -7);
+  EXPECT_EQ(next_us, -7);
   humus_client* c_out = nullptr;
   const char* json = R"({"base_url": "http://payments:8080"})";
   humus_settings* good = nullptr;
@@ -367,6 +373,10 @@ TEST(HandleArmor, NullHandlesAreMisuse) {
   expect_misuse(humus_client_do(nullptr, nullptr, nullptr, &err), &err, "c");
   expect_misuse(humus_runtime_advance_ms(nullptr, 1, &err), &err, "rt");
   EXPECT_EQ(humus_runtime_elapsed_ms(nullptr), -1);
+  int loop_fd = -1;
+  int64_t next_us = 0;
+  expect_misuse(humus_runtime_loop_fd(nullptr, &loop_fd, &err), &err, "rt");
+  expect_misuse(humus_runtime_loop_run(nullptr, &next_us, &err), &err, "rt");
   EXPECT_EQ(humus_request_set_body(nullptr, nullptr, 0), HUMUS_E_MISUSE);
   humus_runtime_free(nullptr);
   humus_client_free(nullptr);

@@ -7,7 +7,7 @@
 #![no_std]
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::marker::{PhantomData, PhantomPinned};
 
 /// Declares an opaque C handle: never built, moved or inspected from Rust, only pointed at (the Rustonomicon's
@@ -368,6 +368,10 @@ extern "C" {
     pub fn humus_runtime_free(rt: *mut humus_runtime);
     pub fn humus_runtime_advance_ms(rt: *mut humus_runtime, ms: i64, err: *mut *mut humus_error) -> humus_status;
     pub fn humus_runtime_elapsed_ms(rt: *mut humus_runtime) -> i64;
+    /// The descriptor that is readable while a caller-driven runtime (`"loop":"caller"`) has work.
+    pub fn humus_runtime_loop_fd(rt: *mut humus_runtime, fd: *mut c_int, err: *mut *mut humus_error) -> humus_status;
+    /// Runs what is ready on a caller-driven runtime's loop; `*next_us` is when to call again.
+    pub fn humus_runtime_loop_run(rt: *mut humus_runtime, next_us: *mut i64, err: *mut *mut humus_error) -> humus_status;
 }
 
 // ==== Client ===================================================================================
