@@ -3,10 +3,11 @@
 # installed into build/stage-dev), then, against that prefix through pkg-config as a user's program would,
 # checks gofmt, runs go vet and `go test -race` — the conformance vectors, the integration tests against the
 # local test server (tests/server, needs `python3 -m pip install -r tests/server/requirements.txt`), the leak
-# check — then does the same for the OpenTelemetry adapter (bindings/go/otelhumus, a module of its own whose
-# go.mod replaces humushttp by the checkout; its dependencies come through Go's module download, GOPROXY and
-# GOFLAGS as the environment sets them, checked against its committed go.sum). Go's caches stay in their
-# default locations.
+# check; the humushttp package twice, the second time with the test server's runtime on the netpoller
+# (LoopOnNetpoller) — then does the same for the OpenTelemetry adapter (bindings/go/otelhumus, a module of its
+# own whose go.mod replaces humushttp by the checkout; its dependencies come through Go's module download,
+# GOPROXY and GOFLAGS as the environment sets them, checked against its committed go.sum). Go's caches stay
+# in their default locations.
 #
 #   scripts/test-go.sh [go test flags...]        e.g. -run TestVectors
 #
@@ -46,6 +47,10 @@ unformatted=$(gofmt -l .) # bindings/go/otelhumus included
 go vet ./...
 # -v: every vector prints its "vector <name>: ok" line, as the C++ runner does.
 go test -race -count=1 -p 2 -v "$@" ./...
+# Again with the test server's runtime on the netpoller (RuntimeOptions.LoopOnNetpoller): every integration
+# test then runs on a loop its goroutine drives, the other design of the Go boundary.
+echo "test-go: again, the test server's runtime with LoopOnNetpoller"
+HUMUSGO_TEST_LOOP=netpoller go test -race -count=1 -v "$@" ./humushttp
 
 # The adapter module: ./... of bindings/go stops at its go.mod. The test flags given apply here too.
 cd "$root/bindings/go/otelhumus"

@@ -56,19 +56,25 @@ func deliverCompletions(f *os.File) {
 			// An eventfd read fails only for a wrong buffer size; nothing to recover, and calls would hang.
 			panic("humushttp: reading the completion eventfd: " + err.Error())
 		}
-		for {
-			n := int(C.humusgo_completions_take(&batch[0], completionBatch))
-			for i := range n {
-				c := &batch[i]
-				if c.kind == C.HUMUSGO_CALL_DONE {
-					humusgoCallDone(C.uintptr_t(c.handle), c.status, c.resp, c.err)
-				} else {
-					humusgoBodyEvent(C.uintptr_t(c.handle), c.kind, c.status, c.err, c.body)
-				}
-			}
-			if n < completionBatch {
-				break
+		deliverQueued(batch, int(C.humusgo_completions_take(&batch[0], completionBatch)))
+	}
+}
+
+// deliverQueued delivers the n completions just taken into batch, then takes and delivers more while a take
+// fills the batch (a short one means the queue was empty).
+func deliverQueued(batch []C.humusgo_completion, n int) {
+	for {
+		for i := range n {
+			c := &batch[i]
+			if c.kind == C.HUMUSGO_CALL_DONE {
+				humusgoCallDone(C.uintptr_t(c.handle), c.status, c.resp, c.err)
+			} else {
+				humusgoBodyEvent(C.uintptr_t(c.handle), c.kind, c.status, c.err, c.body)
 			}
 		}
+		if n < len(batch) {
+			return
+		}
+		n = int(C.humusgo_completions_take(&batch[0], C.size_t(len(batch))))
 	}
 }

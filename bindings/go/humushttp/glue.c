@@ -2,6 +2,7 @@
 #include "glue.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,10 @@ int humusgo_completions_fd(void) {
   return queue_fd;
 }
 
+/* Set while this thread runs a caller-driven loop for Go (humusgo_loop_run), which takes the queue right
+ * after: its pushes need not wake the queue's reader. */
+static __thread int driving_loop;
+
 /* Appends under queue_mu; a full ring doubles (growth is rare: it settles at the most calls ever waiting). */
 int humusgo_completions_push(const humusgo_completion *c) {
   int was_empty;
@@ -103,7 +108,7 @@ int humusgo_completions_push(const humusgo_completion *c) {
   queue_items[(queue_head + queue_len) % queue_cap] = *c;
   was_empty = queue_len++ == 0;
   pthread_mutex_unlock(&queue_mu);
-  if (was_empty) {
+  if (was_empty && !driving_loop) {
     const uint64_t one = 1;
     /* Cannot fail short of a counter at 2^64 - 2: the reader drains it to 0 on every wake-up. */
     while (write(queue_fd, &one, sizeof one) < 0 && errno == EINTR) {
@@ -122,6 +127,24 @@ size_t humusgo_completions_take(humusgo_completion *out, size_t cap) {
   }
   pthread_mutex_unlock(&queue_mu);
   return n;
+}
+
+humus_status humusgo_loop_run(humus_runtime *rt, int64_t *next_us, humusgo_completion *out, size_t cap,
+                              size_t *taken, humus_error **err) {
+  humus_status status;
+  driving_loop = 1;
+  status = humus_runtime_loop_run(rt, next_us, err);
+  driving_loop = 0;
+  *taken = humusgo_completions_take(out, cap);
+  return status;
+}
+
+int humusgo_fd_readable(int fd) {
+  struct pollfd p;
+  p.fd = fd;
+  p.events = POLLIN;
+  p.revents = 0;
+  return poll(&p, 1, 0) > 0;
 }
 
 static void call_done_queued(void *user_data, humus_status status, humus_response *resp, humus_error *err) {

@@ -84,7 +84,16 @@ int humusgo_completions_fd(void);
  * succeeded first. */
 humus_status humusgo_client_submit_queued(humus_client *c, const humus_request *r, uintptr_t handle,
                                           humus_call **call, humus_error **err);
-/* Appends to the queue and makes the eventfd readable when the queue was empty; -1 when out of memory. */
+/* humus_runtime_loop_run, then humusgo_completions_take into `out` (*taken of them): a caller-driven loop's
+ * run and the completions it queued in one cgo crossing (loop_driver.go). Completions queued during the run
+ * do not make the eventfd readable: the caller delivers them (and takes again while *taken == cap). */
+humus_status humusgo_loop_run(humus_runtime *rt, int64_t *next_us, humusgo_completion *out, size_t cap,
+                              size_t *taken, humus_error **err);
+/* Whether `fd` polls readable now, without waiting or consuming anything (poll with a zero timeout): the
+ * loop driver's check after Go's netpoller armed its wait, since arming forgets an edge that came before. */
+int humusgo_fd_readable(int fd);
+/* Appends to the queue and makes the eventfd readable when the queue was empty (except inside
+ * humusgo_loop_run); -1 when out of memory. */
 int humusgo_completions_push(const humusgo_completion *c);
 /* Moves up to `cap` queued completions, oldest first, into `out` and returns how many; fewer than `cap` means
  * the queue is now empty, so the next completion makes the eventfd readable again. Any thread. */

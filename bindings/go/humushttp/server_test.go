@@ -98,7 +98,9 @@ func startServer() (*testServer, error) {
 			resolve[fmt.Sprintf("payments:%d", port)] = fmt.Sprintf("127.0.0.1:%d", port)
 		}
 	}
-	if s.rt, err = humushttp.NewRuntime(humushttp.RuntimeOptions{Resolve: resolve}); err != nil {
+	// scripts/test-go.sh runs the suite twice: the loop on its own thread, then on the netpoller.
+	netpoller := os.Getenv("HUMUSGO_TEST_LOOP") == "netpoller"
+	if s.rt, err = humushttp.NewRuntime(humushttp.RuntimeOptions{Resolve: resolve, LoopOnNetpoller: netpoller}); err != nil {
 		s.stop()
 		return nil, err
 	}
