@@ -371,7 +371,11 @@ extern "C" {
     /// The descriptor that is readable while a caller-driven runtime (`"loop":"caller"`) has work.
     pub fn humus_runtime_loop_fd(rt: *mut humus_runtime, fd: *mut c_int, err: *mut *mut humus_error) -> humus_status;
     /// Runs what is ready on a caller-driven runtime's loop; `*next_us` is when to call again.
-    pub fn humus_runtime_loop_run(rt: *mut humus_runtime, next_us: *mut i64, err: *mut *mut humus_error) -> humus_status;
+    pub fn humus_runtime_loop_run(
+        rt: *mut humus_runtime,
+        next_us: *mut i64,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
 }
 
 // ==== Client ===================================================================================
