@@ -612,6 +612,17 @@ HUMUS_API humus_status humus_client_open(humus_client *c, const humus_request *r
  * one response. */
 HUMUS_API humus_status humus_response_read(humus_response *resp, void *buf, size_t cap, size_t *n,
                                            humus_error **err);
+/* As humus_response_read, but never waits for the network: for a caller with a poller of its own (Go's
+ * netpoller), so that no thread of its waits inside the library for a slow body. *n > 0: bytes read.
+ * *n == 0 and *wait_fd == -1: the end. *n == 0 and *wait_fd >= 0: nothing has come yet — wait until the
+ * descriptor polls readable, or at most *wait_ms milliseconds (the call's timeout; -1: no bound), then call
+ * again. The descriptor is the transfer's own socket, lent: watch it, never read, write or close it; it may
+ * differ between calls. A body that a wait on one socket cannot serve (a mock transport; a transfer that
+ * must write first) is waited for inside the call, as humus_response_read does. A cancel token triggered
+ * while the caller waits is seen by the next call. Errors as humus_response_read, and
+ * HUMUS_E_INVALID_ARGUMENT for wait_fd or wait_ms NULL. Not concurrently on one response. */
+HUMUS_API humus_status humus_response_read_ready(humus_response *resp, void *buf, size_t cap, size_t *n,
+                                                 int *wait_fd, int64_t *wait_ms, humus_error **err);
 /* Example of humus_client_open, humus_response_read and a humus_body_reader: bindings/c/examples/stream.c. */
 
 /* Accessors: any thread, on a response no thread frees. Strings live as long as the response. A bad `resp`

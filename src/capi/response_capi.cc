@@ -71,6 +71,29 @@ void read_on_loop(humus_response* resp, void* buf, size_t cap, humus_read_done o
   }
 }
 
+// humus_response_read, or with `wait` humus_response_read_ready: *n == 0 with wait->fd >= 0 is "nothing yet".
+humus_status read_body(const char* function, humus_response* resp, void* buf, size_t cap, size_t* n,
+                       humus::transport::BodyWait* wait, humus_error** err) {
+  if (live(resp) == nullptr) return bad_handle(function, "resp", err);
+  if (buf == nullptr) return null_argument(function, "buf", err);
+  if (n == nullptr) return null_argument(function, "n", err);
+  if (cap == 0)
+    return report(Status(Code::kInvalidArgument, std::string(function) + ": cap must be > 0", {"cap"}), err);
+  if (resp->loop != nullptr) return read_elsewhere(function, err);
+  humus::client::Response& response = resp->response;
+  if (read_buffered(resp, buf, cap, n)) return HUMUS_OK;
+  if (response.stream == nullptr) {
+    *n = 0;
+    return HUMUS_OK;
+  }
+  humus::Result<size_t> got = wait == nullptr
+                                  ? response.stream->read(static_cast<char*>(buf), cap)
+                                  : response.stream->read_ready(static_cast<char*>(buf), cap, wait);
+  if (!got.ok()) return report(got.status(), err, response.attempts);
+  *n = *got;
+  return HUMUS_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -78,23 +101,23 @@ extern "C" {
 HUMUS_API humus_status humus_response_read(humus_response* resp, void* buf, size_t cap, size_t* n,
                                            humus_error** err) {
   return guard(err, [&]() -> humus_status {
-    if (live(resp) == nullptr) return bad_handle("humus_response_read", "resp", err);
-    if (buf == nullptr) return null_argument("humus_response_read", "buf", err);
-    if (n == nullptr) return null_argument("humus_response_read", "n", err);
-    if (cap == 0) {
-      return report(Status(Code::kInvalidArgument, "humus_response_read: cap must be > 0", {"cap"}), err);
-    }
-    if (resp->loop != nullptr) return read_elsewhere("humus_response_read", err);
-    humus::client::Response& response = resp->response;
-    if (read_buffered(resp, buf, cap, n)) return HUMUS_OK;
-    if (response.stream == nullptr) {
-      *n = 0;
-      return HUMUS_OK;
-    }
-    humus::Result<size_t> got = response.stream->read(static_cast<char*>(buf), cap);
-    if (!got.ok()) return report(got.status(), err, response.attempts);
-    *n = *got;
-    return HUMUS_OK;
+    return read_body("humus_response_read", resp, buf, cap, n, nullptr, err);
+  });
+}
+
+HUMUS_API humus_status humus_response_read_ready(humus_response* resp, void* buf, size_t cap, size_t* n,
+                                                 int* wait_fd, int64_t* wait_ms, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_read_ready", "resp", err);
+    if (wait_fd == nullptr) return null_argument("humus_response_read_ready", "wait_fd", err);
+    if (wait_ms == nullptr) return null_argument("humus_response_read_ready", "wait_ms", err);
+    *wait_fd = -1;
+    *wait_ms = -1;
+    humus::transport::BodyWait wait;
+    const humus_status status = read_body("humus_response_read_ready", resp, buf, cap, n, &wait, err);
+    *wait_fd = wait.fd;
+    *wait_ms = wait.ms;
+    return status;
   });
 }
 

@@ -61,6 +61,16 @@ Result<size_t> ResponseStream::read(char* buf, size_t cap) {
   return took(std::move(r));
 }
 
+Result<size_t> ResponseStream::read_ready(char* buf, size_t cap, transport::BodyWait* wait) {
+  *wait = transport::BodyWait{};
+  if (!failure_.ok()) return failure_;
+  if (wire_ == nullptr) return size_t{0};
+  transport::BodyRead r = wire_->read_ready(buf, cap, wait);
+  if (r.error == Code::kOk && r.n == 0 && wait->fd >= 0) return size_t{0};  // nothing yet, not the end
+  *wait = transport::BodyWait{};
+  return took(std::move(r));
+}
+
 void ResponseStream::read_async(char* buf, size_t cap, ReadDone done) {
   if (!failure_.ok() || async_ == nullptr) {
     // Failed or ended already: told as a task of its own, as a read of the wire would be.

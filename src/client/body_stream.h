@@ -47,6 +47,9 @@ class ResponseStream : public std::enable_shared_from_this<ResponseStream> {
   // A failure (kConnectionLost; kTimeout at the call's deadline; kCancelled) counts a breaker failure, or
   // nothing when the caller cancelled, and every later read fails the same way. Blocking streams only.
   Result<size_t> read(char* buf, size_t cap);
+  // As read(), without waiting for the network (transport::BodyStream::read_ready): 0 with `wait->fd` >= 0
+  // is "nothing yet", not the end. Blocking streams only.
+  Result<size_t> read_ready(char* buf, size_t cap, transport::BodyWait* wait);
   // Reads the rest onto `body` while the whole stays within `limit` bytes. Past it: kTooLarge, the body is
   // closed with no breaker verdict (docs/transport.md §10.7: the client's own limit says nothing of the dependency).
   // Blocking streams only.

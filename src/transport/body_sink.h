@@ -35,6 +35,12 @@ struct BodyRead {
   std::string message;
 };
 
+// What a read that must not wait found to wait for when no byte was there yet (BodyStream::read_ready).
+struct BodyWait {
+  int fd = -1;      // a socket to poll readable, or -1: nothing to wait for
+  int64_t ms = -1;  // the longest wait before reading again (the call's deadline), or -1
+};
+
 // A response body still on its connection, once the headers are in. Not thread-safe.
 class BodyStream {
  public:
@@ -43,6 +49,15 @@ class BodyStream {
   // Blocks until at least one byte (up to `cap`) is in `buf`, the body ends (n == 0), or the transfer fails
   // (kConnectionLost, kTimeout at the call's deadline, kCancelled). After a failure every read fails so.
   virtual BodyRead read(char* buf, size_t cap) = 0;
+  // As read(), but without waiting for the network: with no byte there yet it returns n == 0 and kOk with
+  // `wait->fd` set to the socket to wait on (readable) for at most `wait->ms` (-1: no bound) before reading
+  // again, so a caller with a poller of its own (Go's netpoller) waits there instead of in the library.
+  // wait->fd < 0 with n == 0 and kOk is the end, as for read(). A body that cannot say what to wait for
+  // waits inside, as read() does.
+  virtual BodyRead read_ready(char* buf, size_t cap, BodyWait* wait) {
+    *wait = BodyWait{};
+    return read(buf, cap);
+  }
 };
 
 // The bytes of libcurl's write callback. Buffered: appended to a string, at most `limit` bytes, its capacity

@@ -1,6 +1,9 @@
 #include "transport/curl_stream.h"
 
+#include <sys/select.h>
+
 #include <algorithm>
+#include <chrono>
 
 namespace humus::transport {
 
@@ -42,7 +45,7 @@ WireResult CurlStream::open(const WireRequest& request) {
 }
 
 void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, CancelToken* cancel,
-                const std::function<bool()>& enough, LaneProgress& progress) {
+                const std::function<bool()>& enough, LaneProgress& progress, bool wait) {
   while (!progress.over() && !enough()) {
     int running = 0;
     curl_multi_perform(multi, &running);
@@ -62,7 +65,7 @@ void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, Cance
     } else if (now >= limits.call_deadline) {
       progress.interrupt = Interrupt::kCallTimeout;
     }
-    if (progress.interrupt != Interrupt::kNone) break;
+    if (progress.interrupt != Interrupt::kNone || !wait) break;
     long curl_wait = -1;
     curl_multi_timeout(multi, &curl_wait);
     const Instant until =
@@ -81,6 +84,40 @@ void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, Cance
   }
 }
 
+bool CurlStream::step(const std::function<bool()>& enough, BodyWait* wait) {
+  // A few performs while libcurl says it has more to do at once (bytes it holds decrypted, a transfer it
+  // stopped to let others run): a wait on the socket would not see those.
+  long curl_wait = -1;
+  for (int round = 0; round < 4; ++round) {
+    LaneProgress progress{code_, ended_, interrupt_};
+    drive_lane(multi_, easy_, limits_, cancel_, enough, progress, /*wait=*/false);
+    code_ = progress.code;
+    ended_ = progress.ended;
+    interrupt_ = progress.interrupt;
+    if (over() || enough()) return true;
+    curl_multi_timeout(multi_, &curl_wait);
+    if (curl_wait != 0) break;
+  }
+  // Only a transfer that waits for one socket to be readable: a wait for a write (an HTTP/2 window update on
+  // a full send buffer) or for more than one socket is left to drive(), which waits for everything.
+  fd_set readable, writable, failing;
+  FD_ZERO(&readable);
+  FD_ZERO(&writable);
+  FD_ZERO(&failing);
+  int socket = -1;
+  if (curl_multi_fdset(multi_, &readable, &writable, &failing, &socket) != CURLM_OK || socket < 0)
+    return false;
+  for (int fd = 0; fd <= socket; ++fd) {
+    if (FD_ISSET(fd, &writable) || (fd < socket && FD_ISSET(fd, &readable))) return false;
+  }
+  if (!FD_ISSET(socket, &readable)) return false;
+  const auto left = std::chrono::ceil<milliseconds>(limits_.call_deadline - std::chrono::steady_clock::now());
+  wait->fd = socket;
+  // Not past libcurl's next timer either: it may have work then that no byte on the socket announces.
+  wait->ms = std::max<int64_t>(curl_wait >= 0 ? std::min<int64_t>(left.count(), curl_wait) : left.count(), 0);
+  return true;
+}
+
 void CurlStream::drive(const std::function<bool()>& enough) {
   if (cancel_ != nullptr) cancel_->set_waker([multi = multi_] { curl_multi_wakeup(multi); });
   LaneProgress progress{code_, ended_, interrupt_};
@@ -91,7 +128,8 @@ void CurlStream::drive(const std::function<bool()>& enough) {
   if (cancel_ != nullptr) cancel_->clear_waker();
 }
 
-BodyRead CurlStream::read(char* buf, size_t cap) {
+BodyRead CurlStream::read_or_wait(char* buf, size_t cap, BodyWait* wait) {
+  if (wait != nullptr) *wait = BodyWait{};
   if (failed_) return failure_;
   BodySink& sink = easy_.sink();
   BodyRead out;
@@ -117,9 +155,12 @@ BodyRead CurlStream::read(char* buf, size_t cap) {
         curl_easy_pause(easy_.handle(), CURLPAUSE_CONT);
       }
       // Wait for the network only when there is nothing to hand over yet.
-      if (out.n == 0) drive([&sink] { return sink.taken() > 0 || sink.has_pending(); });
+      auto enough = [&sink] { return sink.taken() > 0 || sink.has_pending(); };
+      if (out.n == 0 && (wait == nullptr || !step(enough, wait))) drive(enough);
       out.n += sink.unlend();
       if (out.n == 0) out.n = sink.drain(buf, cap);
+      if (out.n == 0 && wait != nullptr && wait->fd >= 0 && !over()) return out;  // nothing yet: wait->fd
+      if (wait != nullptr) *wait = BodyWait{};
     }
     if (out.n > 0) return out;
   }

@@ -26,8 +26,9 @@ struct LaneProgress {
 // Drives a lane's multi handle (one easy handle in it) on the calling thread until `enough()` holds or the
 // transfer is over: libcurl finished it, the caller cancelled, the attempt's deadline (until the headers) or
 // the call's passed. Shared by blocking attempts and streamed bodies.
+// With `wait` false it stops instead of waiting for the network, after one perform.
 void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, CancelToken* cancel,
-                const std::function<bool()>& enough, LaneProgress& progress);
+                const std::function<bool()>& enough, LaneProgress& progress, bool wait = true);
 
 class CurlStream final : public BodyStream {
  public:
@@ -44,12 +45,18 @@ class CurlStream final : public BodyStream {
   // Sends the request and returns once the headers are in (the response head, no body), or the attempt's
   // failure as perform() would report it.
   WireResult open(const WireRequest& request);
-  BodyRead read(char* buf, size_t cap) override;
+  BodyRead read(char* buf, size_t cap) override { return read_or_wait(buf, cap, nullptr); }
+  BodyRead read_ready(char* buf, size_t cap, BodyWait* wait) override { return read_or_wait(buf, cap, wait); }
 
  private:
   // Drives the transfer until `enough()` holds or it ends (ended_ set, or interrupt_ for a deadline or cancel).
   void drive(const std::function<bool()>& enough);
   bool over() const { return ended_ || interrupt_ != Interrupt::kNone; }
+  // read() with `wait` null; read_ready() with it: drives libcurl only as far as it goes without waiting.
+  BodyRead read_or_wait(char* buf, size_t cap, BodyWait* wait);
+  // Drives libcurl without waiting until `enough()` or nothing more comes at once; false when the transfer
+  // needs what a wait on its socket for reading cannot give (a write, a timer, another socket).
+  bool step(const std::function<bool()>& enough, BodyWait* wait);
 
   CurlEasy& easy_;
   CURLM* const multi_;

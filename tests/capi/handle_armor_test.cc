@@ -301,6 +301,11 @@ void call_everything(const Bad& b) {
   char buf[16];
   size_t n = 99;
   expect_misuse(humus_response_read(b.response, buf, sizeof buf, &n, &err), &err, "resp");
+  int wait_fd = -7;
+  int64_t wait_ms = -7;
+  expect_misuse(humus_response_read_ready(b.response, buf, sizeof buf, &n, &wait_fd, &wait_ms, &err), &err,
+                "resp");
+  EXPECT_EQ(wait_fd, -7);
   EXPECT_EQ(n, 99u);
   EXPECT_EQ(humus_response_status(b.response), 0);
   EXPECT_EQ(humus_response_attempts(b.response), 0);

@@ -515,6 +515,17 @@ extern "C" {
         n: *mut usize,
         err: *mut *mut humus_error,
     ) -> humus_status;
+    /// As `humus_response_read`, never waiting for the network: with nothing yet, `*n == 0` and the socket
+    /// to wait on in `*wait_fd` (lent), for at most `*wait_ms`.
+    pub fn humus_response_read_ready(
+        resp: *mut humus_response,
+        buf: *mut c_void,
+        cap: usize,
+        n: *mut usize,
+        wait_fd: *mut c_int,
+        wait_ms: *mut i64,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_response_status(resp: *const humus_response) -> i32;
     pub fn humus_response_attempts(resp: *const humus_response) -> i32;
     pub fn humus_response_header(resp: *const humus_response, name: *const c_char) -> *const c_char;
