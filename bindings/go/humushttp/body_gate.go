@@ -1,8 +1,7 @@
 package humushttp
 
-/*
-#include <humus_http.h>
-*/
+// A cgo file, as every file that names the binding's types: without cgo only nocgo.go builds.
+
 import "C"
 
 import (
@@ -10,12 +9,12 @@ import (
 	"sync"
 )
 
-// openBody is a call whose body is still open (streamCall, loopCall): how to end it, and the cancel token
-// that interrupts a Read waiting for bytes.
+// openBody is a call whose body is still open (streamCall, loopCall): how to end it, and how to interrupt
+// a Read waiting for bytes (its cancel token, see callState.trigger).
 type openBody interface {
 	comparable
 	end()
-	token() *C.humus_cancel
+	interrupt()
 }
 
 // bodyGate is what both Body types share (stream, loopStream): the lock, whether a Read is waiting outside
@@ -51,7 +50,7 @@ func (g *bodyGate[T]) Close() error {
 	}
 	g.closed = true
 	if g.reading {
-		C.humus_cancel_trigger(g.call.token())
+		g.call.interrupt()
 		for g.reading {
 			g.returned.Wait()
 		}

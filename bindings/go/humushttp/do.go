@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"runtime/cgo"
+	"sync/atomic"
 	"time"
 )
 
@@ -205,6 +206,9 @@ type callState struct {
 	coreEndsDeadline bool
 	stop             func() bool
 	stopped          chan struct{}
+	// waiting is the socket a streamed body's Read waits on in the netpoller (socketWait), while it does:
+	// trigger ends that wait too.
+	waiting atomic.Pointer[socketWait]
 }
 
 func newCallState(ctx context.Context, coreEndsDeadline bool) *callState {
@@ -250,8 +254,17 @@ func (s *callState) cancelIfDone() bool {
 	if err == nil || (err == context.DeadlineExceeded && s.coreEndsDeadline) {
 		return false
 	}
-	C.humus_cancel_trigger(s.token)
+	s.trigger()
 	return true
+}
+
+// trigger cancels the call: the token, which a read in the library sees, and a wait in the netpoller for
+// the body's socket, which then reads again and sees it.
+func (s *callState) trigger() {
+	C.humus_cancel_trigger(s.token)
+	if w := s.waiting.Load(); w != nil {
+		w.interrupt()
+	}
 }
 
 // free releases the Go side's handle on the token (requests and calls holding it keep theirs).

@@ -93,7 +93,7 @@ type loopCall struct {
 
 // end closes the body — which counts the result if it was not read to its end — then lets go of the rest.
 // No completion names the handle any more: the headers came, and a wake-up comes only to a waiting Read.
-func (c *loopCall) token() *C.humus_cancel { return c.state.token }
+func (c *loopCall) interrupt() { c.state.trigger() }
 
 func (c *loopCall) end() {
 	C.humusgo_body_close(c.body)

@@ -22,13 +22,17 @@ type streamCall struct {
 	state *callState
 	core  *clientCore
 	ctx   context.Context
+	wait  *socketWait // the netpoller's watch on the body's socket, from its first wait (socket_wait.go)
 }
 
 // end frees the response — which counts the result if the body was not read to its end — then the token,
 // then the reference to the client.
-func (c *streamCall) token() *C.humus_cancel { return c.state.token }
+func (c *streamCall) interrupt() { c.state.trigger() }
 
 func (c *streamCall) end() {
+	if c.wait != nil {
+		c.wait.close()
+	}
 	freeResponse(c.resp)
 	c.state.unwatch()
 	c.state.free()
@@ -80,8 +84,9 @@ func hasNoBody(req *http.Request, out *http.Response) bool {
 		out.StatusCode == http.StatusNotModified
 }
 
-// stream is the Body of a blocking call: each Read is one humus_response_read into the caller's buffer,
-// made without the gate's lock so that Close can interrupt it.
+// stream is the Body of a blocking call: each Read is a read of the library's into the caller's buffer that
+// waits in the netpoller while nothing has come (streamCall.readReady), made without the gate's lock so that
+// Close can interrupt it.
 type stream struct {
 	bodyGate[*streamCall]
 }
@@ -115,8 +120,7 @@ func (s *stream) Read(p []byte) (int, error) {
 
 	var n C.size_t
 	var cerr *C.humus_error
-	// p holds no Go pointers and is used only during the call: the library reads straight into it.
-	st := C.humus_response_read(call.resp, unsafe.Pointer(&p[0]), C.size_t(len(p)), &n, &cerr)
+	st := call.readReady(p, &n, &cerr)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
