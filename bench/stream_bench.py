@@ -4,7 +4,8 @@ against one local server (issue "Bodies stream", item 6).
 
     python3 bench/stream_bench.py [--size-mib 1024] [--rounds 3] [--clients curl,humus-http,...]
                                   [--client NAME='COMMAND {url}' ...] [--humus PATH] [--upload]
-                                  [--python PATH] [--go-client PATH] [--rust-client PATH] [--pin]
+                                  [--python PATH] [--go-client PATH] [--rust-client PATH]
+                                  [--rust-put-client PATH] [--pin]
 
 Every client downloads the same body (--size-mib MiB, default 1 GiB) to /dev/null from
 tests/cli/bulk_server.py on a loopback port: a threaded server that sends one 1 MiB block over and over
@@ -34,8 +35,11 @@ The built-in peers, each skipped with a note when it is missing (only the anchor
                 built by `go build` in bench/stream_go against the staged library, see bench/README.md)
   rust-humus    the crate's example stream_get: Client::stream as std::io::Read (--rust-client; default
                 build/rust-target/release/examples/stream_get)
---upload adds two rows sending the same number of bytes the other way (PUT of a sparse file, the server
-reading it all): curl -T and humus-http -T.
+--upload adds, for every client above that can, a row sending the same number of bytes the other way: a PUT
+of a sparse file that the server reads whole (and hashes: tests/cli/bulk_server.py), each client streaming
+it from a reader (curl -T, humus-http -T, Python's open file or httpx's iterator of 64 KiB reads, Go's
+*os.File as req.Body, Rust's `Body::from_reader`, the crate's example stream_put: --rust-put-client). The
+upload rows are a second table, against curl's upload.
 """
 from __future__ import annotations
 
@@ -87,11 +91,32 @@ def known_clients(humus: Path, python: str, go_client: Path, rust_client: Path) 
     }
 
 
+def known_uploads(humus: Path, python: str, go_client: Path, rust_put: Path) -> dict[str, list[str]]:
+    """The built-in clients' uploads: each a command sending the file {file} to {put} as a stream."""
+    script = str(ROOT / "bench" / "stream_client.py")
+    return {
+        "curl": ["curl", "-s", "-T", "{file}", "-o", "/dev/null",
+                 "-w", "%{stderr}upload: %{size_upload} bytes in %{time_total} s\n", "{put}"],
+        # The attempt runs until the response headers, which come after the whole body is sent: the attempt
+        # gets the call's whole deadline, as curl has no shorter bound.
+        "humus-http": [str(humus), "-s", "-m", "0", "--attempt-timeout", "1h", "-T", "{file}", "-o", "/dev/null",
+                       "{put}"],
+        "python-humus": [python, script, "humus-up", "{file}", "{put}"],
+        "python-httpx": [python, script, "httpx-up", "{file}", "{put}"],
+        "go-humus": [str(go_client), "humus-up", "{file}", "{put}"],
+        "go-nethttp": [str(go_client), "nethttp-up", "{file}", "{put}"],
+        "rust-humus": [str(rust_put), "{file}", "{put}"],
+    }
+
+
+UPLOAD = " up"  # the suffix of an upload row's name
+
+
 def missing(name: str, command: list[str]) -> str | None:
     """Why a client cannot run here, or None."""
     if shutil.which(command[0]) is None and not Path(command[0]).exists():
         return f"{command[0]} not found"
-    module = {"python-humus": "humus_http", "python-httpx": "httpx"}.get(name)
+    module = {"python-humus": "humus_http", "python-httpx": "httpx"}.get(name.removesuffix(UPLOAD))
     if module is not None:
         probe = subprocess.run([command[0], "-c", f"import {module}"], capture_output=True, check=False)
         if probe.returncode != 0:
@@ -141,8 +166,8 @@ def run_once(command: list[str], url: str) -> Run:
         raise RuntimeError(f"{shlex.join(argv)} exited {code}: {error}")
     server_cpu = (now.user - own.user) + (now.system - own.system)
     # A client that times its own download (bench/stream_client.py) says so on stderr.
-    reported = re.search(r"^download: \d+ bytes in ([\d.]+) s$", process.stderr.read().decode(errors="replace"),
-                         re.MULTILINE)
+    reported = re.search(r"^(?:download|upload): \d+ bytes in ([\d.]+) s$",
+                         process.stderr.read().decode(errors="replace"), re.MULTILINE)
     return Run(wall, usage.ru_utime + usage.ru_stime, server_cpu, peak,
                float(reported.group(1)) if reported else None)
 
@@ -160,7 +185,10 @@ def main() -> None:
     parser.add_argument("--go-client", type=Path, default=ROOT / "build" / "bench" / "stream_go")
     parser.add_argument("--rust-client", type=Path,
                         default=ROOT / "build" / "rust-target" / "release" / "examples" / "stream_get")
-    parser.add_argument("--upload", action="store_true", help="also PUT the same size with curl and humus-http")
+    parser.add_argument("--rust-put-client", type=Path,
+                        default=ROOT / "build" / "rust-target" / "release" / "examples" / "stream_put")
+    parser.add_argument("--upload", action="store_true",
+                        help="also PUT the same size with every client that can, from a reader")
     parser.add_argument("--pin", action="store_true",
                         help="the server on the first CPU, every client on the last (taskset), as bench/ pins "
                              "sequential comparisons on a shared machine")
@@ -188,15 +216,17 @@ def main() -> None:
         clients.append((name, shlex.split(command)))
     size = args.size_mib << 20
     upload = None
+    # An upload row's baseline of memory: the same client's download of the late byte, as for the others.
+    baselines: dict[str, list[str]] = {}
     if args.upload:
         # Sparse: its reads cost no disk, so the figures are the clients' and the server's.
         upload = tempfile.NamedTemporaryFile(prefix="stream_bench.", suffix=".bin")  # noqa: SIM115
         upload.truncate(size)
-        clients.append(("curl upload", ["curl", "-s", "-T", upload.name, "-o", "/dev/null", "{put}"]))
-        # The attempt runs until the response headers, which come after the whole body is sent: the attempt
-        # gets the call's whole deadline, as curl has no shorter bound.
-        clients.append(("humus-http up", [str(humus), "-s", "-m", "0", "--attempt-timeout", "1h", "-T", upload.name,
-                                          "-o", "/dev/null", "{put}"]))
+        uploads = known_uploads(humus, args.python, args.go_client, args.rust_put_client)
+        for name, _ in list(clients):
+            if name in uploads:
+                clients.append((name + UPLOAD, [part.replace("{file}", upload.name) for part in uploads[name]]))
+                baselines[name + UPLOAD] = known[name]
     skipped = []
     for i, (name, command) in enumerate(list(clients)):
         why = missing(name, command)
@@ -219,13 +249,8 @@ def main() -> None:
         # reversed every other round), so a change of the machine's load falls on every client alike.
         prepared: list[tuple[str, list[str], int]] = []
         for name, command in clients:
-            if "{put}" in " ".join(command):
-                # The growth of an upload is measured against a download of one byte, as for the others.
-                base_command = [part for part in command if part not in ("-T", upload.name)] if upload else command
-                base_command = [part.replace("{put}", "{url}") for part in base_command]
-                command = [part.replace("{put}", server.url("/upload")) for part in command]
-            else:
-                base_command = command
+            base_command = baselines.get(name, command)
+            command = [part.replace("{put}", server.url("/upload")) for part in command]
             try:
                 run_once(base_command, tiny)  # warm: the binary and its libraries in the page cache
                 base = statistics.median(run_once(base_command, tiny).peak_kib for _ in range(args.rounds))
@@ -262,22 +287,38 @@ def main() -> None:
             if own:
                 timed_own.append((name, size / statistics.median(own)))
 
+    downloads = [row for row in rows if not row[0].endswith(UPLOAD)]
+    uploaded = [row for row in rows if row[0].endswith(UPLOAD)]
+    print_table(downloads, timed_own)
+    if uploaded:
+        print(f"\nupload: a PUT of {args.size_mib} MiB (a sparse file) that the server reads whole and hashes")
+        print_table(uploaded, timed_own)
+    for why in skipped:
+        print(f"skipped: {why}")
+
+
+def print_table(rows: list[tuple[str, float, float, float, float, float, float]],
+                timed_own: list[tuple[str, float]]) -> None:
+    """The rows against the first of them (the anchor), and the clients' own clocks against the anchor's."""
     anchor = rows[0]
     vs = "vs " + anchor[0]
-    print(f"{'client':<15}{'peak RSS':>11}{'RSS growth':>12}{vs:>10}{'throughput':>14}{vs:>10}"
-          f"{'CPU s':>8}{vs:>10}{'server CPU s / wall s':>24}")
+    w = max(10, len(vs) + 2)  # the ratio columns
+    print(f"{'client':<17}{'peak RSS':>11}{'RSS growth':>12}{vs:>{w}}{'throughput':>14}{vs:>{w}}"
+          f"{'CPU s':>8}{vs:>{w}}{'server CPU s / wall s':>24}")
     for name, peak, growth, rate, cpu, server_cpu, wall in rows:
         growth_ratio = f"{growth / anchor[2]:.2f}" if anchor[2] > 0 else "-"
-        print(f"{name:<15}{peak / 1024:>7.1f} MiB{growth / 1024:>8.1f} MiB{growth_ratio:>10}"
-              f"{rate / 1e6:>9.0f} MB/s{rate / anchor[3]:>10.2f}{cpu:>8.2f}{cpu / anchor[4]:>10.2f}"
+        print(f"{name:<17}{peak / 1024:>7.1f} MiB{growth / 1024:>8.1f} MiB{growth_ratio:>{w}}"
+              f"{rate / 1e6:>9.0f} MB/s{rate / anchor[3]:>{w}.2f}{cpu:>8.2f}{cpu / anchor[4]:>{w}.2f}"
               f"{server_cpu:>13.2f} / {wall:.2f}")
     print("RSS growth: the peak minus the same client's peak for a 1-byte body sent late. Throughput and CPU "
           "include start-up; on a loaded machine wall-clock figures vary, CPU seconds less.")
     # By own clocks: each client's time from its request to the last byte, against the anchor's own (curl's
     # time_total), so neither side carries its start-up: an interpreter's start and imports (about 80 ms for
-    # Python here, against curl's 10) are a fixed cost, not the download's pace.
-    anchor_own = dict(timed_own).get(anchor[0])
-    for name, rate in timed_own:
+    # Python here, against curl's 10) are a fixed cost, not the transfer's pace.
+    names = {row[0] for row in rows}
+    own = [(name, rate) for name, rate in timed_own if name in names]
+    anchor_own = dict(own).get(anchor[0])
+    for name, rate in own:
         if name == anchor[0]:
             print(f"{name}: {rate / 1e6:.0f} MB/s by its own clock (time_total)")
             continue
@@ -285,10 +326,6 @@ def main() -> None:
                    else f"{rate / anchor[3]:.2f}x {anchor[0]}")
         print(f"{name}: {rate / 1e6:.0f} MB/s ({against}) by its own clock, from its request to the last byte, "
               "without the interpreter's start and imports")
-    if upload is not None:
-        print(f"upload rows: a PUT of {args.size_mib} MiB (a sparse file) that the server reads whole.")
-    for why in skipped:
-        print(f"skipped: {why}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,13 @@
-// Command stream_go is one streamed download for bench/stream_bench.py: `stream_go humus|nethttp URL` reads
-// the body at URL through resp.Body in 64 KiB pieces and drops them (as `-o /dev/null` would), with the
-// humushttp client (resp.Body streams from humus_client_open) or net/http's DefaultClient. Exits 1 with the
-// error on stderr when the download fails.
+// Command stream_go is one streamed download or upload for bench/stream_bench.py, with the humushttp client
+// or net/http's DefaultClient:
+//
+//	stream_go humus|nethttp URL             reads the body at URL through resp.Body in 64 KiB pieces and
+//	                                        drops them (as `-o /dev/null` would); humushttp's resp.Body
+//	                                        streams from humus_client_open
+//	stream_go humus-up|nethttp-up FILE URL  PUTs FILE to URL with the open file as req.Body (a reader,
+//	                                        sent as it is read) and its size as the ContentLength
+//
+// Exits 1 with the error on stderr when the call fails.
 package main
 
 import (
@@ -10,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
@@ -44,12 +51,51 @@ func run(kind, target string) error {
 	return resp.Body.Close()
 }
 
+func upload(kind, path, target string) error {
+	c, err := client(kind, target)
+	if err != nil {
+		return err
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	info, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest("PUT", target, file)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = info.Size()
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the server answered %s", resp.Status)
+	}
+	return resp.Body.Close()
+}
+
 func main() {
-	if len(os.Args) != 3 || (os.Args[1] != "humus" && os.Args[1] != "nethttp") {
-		fmt.Fprintln(os.Stderr, "usage: stream_go humus|nethttp URL")
+	var err error
+	switch {
+	case len(os.Args) == 3 && (os.Args[1] == "humus" || os.Args[1] == "nethttp"):
+		err = run(os.Args[1], os.Args[2])
+	case len(os.Args) == 4 && (os.Args[1] == "humus-up" || os.Args[1] == "nethttp-up"):
+		err = upload(strings.TrimSuffix(os.Args[1], "-up"), os.Args[2], os.Args[3])
+	default:
+		fmt.Fprintln(os.Stderr, "usage: stream_go humus|nethttp URL | stream_go humus-up|nethttp-up FILE URL")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "stream_go:", err)
 		os.Exit(1)
 	}
