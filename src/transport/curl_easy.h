@@ -131,6 +131,11 @@ class CurlEasy {
   // into the list in place and returns true; false when the list must be rebuilt.
   bool patch_header_values(const Headers& next);
   bool close_delimited_body_cut(bool http2);
+  void set_url(const std::string& url);
+
+  struct UrlFree {
+    void operator()(CURLU* u) const { curl_url_cleanup(u); }
+  };
 
   CURL* easy_;
   AttemptState state_;
@@ -142,6 +147,7 @@ class CurlEasy {
   std::vector<curl_slist*> header_nodes_;  // the nodes of headers_ holding last_headers_' fields, in order
   bool headers_ask_codings_ = false;       // headers_ has the Accept-Encoding line of a decoded body
   std::string last_url_;
+  std::unique_ptr<CURLU, UrlFree> url_handle_;  // last_url_ parsed, as libcurl reads it (set_url)
   std::string last_method_;
   bool last_had_body_ = false;
   long last_connect_ms_ = -1;
