@@ -12,7 +12,8 @@ row once per round, the order reversed every other round):
          (bench/compare_curl.c), humus_client_do, the same with span and log sinks,
          threads sharing one client, humus_client_submit (bench/compare_humus.c)
   Go     net/http and humushttp.NewClient: its streamed Do, Do with BufferBody, and Start + Wait
-         (bench/compare_go); --go-before adds another build's rows (e.g. main's binding)
+         (bench/compare_go); --go-before adds another build's rows (e.g. main's binding), --c-before the C
+         rows of compare_humus run on another build's libhumus_http.so (a library directory)
   Python pycurl, humus_http.Client, aiohttp on uvloop, humus_http.AsyncClient (bench/compare_client.py)
 
 Each row is its own process: it warms up (connections, TLS), then runs for --seconds and reports its request
@@ -177,7 +178,7 @@ class Client:
     kind: str = "peer"  # "peer" or "humus"
 
 
-def clients(venv_python: str | None, go_before: str | None) -> list[Client]:
+def clients(venv_python: str | None, go_before: str | None, c_before: str | None = None) -> list[Client]:
     c_curl = str(BUILD / "bench" / "compare_curl")
     c_humus = str(BUILD / "bench" / "compare_humus")
     go = str(BUILD / "bench" / "compare_go")
@@ -195,6 +196,14 @@ def clients(venv_python: str | None, go_before: str | None) -> list[Client]:
         Client("go-humus-buffered", "go", (go, "humus-buffered"), True, True, kind="humus"),
         Client("go-humus-start", "go", (go, "humus-start"), True, True, kind="humus"),
     ]
+    if c_before is not None:
+        # The same program on the other library: compare_humus links libhumus_http.so dynamically.
+        before = ("env", f"LD_LIBRARY_PATH={c_before}", c_humus)
+        out += [
+            Client("c-do@before", "c", (*before, "do"), True, False, kind="humus"),
+            Client("c-threads@before", "c", (*before, "threads"), False, True, kind="humus"),
+            Client("c-submit@before", "c", (*before, "submit"), False, True, kind="humus"),
+        ]
     if go_before is not None:
         out += [
             Client("go-humus@before", "go", (go_before, "humus"), True, True, kind="humus"),
@@ -227,12 +236,14 @@ class Row:
 def default_rows(cs: dict[str, Client]) -> list[Row]:
     """The rows of the issue's table, and what their ratios need."""
     go = ["go-nethttp", "go-humus", "go-humus-buffered", "go-humus-start", "go-humus@before", "go-humus-start@before"]
+    c_conc = ["curl-multi", "c-threads", "c-submit", "c-threads@before", "c-submit@before"]
     plan = [
-        ("h1", "100", 1, ["curl-easy", "curl-easy-wire", "c-do", "c-do-traced", "c-open", *go, "pycurl", "py-humus"]),
-        ("h1", "64k", 1, ["curl-easy", "c-do", "go-nethttp", "go-humus", "pycurl", "py-humus"]),
-        ("h1", "100", 16, ["curl-multi", "c-threads", "c-submit", *go]),
-        ("h1", "100", 64, ["curl-multi", "c-threads", "c-submit", *go, "aiohttp-uvloop", "py-humus-async"]),
-        ("h2", "100", 64, ["curl-multi", "c-threads", "c-submit", *go]),
+        ("h1", "100", 1, ["curl-easy", "curl-easy-wire", "c-do", "c-do-traced", "c-open", "c-do@before", *go, "pycurl",
+                          "py-humus"]),
+        ("h1", "64k", 1, ["curl-easy", "c-do", "c-do@before", "go-nethttp", "go-humus", "pycurl", "py-humus"]),
+        ("h1", "100", 16, [*c_conc, *go]),
+        ("h1", "100", 64, [*c_conc, *go, "aiohttp-uvloop", "py-humus-async"]),
+        ("h2", "100", 64, [*c_conc, *go]),
     ]
     return [Row(cs[n], proto, body, conc) for proto, body, conc, names in plan for n in names if n in cs]
 
@@ -407,6 +418,7 @@ def main() -> None:
     p.add_argument("--no-python", action="store_true", help="skip the Python rows")
     p.add_argument("--no-build", action="store_true", help="use build/release as it is")
     p.add_argument("--go-before", help="another compare_go binary (e.g. built on main's binding): rows go-humus@before")
+    p.add_argument("--c-before", help="another build's library directory (with libhumus_http.so): rows c-*@before")
     p.add_argument("--cpu", default=str((os.cpu_count() or 1) - 1), help="CPU for the sequential rows, or 'none'")
     a = p.parse_args()
     rounds = a.rounds or (9 if a.long else 5)
@@ -415,7 +427,7 @@ def main() -> None:
 
     build(a.no_build)
     py = None if a.no_python else venv_python(a.venv or ROOT / "build" / "bench-venv", a.venv is not None)
-    cs = {c.name: c for c in clients(py, a.go_before)}
+    cs = {c.name: c for c in clients(py, a.go_before, a.c_before)}
     skipped = []
     if not (BUILD / "bench" / "compare_go").exists():
         for name in [n for n in cs if n.startswith("go-") and "@" not in n]:
