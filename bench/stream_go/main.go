@@ -30,8 +30,10 @@ func client(kind, target string) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The call's timeout bounds the body's reads too: the longest allowed (1 h), as curl has none.
-	return humushttp.NewClient(humushttp.Settings{BaseURL: u.Scheme + "://" + u.Host, Timeout: time.Hour})
+	// The call's timeout bounds the body's reads too: the longest allowed (1 h), as curl has none. An upload's
+	// answer comes once the server has read the whole body, so the attempt gets the whole hour as well.
+	return humushttp.NewClient(humushttp.Settings{BaseURL: u.Scheme + "://" + u.Host, Timeout: time.Hour,
+		AttemptTimeout: time.Hour})
 }
 
 func run(kind, target string) error {
