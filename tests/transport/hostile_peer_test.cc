@@ -359,6 +359,54 @@ TEST_F(HostilePeerTest, AttemptsReportedEqualWireRequestsWhilePooledConnectionsD
   EXPECT_EQ(attempts.load(), peer.requests()) << "a request reached the wire that no attempt accounts for";
 }
 
+// Answers each request with its own request-target as the body, and closes (FIN, unanswered) every third
+// request that arrives on a reused connection.
+RawPeer::Handler echoing_target(std::atomic<int>& reused_seen) {
+  return [&reused_seen](RawConnection& c) {
+    std::string head;
+    for (int on_this_connection = 0; c.read_request(&head); ++on_this_connection) {
+      if (on_this_connection > 0 && ++reused_seen % 3 == 0) return;
+      const size_t from = head.find(' ') + 1;
+      const std::string target = head.substr(from, head.find(' ', from) - from);
+      c.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(target.size()) + "\r\n\r\n" + target);
+    }
+  };
+}
+
+// The transport hands libcurl each URL parsed once, as a URL handle a reused easy handle keeps between
+// transfers (curl_easy.cc, set_url). Each call, blocking (one lane, one handle) or on the loop, must still send
+// its own target, on a reused connection, on a new one, and on the retry after a pooled connection died.
+TEST_F(HostilePeerTest, EachCallSendsItsOwnTargetAsTheUrlChangesAndPooledConnectionsDie) {
+  std::atomic<int> reused{0};
+  RawPeer peer(echoing_target(reused));
+  settings::Settings s;
+  s.retry_budget.tokens = 10000;  // every GET may be retried: the test is about what each attempt sends
+  auto c = make(peer, s);
+  const std::vector<std::string> targets = {"/a", "/a", "/b/c?x=1&y=2", "/%7Euser/p%20q", "/a?", "/", "/b/c?x=1"};
+  int attempts = 0, answered = 0;
+  auto check = [&](const std::string& target, const CallResult& out) {
+    attempts += out.attempts;
+    if (!out.ok()) {  // every attempt met a connection the peer closed
+      EXPECT_EQ(out.error.code(), Code::kConnectionLost) << target << ": " << out.error.message();
+      return;
+    }
+    ++answered;
+    EXPECT_EQ(out.response->body, target);
+  };
+  for (int round = 0; round < 4; ++round) {
+    for (const std::string& target : targets) check(target, c->execute(req(peer, "GET", target)));
+    for (const std::string& target : targets) {
+      std::promise<CallResult> p;
+      c->submit(req(peer, "GET", target), [&p](CallResult r) { p.set_value(std::move(r)); });
+      check(target, p.get_future().get());
+    }
+  }
+  EXPECT_GT(answered, 40) << "too few calls were answered to check their targets";
+  EXPECT_GT(reused.load(), 20) << "too few calls reused a connection to test the handle's reuse";
+  EXPECT_GT(peer.connections(), 5) << "no pooled connection died";
+  EXPECT_EQ(attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
+}
+
 // --- 7. A local shortage is not the dependency's failure (F13). ---------------------------------------------
 
 // F13
