@@ -1,11 +1,12 @@
 /* humus_http through its C ABI, for bench/compare.py: the rows compared with compare_curl.c.
  *
- *   compare_humus do|do-traced|open|threads|submit URL CONCURRENCY SECONDS WARMUP_SECONDS
+ *   compare_humus do|do-traced|do-header|open|threads|submit URL CONCURRENCY SECONDS WARMUP_SECONDS
  *                 [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
  *
  * do: humus_client_do in a loop, the request built once, the body read with humus_response_body (CONCURRENCY
  * must be 1); do-traced: the same with a span sink and a log sink that do nothing (what telemetry costs the
- * call path, docs/telemetry.md §13); open: humus_client_open and humus_response_read to the end, 64 KiB at a
+ * call path, docs/telemetry.md §13); do-header: do with no sink, the request carrying a traceparent header of
+ * the same length (what libcurl's sending of that header costs: the floor under do-traced's extra); open: humus_client_open and humus_response_read to the end, 64 KiB at a
  * time (the streamed body, as Go's Do and Rust's Read use it); threads: CONCURRENCY threads each calling
  * humus_client_do on one shared client; submit: humus_client_submit with CONCURRENCY calls in flight, each
  * completion (on the event-loop thread) submitting the next. After WARMUP_SECONDS it runs for SECONDS and
@@ -168,7 +169,7 @@ static void run(const char *mode, int conc, double seconds) {
 int main(int argc, char **argv) {
   if (argc < 6) {
     fprintf(stderr,
-            "usage: compare_humus do|do-traced|open|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] "
+            "usage: compare_humus do|do-traced|do-header|open|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] "
             "[--resolve X] [--h2]\n");
     return 2;
   }
@@ -184,8 +185,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (strcmp(mode, "do") != 0 && strcmp(mode, "do-traced") != 0 && strcmp(mode, "open") != 0 &&
-      strcmp(mode, "threads") != 0 && strcmp(mode, "submit") != 0) {
+  if (strcmp(mode, "do") != 0 && strcmp(mode, "do-traced") != 0 && strcmp(mode, "do-header") != 0 &&
+      strcmp(mode, "open") != 0 && strcmp(mode, "threads") != 0 && strcmp(mode, "submit") != 0) {
     fprintf(stderr, "compare_humus: unknown mode %s\n", mode);
     return 2;
   }
@@ -228,6 +229,11 @@ int main(int argc, char **argv) {
   if ((st = humus_client_new(rt, s, &client, &err)) != HUMUS_OK) die("humus_client_new", st, err);
   humus_settings_free(s);
   if ((st = humus_request_new("GET", url, &request, &err)) != HUMUS_OK) die("humus_request_new", st, err);
+  if (strcmp(mode, "do-header") == 0 &&
+      (st = humus_request_set_header(request, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                                     &err)) != HUMUS_OK) {
+    die("humus_request_set_header", st, err);
+  }
 
   run(mode, conc, warmup);
   long warm_errors = atomic_exchange(&total_errors, 0);
