@@ -146,6 +146,7 @@ class CurlEasy {
   Headers last_headers_;
   std::vector<curl_slist*> header_nodes_;  // the nodes of headers_ holding last_headers_' fields, in order
   bool headers_ask_codings_ = false;       // headers_ has the Accept-Encoding line of a decoded body
+  bool headers_post_framed_ = false;       // headers_ has the lines that take libcurl's POST defaults away
   std::string last_url_;
   std::unique_ptr<CURLU, UrlFree> url_handle_;  // last_url_ parsed, as libcurl reads it (set_url)
   std::string last_method_;

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -97,22 +99,49 @@ TEST_F(ClientServerTest, PlainHttp11GetReachesTheServer) {
   EXPECT_TRUE(saw_trace);
 }
 
+// A streamed body of unknown length (sent chunked), read from memory.
+class ChunkedSource final : public transport::BodySource {
+ public:
+  explicit ChunkedSource(size_t bytes) : left_(bytes) {}
+  int64_t length() const override { return -1; }
+  bool replayable() const override { return false; }
+  Status begin_attempt() override { return Status(); }
+  Result<size_t> read(char* buf, size_t cap) override {
+    const size_t n = std::min(cap, left_);
+    std::memset(buf, 'c', n);
+    left_ -= n;
+    return n;
+  }
+  Status rewind() override { return Status(Code::kCallback, "not replayable"); }
+
+ private:
+  size_t left_;
+};
+
 // A body goes out labelled only as its caller labelled it: libcurl's default form type is not added, nor its
-// "Expect: 100-continue" (which it asks for before a body over 1 MiB). Calls with and without a body, of
-// every method, alternate on one connection, whose easy handle keeps its options from one call to the next.
+// "Expect: 100-continue" (which it asks for before a body over 1 MiB, and before a chunked one). Calls with
+// and without a body, of every method, alternate on one connection, whose easy handle keeps its options (and
+// its header list, which has the lines that take those defaults away only for a POST-framed request) from
+// one call to the next.
 TEST_F(ClientServerTest, ABodyCarriesNoContentTypeTheCallerDidNotGive) {
   auto c = make("http");
   struct Case {
     const char* method;
     size_t body;  // bytes; 0: none
+    bool chunked = false;
   };
-  const std::vector<Case> cases = {{"POST", 9},   {"GET", 0},          {"PUT", 9}, {"GET", 0},
+  const std::vector<Case> cases = {{"GET", 0},    {"POST", 9},         {"GET", 0}, {"PUT", 9}, {"GET", 0},
                                    {"PATCH", 9},  {"PUT", 0},          {"GET", 9}, {"HEAD", 0},
-                                   {"DELETE", 9}, {"POST", 2u << 20u}, {"GET", 0}};
+                                   {"DELETE", 9}, {"POST", 2u << 20u}, {"GET", 0}, {"POST", 5000, true},
+                                   {"DELETE", 0}, {"PUT", 70000, true}, {"GET", 0}};
   for (const Case& k : cases) {
     Request r = req("http", "/typed");
     r.method = k.method;
-    if (k.body > 0) r.body = std::make_shared<const std::string>(k.body, 'b');
+    if (k.chunked) {
+      r.body_source = std::make_shared<ChunkedSource>(k.body);
+    } else if (k.body > 0) {
+      r.body = std::make_shared<const std::string>(k.body, 'b');
+    }
     CallResult out = c->execute(r);
     ASSERT_TRUE(out.ok()) << k.method << ": " << out.error.message();
   }
