@@ -658,8 +658,10 @@ HUMUS_API humus_status humus_response_redirect_at(const humus_response *resp, si
  * its connection is closed and the breaker counts the result as it was classified. One never freed holds a
  * half-open breaker's probe slot for at most breaker.probe_timeout. A response of humus_client_submit_open
  * is closed likewise, on the event-loop thread after the reads started before (a pending one completes
- * first with HUMUS_E_CANCELLED); the handle is invalid at once. Any thread; not concurrently with another
- * function on the same response. */
+ * first with HUMUS_E_CANCELLED); the handle is invalid at once. A response of humus_client_submit, made on
+ * the event-loop thread, is freed there too when freed on another thread while its runtime lives: its memory
+ * goes back, soon after, to the thread that allocates the next responses. Any thread; not concurrently with
+ * another function on the same response. */
 HUMUS_API void humus_response_free(humus_response *resp);
 /* humus_response_free that returns only once the body is closed and its result counted: for a response of
  * humus_client_submit_open it waits for the event loop to close it (the reads started before complete

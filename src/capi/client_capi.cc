@@ -41,13 +41,18 @@ humus_status deliver(humus_client* c, const humus_request* r, humus::client::Cal
 }
 
 // How an asynchronous call's outcome reaches the caller's callback, on the loop thread. `loop`: the loop a
-// streamed response's body is read on (humus_client_submit_open), else null.
+// streamed response's body is read on (humus_client_submit_open), else null: the response is whole, and goes
+// back to the loop to be freed.
 humus::client::CallDone completion(humus_client* c, humus_call_done on_done, void* user_data,
                                    humus::transport::EventLoop* loop) {
-  return [on_done, user_data, loop, max_body = c->client->max_response_body()](humus::client::CallResult result) {
+  std::shared_ptr<humus::transport::FreeOnLoop> home;
+  if (loop == nullptr) home = c->client->runtime().loop().free_on_loop();
+  return [on_done, user_data, loop, home = std::move(home),
+          max_body = c->client->max_response_body()](humus::client::CallResult result) {
     if (result.ok()) {
       humus_response* resp = new_response(std::move(*result.response), max_body, nullptr);
       resp->loop = loop;
+      resp->home = home;
       on_done(user_data, HUMUS_OK, resp, nullptr);
       return;
     }

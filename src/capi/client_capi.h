@@ -60,6 +60,9 @@ struct humus_response {
   // humus_client_submit_open's: the runtime's event loop, where the body is read (humus_response_read_async)
   // and the response freed. Null for every other response.
   humus::transport::EventLoop* loop = nullptr;
+  // humus_client_submit's: given back to the loop thread that made it, to be freed there (free_on_loop.h).
+  // Null for every other response, and on a virtual clock.
+  std::shared_ptr<humus::transport::FreeOnLoop> home;
   // A humus_response_read_async is pending. Acquire/release: the read that clears it has finished with the
   // response's fields before the next read, on any thread, starts.
   std::atomic<bool> reading{false};

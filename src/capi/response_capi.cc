@@ -234,6 +234,10 @@ HUMUS_API void humus_response_free(humus_response* resp) {
     resp->loop->post([resp] { close_on_loop(resp); });
     return;
   }
+  if (const std::shared_ptr<humus::transport::FreeOnLoop> home = std::move(resp->home);
+      home != nullptr && home->give_back(resp, [](void* r) { delete static_cast<humus_response*>(r); })) {
+    return;
+  }
   delete resp;
 }
 

@@ -25,6 +25,7 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver 
     ev.events = EPOLLIN;
     ev.data.fd = wake_fd_;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    free_on_loop_ = FreeOnLoop::make(*this);
   }
   if (driver_ == Driver::kCaller) return;
   // thread_id_ is written under mu_, which run() takes before anything else: the loop thread sees it too.
@@ -34,6 +35,8 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver 
 }
 
 EventLoop::~EventLoop() {
+  // First: nothing is given back to a loop that is going, and what waits is freed here.
+  if (free_on_loop_) free_on_loop_->detach();
   if (driver_ == Driver::kCaller) {
     std::lock_guard<std::mutex> driving(drive_mu_);
     thread_id_ = std::this_thread::get_id();

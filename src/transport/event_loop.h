@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "testing/virtual_clock.h"
+#include "transport/free_on_loop.h"
 #include "transport/timer_heap.h"
 
 namespace humus::transport {
@@ -53,6 +54,9 @@ class EventLoop {
   }
   Clock& clock() { return clock_; }
   bool caller_driven() const { return driver_ == Driver::kCaller; }
+  // Where memory this loop's thread allocated for another thread is given back to be freed (free_on_loop.h).
+  // Null on a virtual clock, whose loop is woken for no task the test did not cause.
+  const std::shared_ptr<FreeOnLoop>& free_on_loop() const { return free_on_loop_; }
 
   // Caller-driven loops only. Any thread.
   // A new descriptor for the loop's epoll set (nonblocking, close-on-exec; the caller closes it): readable
@@ -100,6 +104,7 @@ class EventLoop {
   TimerHeap timers_;
   std::unordered_map<int, SocketHandler*> sockets_;
 
+  std::shared_ptr<FreeOnLoop> free_on_loop_;  // real clock only
   std::mutex drive_mu_;  // caller-driven: held by the thread running the loop
   std::thread thread_;   // kOwnThread only
   std::atomic<std::thread::id> thread_id_{};

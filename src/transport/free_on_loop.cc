@@ -1,0 +1,42 @@
+#include "transport/free_on_loop.h"
+
+#include "transport/event_loop.h"
+
+namespace humus::transport {
+
+std::shared_ptr<FreeOnLoop> FreeOnLoop::make(EventLoop& loop) {
+  std::shared_ptr<FreeOnLoop> made(new FreeOnLoop(loop));
+  made->self_ = made;
+  return made;
+}
+
+bool FreeOnLoop::give_back(void* object, Destroy destroy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (loop_ == nullptr || loop_->on_loop_thread()) return false;
+  waiting_.emplace_back(object, destroy);
+  // One task per batch: whatever is given back before it runs goes with it. Posted under mu_, so detach()
+  // cannot come between the check above and the post.
+  if (waiting_.size() == 1) loop_->post([self = self_.lock()] { self->free_waiting(); });
+  return true;
+}
+
+void FreeOnLoop::free_waiting() {
+  std::vector<std::pair<void*, Destroy>> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(waiting_);
+  }
+  for (auto& [object, destroy] : batch) destroy(object);
+}
+
+void FreeOnLoop::detach() {
+  std::vector<std::pair<void*, Destroy>> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loop_ = nullptr;
+    batch.swap(waiting_);
+  }
+  for (auto& [object, destroy] : batch) destroy(object);
+}
+
+}  // namespace humus::transport
