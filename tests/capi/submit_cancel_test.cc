@@ -5,11 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "humus_http.h"
+#include "support/capi_client.h"
 
 namespace {
 namespace HUMUS_UNITY_ID {
@@ -56,11 +56,8 @@ class SubmitCancelTest : public ::testing::Test {
     humus_mock_transport mock = HUMUS_MOCK_TRANSPORT_INIT;
     mock.respond = hang;
     ASSERT_EQ(humus_runtime_set_mock_transport(rt_, &mock, nullptr), HUMUS_OK);
-    const char* json = R"({"base_url": "http://payments:8080", "timeout": "30s", "attempt_timeout": "20s"})";
-    humus_settings* s = nullptr;
-    ASSERT_EQ(humus_settings_from_json(json, std::strlen(json), &s, nullptr), HUMUS_OK);
-    ASSERT_EQ(humus_client_new(rt_, s, &client_, nullptr), HUMUS_OK);
-    humus_settings_free(s);
+    client_ = humus::testing::new_capi_client(rt_, R"({"base_url": "http://payments:8080", "timeout": "30s", "attempt_timeout": "20s"})");
+    ASSERT_NE(client_, nullptr);
     ASSERT_EQ(humus_request_new("GET", "http://payments:8080/slow", &req_, nullptr), HUMUS_OK);
     ASSERT_EQ(humus_cancel_new(&token_), HUMUS_OK);
   }

@@ -7,13 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "humus_http.h"
+#include "support/capi_client.h"
 
 namespace {
 namespace HUMUS_UNITY_ID {
@@ -68,11 +68,8 @@ class SubmitFreeTest : public ::testing::Test {
     humus_mock_transport mock = HUMUS_MOCK_TRANSPORT_INIT;
     mock.respond = answer;
     ASSERT_EQ(humus_runtime_set_mock_transport(rt_, &mock, nullptr), HUMUS_OK);
-    const char* json = R"({"base_url": "http://payments:8080", "bulkhead": {"max_concurrent": 1000}})";
-    humus_settings* s = nullptr;
-    ASSERT_EQ(humus_settings_from_json(json, std::strlen(json), &s, nullptr), HUMUS_OK);
-    ASSERT_EQ(humus_client_new(rt_, s, &client_, nullptr), HUMUS_OK);
-    humus_settings_free(s);
+    client_ = humus::testing::new_capi_client(rt_, R"({"base_url": "http://payments:8080", "bulkhead": {"max_concurrent": 1000}})");
+    ASSERT_NE(client_, nullptr);
     ASSERT_EQ(humus_request_new("GET", "http://payments:8080/r", &req_, nullptr), HUMUS_OK);
   }
   void TearDown() override {

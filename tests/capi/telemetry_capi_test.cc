@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "humus_http.h"
+#include "support/capi_client.h"
 
 namespace {
 namespace HUMUS_UNITY_ID {
@@ -48,11 +49,8 @@ class CapiTelemetryTest : public ::testing::Test {
     humus_mock_transport mock = HUMUS_MOCK_TRANSPORT_INIT;
     mock.respond = always_503;
     ASSERT_EQ(humus_runtime_set_mock_transport(rt_, &mock, nullptr), HUMUS_OK);
-    const char* json = R"({"base_url": "http://payments:8080", "max_attempts": 1})";
-    humus_settings* s = nullptr;
-    ASSERT_EQ(humus_settings_from_json(json, std::strlen(json), &s, nullptr), HUMUS_OK);
-    ASSERT_EQ(humus_client_new(rt_, s, &client_, nullptr), HUMUS_OK);
-    humus_settings_free(s);
+    client_ = humus::testing::new_capi_client(rt_, R"({"base_url": "http://payments:8080", "max_attempts": 1})");
+    ASSERT_NE(client_, nullptr);
     ASSERT_EQ(humus_request_new("GET", "http://payments:8080/pay", &req_, nullptr), HUMUS_OK);
   }
   void TearDown() override {
