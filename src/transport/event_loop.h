@@ -98,6 +98,7 @@ class EventLoop {
 
   std::mutex mu_;
   std::vector<Task> tasks_;   // guarded by mu_
+  std::vector<Task> spare_;   // the loop's: an empty queue, with capacity, for tasks_ to become next
   bool stopping_ = false;     // guarded by mu_
 
   // Loop thread only.
