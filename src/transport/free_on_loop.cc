@@ -21,12 +21,17 @@ bool FreeOnLoop::give_back(void* object, Destroy destroy) {
 }
 
 void FreeOnLoop::free_waiting() {
-  std::vector<std::pair<void*, Destroy>> batch;
+  // The list itself changes places with a spare, as the loop's task queue does (event_loop.cc), so it is
+  // not freed here and grown again on the giving threads at every batch.
+  constexpr size_t kKeptCapacity = 1024;
+  std::vector<std::pair<void*, Destroy>> batch = std::move(spare_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(waiting_);
   }
   for (auto& [object, destroy] : batch) destroy(object);
+  batch.clear();
+  if (batch.capacity() <= kKeptCapacity) spare_ = std::move(batch);
 }
 
 void FreeOnLoop::detach() {

@@ -41,6 +41,7 @@ class FreeOnLoop {
   std::mutex mu_;
   EventLoop* loop_;                                  // guarded by mu_; null once detached
   std::vector<std::pair<void*, Destroy>> waiting_;  // guarded by mu_
+  std::vector<std::pair<void*, Destroy>> spare_;    // free_waiting's alone: an empty list for waiting_ to become
 };
 
 }  // namespace humus::transport
