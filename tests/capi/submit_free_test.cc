@@ -1,7 +1,8 @@
 // A whole response of humus_client_submit, made on the event-loop thread, goes back to that thread to be freed
 // when another thread frees it (src/transport/free_on_loop.h): freed from several threads while calls still
-// run, and after its client and runtime are gone, every response is freed once, its contents intact until
-// then. The ASan and TSan builds of this test are what check "once" and "no race".
+// run, after its client and runtime are gone, and over real sockets to a peer that sends late bytes and
+// resets connections, every response is freed once, its own contents intact until then. The ASan and TSan
+// builds of this test are what check "once" and "no race".
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 
 #include "humus_http.h"
 #include "support/capi_client.h"
+#include "support/raw_peer.h"
 
 namespace {
 namespace HUMUS_UNITY_ID {
@@ -148,6 +150,62 @@ TEST_F(SubmitFreeTest, ResponsesOutliveTheirClientAndRuntime) {
     check(left[i]);
     humus_response_free(left[i]);
   }
+}
+
+// Over real sockets, to a peer that misbehaves: every fourth answer on a connection is followed by the bytes
+// of another response, and every seventh request's connection is reset once answered. Each response is freed
+// on another thread than the loop's that made it; each must still hold its own body (its request's path),
+// never the late bytes, and the peer read no request the client did not count as an attempt.
+TEST(SubmitFreePeerTest, ResponsesFromAMisbehavingPeerFreedElsewhereKeepTheirOwnBodies) {
+  std::atomic<int> answered{0};
+  humus::test::RawPeer peer([&](humus::test::RawConnection& c) {
+    std::string head;
+    for (int on_this = 1; c.read_request(&head); ++on_this) {
+      const size_t from = head.find(' ') + 1;
+      const std::string path = head.substr(from, head.find(' ', from) - from);
+      std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(path.size()) + "\r\n\r\n" + path;
+      if (on_this % 4 == 0) out += "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil";
+      c.write(out);
+      if (++answered % 7 == 0) {
+        c.reset();
+        return;
+      }
+    }
+  });
+  humus_runtime* rt = nullptr;
+  ASSERT_EQ(humus_runtime_new(nullptr, 0, &rt, nullptr), HUMUS_OK);
+  humus_client* client = humus::testing::new_capi_client(
+      rt, ("{\"base_url\": \"" + peer.url("") + "\", \"bulkhead\": {\"max_concurrent\": 100}}").c_str());
+  ASSERT_NE(client, nullptr);
+
+  constexpr int kCalls = 300;
+  Kept kept;
+  for (int i = 0; i < kCalls; ++i) {
+    humus_request* req = nullptr;
+    ASSERT_EQ(humus_request_new("GET", peer.url("/r/" + std::to_string(i)).c_str(), &req, nullptr), HUMUS_OK);
+    ASSERT_EQ(humus_client_submit(client, req, keep, &kept, nullptr, nullptr), HUMUS_OK);
+    humus_request_free(req);
+  }
+  ASSERT_TRUE(kept.wait_for(kCalls));
+  EXPECT_EQ(kept.failed(), 0);
+  int attempts = 0;
+  std::thread freer([&] {
+    for (humus_response* r : kept.take()) {
+      const void* data = nullptr;
+      size_t len = 0;
+      EXPECT_EQ(humus_response_body(r, &data, &len, nullptr), HUMUS_OK);
+      const std::string url = humus_response_url(r);
+      EXPECT_EQ(std::string(static_cast<const char*>(data), len), url.substr(url.find("/r/"))) << url;
+      attempts += humus_response_attempts(r);
+      humus_response_free(r);  // on this thread, not the loop's: given back to the loop
+    }
+  });
+  freer.join();
+  humus_client_free(client);
+  humus_runtime_free(rt);
+  EXPECT_GE(peer.connections(), kCalls / 7);  // the resets happened, each costing a new connection
+  EXPECT_GE(peer.requests(), kCalls);
+  EXPECT_LE(peer.requests(), attempts);  // nothing reached the peer that the client did not count
 }
 
 }  // namespace HUMUS_UNITY_ID
