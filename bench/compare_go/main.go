@@ -2,14 +2,16 @@
 // humushttp binding, the same loop for both.
 //
 //	compare_go nethttp|humus|humus-buffered|humus-start URL CONCURRENCY SECONDS WARMUP_SECONDS
-//	           [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
+//	           [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2] [--netpoller]
 //
 // CONCURRENCY goroutines each GET URL, read the body whole and close it, until the time is up. humus is
 // humushttp.NewClient's *http.Client (the binding's Client.Do under net/http's redirect loop); humus-buffered
 // the same with the call option BufferBody in the request's context; humus-start is
 // the binding's Client.Start and Call.Wait (humus_client_submit, the body buffered); nethttp is an
 // http.Client whose Transport keeps CONCURRENCY idle connections per host (its default of 2 would reconnect
-// under load, which no careful user leaves) and, with --h2, speaks HTTP/2 over TLS. After WARMUP_SECONDS it
+// under load, which no careful user leaves) and, with --h2, speaks HTTP/2 over TLS. --netpoller gives the
+// humus modes a runtime whose event loop runs on Go's netpoller (RuntimeOptions.LoopOnNetpoller) instead of
+// a thread of its own, to measure one design against the other (bench/README.md). After WARMUP_SECONDS it
 // runs for SECONDS and prints one JSON line: requests, errors, wall and CPU seconds of this process. It
 // never judges the numbers.
 package main
@@ -41,7 +43,7 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
-func newClient(mode, target, ca, resolve string, h2 bool, conc int) (*http.Client, error) {
+func newClient(mode, target, ca, resolve string, h2, netpoller bool, conc int) (*http.Client, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
@@ -79,8 +81,12 @@ func newClient(mode, target, ca, resolve string, h2 bool, conc int) (*http.Clien
 			s.TLS = &humushttp.TLSSettings{CAFile: ca}
 		}
 		var opts []humushttp.Option
-		if resolve != "" {
-			rt, err := humushttp.NewRuntime(humushttp.RuntimeOptions{Resolve: map[string]string{from: to}})
+		if resolve != "" || netpoller {
+			ro := humushttp.RuntimeOptions{LoopOnNetpoller: netpoller}
+			if resolve != "" {
+				ro.Resolve = map[string]string{from: to}
+			}
+			rt, err := humushttp.NewRuntime(ro)
 			if err != nil {
 				return nil, err
 			}
@@ -154,19 +160,20 @@ func main() {
 	args := os.Args[1:]
 	if len(args) < 5 {
 		fmt.Fprintln(os.Stderr, "usage: compare_go nethttp|humus|humus-buffered|humus-start URL CONCURRENCY "+
-			"SECONDS WARMUP [--ca F] [--resolve X] [--h2]")
+			"SECONDS WARMUP [--ca F] [--resolve X] [--h2] [--netpoller]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("compare_go", flag.ExitOnError)
 	ca := fs.String("ca", "", "CA file")
 	resolve := fs.String("resolve", "", "HOST:PORT=ADDR:PORT")
 	h2 := fs.Bool("h2", false, "HTTP/2 over TLS")
+	netpoller := fs.Bool("netpoller", false, "the humus modes' event loop on Go's netpoller")
 	fs.Parse(args[5:])
 	mode, target := args[0], args[1]
 	conc, _ := strconv.Atoi(args[2])
 	seconds, _ := strconv.ParseFloat(args[3], 64)
 	warmup, _ := strconv.ParseFloat(args[4], 64)
-	c, err := newClient(mode, target, *ca, *resolve, *h2, conc)
+	c, err := newClient(mode, target, *ca, *resolve, *h2, *netpoller, conc)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare_go:", err)
 		os.Exit(1)
