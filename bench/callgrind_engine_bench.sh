@@ -7,7 +7,9 @@
 #   bench/callgrind_engine_bench.sh [h1|h2]...      (default: h1 h2)
 #
 # CG_ROWS="base other..." compares other rows of engine_bench with a base other than raw-seq, e.g.
-# CG_ROWS="humus-seq humus-seq-traced humus-seq-header" for what telemetry costs in instructions (issue 15).
+# CG_ROWS="humus-seq humus-seq-traced humus-seq-header" for what telemetry costs in instructions (issue 15),
+# or CG_ROWS="raw-multi humus-async" for the asynchronous engine against curl_multi (engine_bench's default
+# of 64 in flight; these two rows are collected whole, the event loop's thread included).
 #
 # Needs valgrind (installed when missing). Uses bench/run_engine_bench.sh for the server and the build; set
 # BENCH_BIN to profile another engine_bench binary. Roughly 10k instructions are 1 us on this machine.
@@ -32,10 +34,16 @@ trap 'rm -rf "$out"' EXIT
 build=${BENCH_BUILD:-1}
 for proto in "${protos[@]}"; do
   for name in ${CG_ROWS:-raw-seq humus-seq}; do
-    cls=HumusSequential
-    [ "$name" = raw-seq ] && cls=RawSequential
+    # A sequential row is collected inside its run() alone; the others also work on the event loop's
+    # thread (humus-async) or start transfers outside run(), so the whole process is collected: the two
+    # request counts cancel set-up and teardown either way.
+    case $name in
+      raw-seq) collect="--toggle-collect=*RawSequential::run*" ;;
+      humus-seq | humus-seq-traced | humus-seq-header) collect="--toggle-collect=*HumusSequential::run*" ;;
+      *) collect="" ;;
+    esac
     for n in "$n1" "$n2"; do
-      BENCH_BUILD=$build BENCH_WRAP="valgrind --tool=callgrind --callgrind-out-file=$out/$proto-$name-$n.out --toggle-collect=*${cls}::run*" \
+      BENCH_BUILD=$build BENCH_WRAP="valgrind --tool=callgrind --callgrind-out-file=$out/$proto-$name-$n.out $collect" \
         "$root/bench/run_engine_bench.sh" --only "$proto,$name" --rounds 1 --requests "$n" --warmup 200 \
         >"$out/$proto-$name-$n.log" 2>&1 || { cat "$out/$proto-$name-$n.log" >&2; exit 1; }
       build=0
