@@ -34,6 +34,8 @@ class Headers {
 
   const std::vector<Field>& fields() const { return fields_; }
   void reserve(size_t n) { fields_.reserve(n); }
+  // Drops every field and keeps the room they took.
+  void clear() { fields_.clear(); }
   bool empty() const { return fields_.empty(); }
   size_t size() const { return fields_.size(); }
 

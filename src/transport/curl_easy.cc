@@ -109,8 +109,9 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   const std::string_view line = trim(raw);
   if (line.starts_with("HTTP/")) {
     // A new status line: an interim 1xx response was replaced, start over. Room for a typical header block
-    // at once, instead of the vector growing four times on the way to it.
-    st.response.headers = Headers();
+    // at once, instead of the vector growing four times on the way to it; cleared, not replaced, so the room
+    // reset() made for the attempt is the room used.
+    st.response.headers.clear();
     st.response.headers.reserve(kTypicalHeaderFields);
     st.content_length.clear();
     st.response.status = parse_status_line(line);
@@ -323,7 +324,7 @@ void AttemptState::reset() {
   response = WireResponse{};
   progress = nullptr;
   progress_data = nullptr;
-  response.headers.reserve(12);  // one allocation for a typical response's header list
+  response.headers.reserve(kTypicalHeaderFields);  // one allocation for a typical response's header list
   headers_done = false;
   wire_sends = 0;
   first_send_reused = false;
