@@ -1,6 +1,6 @@
 // Header names and values (docs/transport.md §10.5). Input: fields "name:value", one a line. The settings check, the C
 // ABI's humus_request_set_header and an independent reading of RFC 9110 agree on every field; Headers keeps
-// its case-insensitive promises (set leaves one field, remove none, find the first).
+// its case-insensitive promises (set leaves one field, remove none, find the first, clear nothing).
 #include <humus_http.h>
 
 #include <cstddef>
@@ -96,6 +96,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(count_named(copy, name) == 0 && !copy.contains(name), name.c_str());
   }
   FUZZ_CHECK(copy.empty(), "every field removed");
+
+  // clear() leaves nothing to find, and the list takes fields again (the transport clears an attempt's
+  // list at every status line).
+  humus::Headers cleared = headers;
+  cleared.clear();
+  FUZZ_CHECK(cleared.empty() && cleared.size() == 0, "cleared");
+  for (const auto& [name, value] : headers.fields()) FUZZ_CHECK(!cleared.contains(name), name.c_str());
+  if (!headers.empty()) {
+    const auto& [name, value] = headers.fields().front();
+    cleared.add(name, value);
+    FUZZ_CHECK(cleared.size() == 1 && *cleared.find(name) == value, "a field added after clear()");
+  }
   humus_request_free(request);
   return 0;
 }
