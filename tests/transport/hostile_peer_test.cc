@@ -407,6 +407,66 @@ TEST_F(HostilePeerTest, EachCallSendsItsOwnTargetAsTheUrlChangesAndPooledConnect
   EXPECT_EQ(attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
 }
 
+// Answers each request with a 103 carrying fields of its own, then a 200 whose body is the request-target.
+// Every third request on a reused connection gets the 103 only, and then a reset: the attempt's head is cut
+// after an interim answer.
+RawPeer::Handler hinting_then_answering(std::atomic<int>& cut) {
+  return [&cut](RawConnection& c) {
+    std::string head;
+    for (int on_this_connection = 0; c.read_request(&head); ++on_this_connection) {
+      const size_t from = head.find(' ') + 1;
+      const std::string target = head.substr(from, head.find(' ', from) - from);
+      c.write("HTTP/1.1 103 Early Hints\r\nLink: </hint" + target + ">\r\nX-Hint: " + target + "\r\n\r\n");
+      if (on_this_connection > 0 && ++cut % 3 == 0) {
+        c.reset();
+        return;
+      }
+      c.write("HTTP/1.1 200 OK\r\nX-Final: " + target + "\r\nContent-Length: " + std::to_string(target.size()) +
+              "\r\n\r\n" + target);
+    }
+  };
+}
+
+// F56. An attempt's header list is cleared at every status line and keeps its room (curl_easy.cc, on_header), and
+// the attempt state is reused by the next transfer of its easy handle. Whatever came before — an interim
+// answer's fields, an earlier call's answer, an attempt cut right after a 103 — no answer carries a field
+// that its own final head did not send.
+TEST_F(HostilePeerTest, InterimFieldsNeverReachAnAnswerAcrossReusedAttemptsAndHeadsCutAfterA103) {
+  std::atomic<int> cut{0};
+  RawPeer peer(hinting_then_answering(cut));
+  settings::Settings s;
+  s.retry_budget.tokens = 10000;  // every GET may be retried: the test is about what each answer holds
+  auto c = make(peer, s);
+  int attempts = 0, answered = 0;
+  auto check = [&](const std::string& target, const CallResult& out) {
+    attempts += out.attempts;
+    if (!out.ok()) {  // every attempt met a head cut after its 103
+      EXPECT_EQ(out.error.code(), Code::kConnectionLost) << target << ": " << out.error.message();
+      return;
+    }
+    ++answered;
+    EXPECT_EQ(out.response->status, 200) << target;
+    EXPECT_EQ(out.response->body, target);
+    EXPECT_EQ(out.response->headers.find("Link"), nullptr) << target << ": a 103's field reached the answer";
+    EXPECT_EQ(out.response->headers.find("X-Hint"), nullptr) << target << ": a 103's field reached the answer";
+    const std::string* final_field = out.response->headers.find("X-Final");
+    ASSERT_NE(final_field, nullptr) << target;
+    EXPECT_EQ(*final_field, target) << "another answer's field";
+  };
+  for (int round = 0; round < 6; ++round) {
+    for (const char* target : {"/a", "/bb", "/c?d=1"}) check(target, c->execute(req(peer, "GET", target)));
+    for (const char* target : {"/e", "/ff", "/g?h=2"}) {
+      std::promise<CallResult> p;
+      c->submit(req(peer, "GET", target), [&p](CallResult r) { p.set_value(std::move(r)); });
+      check(target, p.get_future().get());
+    }
+  }
+  EXPECT_GT(answered, 25) << "too few calls were answered to check their fields";
+  EXPECT_GT(cut.load(), 6) << "too few heads were cut after a 103";
+  EXPECT_GT(peer.connections(), 3) << "no connection was reset";
+  EXPECT_EQ(attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
+}
+
 // --- 7. A local shortage is not the dependency's failure (F13). ---------------------------------------------
 
 // F13
