@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -50,6 +51,44 @@ class HostilePeerTest : public ::testing::Test {
   }
 
   static std::string body_of(const CallResult& r) { return r.ok() ? r.response->body : "<" + r.error.message() + ">"; }
+
+  // A client whose every GET may be retried, for tests about what each attempt sends or each answer holds.
+  std::unique_ptr<Client> make_retrying(const RawPeer& peer) {
+    settings::Settings s;
+    s.retry_budget.tokens = 10000;
+    return make(peer, s);
+  }
+
+  struct Tally {
+    int attempts = 0;  // every call's, answered or not
+    int answered = 0;
+  };
+
+  // A GET of each target, blocking (Client::execute) and then on the loop (Client::submit), `rounds` times.
+  // A call that failed met a connection the peer closed on every attempt (connection lost); `check` sees the
+  // answer of every other.
+  static Tally each_way(Client& c, const RawPeer& peer, const std::vector<std::string>& targets, int rounds,
+                        const std::function<void(const std::string&, const Response&)>& check) {
+    Tally tally;
+    auto judge = [&](const std::string& target, const CallResult& out) {
+      tally.attempts += out.attempts;
+      if (!out.ok()) {
+        EXPECT_EQ(out.error.code(), Code::kConnectionLost) << target << ": " << out.error.message();
+        return;
+      }
+      ++tally.answered;
+      check(target, *out.response);
+    };
+    for (int round = 0; round < rounds; ++round) {
+      for (const std::string& target : targets) judge(target, c.execute(req(peer, "GET", target)));
+      for (const std::string& target : targets) {
+        std::promise<CallResult> p;
+        c.submit(req(peer, "GET", target), [&p](CallResult r) { p.set_value(std::move(r)); });
+        judge(target, p.get_future().get());
+      }
+    }
+    return tally;
+  }
 
   Runtime runtime_{RuntimeOptions{}};
 };
@@ -379,32 +418,14 @@ RawPeer::Handler echoing_target(std::atomic<int>& reused_seen) {
 TEST_F(HostilePeerTest, EachCallSendsItsOwnTargetAsTheUrlChangesAndPooledConnectionsDie) {
   std::atomic<int> reused{0};
   RawPeer peer(echoing_target(reused));
-  settings::Settings s;
-  s.retry_budget.tokens = 10000;  // every GET may be retried: the test is about what each attempt sends
-  auto c = make(peer, s);
+  auto c = make_retrying(peer);
   const std::vector<std::string> targets = {"/a", "/a", "/b/c?x=1&y=2", "/%7Euser/p%20q", "/a?", "/", "/b/c?x=1"};
-  int attempts = 0, answered = 0;
-  auto check = [&](const std::string& target, const CallResult& out) {
-    attempts += out.attempts;
-    if (!out.ok()) {  // every attempt met a connection the peer closed
-      EXPECT_EQ(out.error.code(), Code::kConnectionLost) << target << ": " << out.error.message();
-      return;
-    }
-    ++answered;
-    EXPECT_EQ(out.response->body, target);
-  };
-  for (int round = 0; round < 4; ++round) {
-    for (const std::string& target : targets) check(target, c->execute(req(peer, "GET", target)));
-    for (const std::string& target : targets) {
-      std::promise<CallResult> p;
-      c->submit(req(peer, "GET", target), [&p](CallResult r) { p.set_value(std::move(r)); });
-      check(target, p.get_future().get());
-    }
-  }
-  EXPECT_GT(answered, 40) << "too few calls were answered to check their targets";
+  const Tally tally = each_way(*c, peer, targets, 4,
+                               [](const std::string& target, const Response& r) { EXPECT_EQ(r.body, target); });
+  EXPECT_GT(tally.answered, 40) << "too few calls were answered to check their targets";
   EXPECT_GT(reused.load(), 20) << "too few calls reused a connection to test the handle's reuse";
   EXPECT_GT(peer.connections(), 5) << "no pooled connection died";
-  EXPECT_EQ(attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
+  EXPECT_EQ(tally.attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
 }
 
 // Answers each request with a 103 carrying fields of its own, then a 200 whose body is the request-target.
@@ -434,37 +455,20 @@ RawPeer::Handler hinting_then_answering(std::atomic<int>& cut) {
 TEST_F(HostilePeerTest, InterimFieldsNeverReachAnAnswerAcrossReusedAttemptsAndHeadsCutAfterA103) {
   std::atomic<int> cut{0};
   RawPeer peer(hinting_then_answering(cut));
-  settings::Settings s;
-  s.retry_budget.tokens = 10000;  // every GET may be retried: the test is about what each answer holds
-  auto c = make(peer, s);
-  int attempts = 0, answered = 0;
-  auto check = [&](const std::string& target, const CallResult& out) {
-    attempts += out.attempts;
-    if (!out.ok()) {  // every attempt met a head cut after its 103
-      EXPECT_EQ(out.error.code(), Code::kConnectionLost) << target << ": " << out.error.message();
-      return;
-    }
-    ++answered;
-    EXPECT_EQ(out.response->status, 200) << target;
-    EXPECT_EQ(out.response->body, target);
-    EXPECT_EQ(out.response->headers.find("Link"), nullptr) << target << ": a 103's field reached the answer";
-    EXPECT_EQ(out.response->headers.find("X-Hint"), nullptr) << target << ": a 103's field reached the answer";
-    const std::string* final_field = out.response->headers.find("X-Final");
+  auto c = make_retrying(peer);
+  const Tally tally = each_way(*c, peer, {"/a", "/bb", "/c?d=1"}, 6, [](const std::string& target, const Response& r) {
+    EXPECT_EQ(r.status, 200) << target;
+    EXPECT_EQ(r.body, target);
+    EXPECT_EQ(r.headers.find("Link"), nullptr) << target << ": a 103's field reached the answer";
+    EXPECT_EQ(r.headers.find("X-Hint"), nullptr) << target << ": a 103's field reached the answer";
+    const std::string* final_field = r.headers.find("X-Final");
     ASSERT_NE(final_field, nullptr) << target;
     EXPECT_EQ(*final_field, target) << "another answer's field";
-  };
-  for (int round = 0; round < 6; ++round) {
-    for (const char* target : {"/a", "/bb", "/c?d=1"}) check(target, c->execute(req(peer, "GET", target)));
-    for (const char* target : {"/e", "/ff", "/g?h=2"}) {
-      std::promise<CallResult> p;
-      c->submit(req(peer, "GET", target), [&p](CallResult r) { p.set_value(std::move(r)); });
-      check(target, p.get_future().get());
-    }
-  }
-  EXPECT_GT(answered, 25) << "too few calls were answered to check their fields";
+  });
+  EXPECT_GT(tally.answered, 25) << "too few calls were answered to check their fields";
   EXPECT_GT(cut.load(), 6) << "too few heads were cut after a 103";
   EXPECT_GT(peer.connections(), 3) << "no connection was reset";
-  EXPECT_EQ(attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
+  EXPECT_EQ(tally.attempts, peer.requests()) << "a request reached the wire that no attempt accounts for";
 }
 
 // --- 7. A local shortage is not the dependency's failure (F13). ---------------------------------------------
