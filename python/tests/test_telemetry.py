@@ -177,14 +177,20 @@ def test_an_exception_in_a_sink_goes_to_unraisablehook_not_to_the_call(server: T
 
 
 KEYBOARD_INTERRUPT_CHILD = """
+import signal
 import sys
 import humus_http
+
+# A child inherits an ignored SIGINT from a parent started by nohup or a CI runner; the sink's
+# KeyboardInterrupt is handed back as a SIGINT (PyErr_SetInterrupt), which Python drops while SIGINT is
+# ignored: the handler is Python's default here, as in an interactive program.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def sink(span):
     raise KeyboardInterrupt  # as when Ctrl-C arrives while the sink runs on the main thread
 
 runtime = humus_http.Runtime(span_sink=sink)
-with humus_http.Client(sys.argv[1], runtime=runtime, backoff_base=0.5, backoff_max=0.5) as client:
+with humus_http.Client(sys.argv[1], runtime=runtime, timeout=120, max_retry_after=60) as client:
     try:
         outcome = "returned %d" % client.get(sys.argv[2]).status_code
     except KeyboardInterrupt:
@@ -194,9 +200,11 @@ print(outcome)
 
 
 def test_a_keyboard_interrupt_in_a_sink_cancels_the_blocking_call(server: TestServer, path: str) -> None:
-    server.script(path, [{"status": 503}, {"status": 200}])
+    # The 503 asks for a 30 s wait before the retry: only the interruption ends the call before the second
+    # attempt (no race with a backoff draw that may be short).
+    server.script(path, [{"status": 503, "headers": [["Retry-After", "30"]]}, {"status": 200}])
     done = subprocess.run([sys.executable, "-c", KEYBOARD_INTERRUPT_CHILD, server.url("http"), path],
-                          capture_output=True, text=True, timeout=30, check=False)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "interrupted"
     assert len(server.requests(path)) == 1  # the retry's wait was cut short
