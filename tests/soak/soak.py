@@ -145,9 +145,10 @@ def call_timeout(timeout: float | None) -> float | humus_http.UseClientDefault:
 
 
 def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float, timeout: float | None,
-            result: Any) -> dict[str, Any]:
+            result: Any, cut: bool = False) -> dict[str, Any]:
+    """`cut`: the soak's own cancel (a CancelToken, the AsyncClient's aclose()) fired before the call returned."""
     record = {"rid": rid, "client": client, "method": method, "idem": idem, "t0": t0, "t1": t1,
-              "deadline": timeout if timeout is not None else COMMON["timeout"]}
+              "deadline": timeout if timeout is not None else COMMON["timeout"], "cut": cut}
     if isinstance(result, humus_http.ConfigError):
         # Every call the soak makes is valid: a refused one means the driver or the package broke.
         record.update(outcome="unexpected", kind=f"{type(result).__name__}: {result}", attempts=0)
@@ -183,7 +184,9 @@ def sync_worker(client: humus_http.Client, name: str, worker: str, rec: Recorder
             result = ClientClosed() if client.is_closed else error
         except Exception as error:  # noqa: BLE001 - every outcome is recorded, the unexpected ones too
             result = error
-        rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result))
+        t1 = time.monotonic()
+        cut = cancel is not None and cancel.cancelled
+        rec.end(worker, outcome(rid, name, method, idem, t0, t1, timeout, result, cut))
 
 
 async def async_driver(client: humus_http.AsyncClient, name: str, workers: int, rec: Recorder, stop_at: float,
@@ -205,7 +208,9 @@ async def async_driver(client: humus_http.AsyncClient, name: str, workers: int, 
                 result = error if isinstance(error, humus_http.UpstreamError) else Cancelled()
             except Exception as error:  # noqa: BLE001
                 result = error
-            rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result))
+            # aclose() at the end cancels the calls in flight.
+            rec.end(worker, outcome(rid, name, method, idem, t0, time.monotonic(), timeout, result,
+                                    client.is_closed))
 
     async def close_at_the_end() -> None:
         # Closing with calls in flight cancels them (CancelledCallError, with their attempts): each still

@@ -99,6 +99,60 @@ def test_a_wire_request_in_the_refusing_window_may_not_exceed_the_count() -> Non
     assert "attempts_match_wire" in failing(run)
 
 
+def test_a_dial_after_the_scheduled_end_of_the_refusal_is_still_in_the_window() -> None:
+    run = clean()
+    # Dialled after the schedule's end but before the listener was back (the upstream measured it).
+    run["calls"].append({"rid": "a-4", "client": "a", "method": "GET", "idem": False, "t0": 1011.3, "t1": 1011.31,
+                         "deadline": 1.0, "outcome": "error", "kind": "UpstreamConnectError",
+                         "status": "HUMUS_E_CONNECT", "attempts": 1})
+    run["meta"]["started"]["a"] += 1
+    assert failing(run) == {"attempts_match_wire"}
+    run["header"]["refused"] = [1010.001, 1011.32]
+    assert failing(run) == set()
+
+
+def _cancelled(run: dict[str, Any], attempts: int, wire: int, **fields: Any) -> None:
+    """A GET of client a, ended by a cancel after `attempts` attempts, `wire` of them on the wire."""
+    call = {"rid": "a-c", "client": "a", "method": "GET", "idem": False, "t0": T0 + 2, "t1": T0 + 2.1,
+            "deadline": 1.0, "outcome": "error", "kind": "CancelledCallError", "status": "HUMUS_E_CANCELLED",
+            "attempts": attempts, "cut": True}
+    call.update(fields)
+    run["calls"].append(call)
+    run["meta"]["started"]["a"] += 1
+    for n in range(wire):
+        run["ledger"].append({"rid": "a-c", "client": "a", "method": "GET", "idem": False, "t": T0 + 2 + n * 0.03,
+                              "status": 503 if n + 1 < attempts else None, "t_answer": None, "inflight": 1,
+                              "action": "x"})
+
+
+def test_a_cancel_may_cut_the_last_attempt_before_it_went_out() -> None:
+    # Cancelled while its attempt dialled: counted (the breaker admitted it), on no wire.
+    for attempts, wire in ((1, 1), (1, 0), (2, 1), (0, 0)):
+        run = clean()
+        _cancelled(run, attempts, wire)
+        assert failing(run) == set(), (attempts, wire)
+    for attempts, wire in ((2, 0), (1, 2), (0, 1)):  # only the last one, and never more than reported
+        run = clean()
+        _cancelled(run, attempts, wire)
+        assert "attempts_match_wire" in failing(run), (attempts, wire)
+
+
+def test_only_a_cancelled_call_may_have_an_unsent_attempt() -> None:
+    run = clean()
+    _cancelled(run, 1, 0, outcome="error", kind="UpstreamTimeoutError", status="HUMUS_E_TIMEOUT", cut=False)
+    assert failing(run) == {"attempts_match_wire"}
+
+
+def test_a_response_a_cancel_returned_may_have_an_unsent_retry() -> None:
+    # The retry after a 503 was cut before it went out: the call returns the 503 with 2 attempts.
+    run = clean()
+    _cancelled(run, 2, 1, outcome="response", kind=503, status=None, own=True)
+    assert failing(run) == set()
+    run = clean()
+    _cancelled(run, 2, 1, outcome="response", kind=503, status=None, own=True, cut=False)
+    assert failing(run) == {"attempts_match_wire"}
+
+
 def test_stale_answer_on_a_reused_connection() -> None:
     run = clean()
     run["calls"][2]["own"] = False

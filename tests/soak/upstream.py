@@ -76,6 +76,7 @@ class Upstream:
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
         self.phases: list[Phase] = []
+        self.refused: list[float] = []  # when the listener really closed and listened again
 
     def phase(self, now: float) -> str:
         for p in self.phases:
@@ -218,11 +219,14 @@ class Upstream:
         if not stop.is_set():
             # Refuse: no listener, and the idle keep-alive connections closed so that the next call dials.
             assert self.server is not None
+            self.refused.append(time.monotonic())
             self.server.close()
             for w in list(self.connections.values()):
                 w.close()
             await _sleep_until(refused.end, stop)
             await self.listen()  # the same port, SO_REUSEADDR
+            # Some milliseconds after the scheduled end (more on a loaded machine): dials in between were refused.
+            self.refused.append(time.monotonic())
         await stop.wait()
         assert self.server is not None
         self.server.close()
@@ -231,8 +235,8 @@ class Upstream:
         await asyncio.sleep(0.05)
 
     def header(self) -> dict[str, object]:
-        return {"phases": [[p.name, p.start, p.end] for p in self.phases], "max_inflight": self.max_inflight,
-                "requests": len(self.ledger)}
+        return {"phases": [[p.name, p.start, p.end] for p in self.phases], "refused": self.refused,
+                "max_inflight": self.max_inflight, "requests": len(self.ledger)}
 
 
 def _peer_gone(sock: socket.socket) -> bool:
