@@ -214,13 +214,14 @@ def test_stream_runs_the_hooks_per_attempt_before_the_body_is_read(
 def test_a_response_the_call_falls_back_on_is_hooked_once(server: TestServer,
                                                          make_client: Callable[..., humus_http.Client],
                                                          path: str) -> None:
-    # The second attempt outlives the call's deadline: the call returns the first attempt's 503.
-    server.script(path, [{"status": 503}, {"status": 200, "delay_ms": 3000}])
+    # The second attempt outlives the call's deadline: the call returns the first attempt's 503. The deadline
+    # leaves a loaded machine ample time for the first attempt and its backoff; the second answer comes later.
+    server.script(path, [{"status": 503}, {"status": 200, "delay_ms": 30_000}])
     requests: list[int] = []
     responses: list[tuple[int, int]] = []
-    client = make_client(timeout=1.0, event_hooks={"request": [lambda r: requests.append(r.attempt)],
-                                                   "response": [lambda r: responses.append((r.status_code,
-                                                                                            r.attempt))]})
+    client = make_client(timeout=3.0, attempt_timeout=3.0,
+                         event_hooks={"request": [lambda r: requests.append(r.attempt)],
+                                      "response": [lambda r: responses.append((r.status_code, r.attempt))]})
     r = client.get(path)
     assert (r.status_code, r.attempts, r.attempt, r.request.attempt) == (503, 2, 1, 1)
     assert requests == [1, 2]

@@ -419,7 +419,7 @@ def timeout_object(hx: ModuleType, env: Env) -> Any:
 
 @idiom
 def timeout_exception(hx: ModuleType, env: Env) -> Any:
-    env.script({"delay_ms": 2000})
+    env.script({"delay_ms": 5000})  # far past the 0.3 s
     with hx.Client(base_url=env.base) as client:
         try:
             client.get(env.path, timeout=0.3)
@@ -485,7 +485,7 @@ def async_client_calls(hx: ModuleType, env: Env) -> Any:
 
 @idiom
 def async_timeout_exception(hx: ModuleType, env: Env) -> Any:
-    env.script({"delay_ms": 2000})
+    env.script({"delay_ms": 5000})  # far past the 0.3 s
 
     async def main() -> Any:
         async with hx.AsyncClient(base_url=env.base) as client:

@@ -55,7 +55,7 @@ def test_from_settings_with_a_callable_classifier(server: TestServer, runtime: h
 @pytest.mark.parametrize("value", [0.25, 1 / 4, timedelta(milliseconds=250), "250ms", "0.25s"])
 def test_durations_in_every_form(server: TestServer, make_client: Callable[..., humus_http.Client], path: str,
                                  value: object) -> None:
-    server.script(path, [{"delay_ms": 1000}])
+    server.script(path, [{"delay_ms": 5000}])  # far past the 0.25 s
     client = make_client(timeout=value, attempt_timeout=value)
     with pytest.raises(humus_http.UpstreamTimeoutError):
         client.get(path)
