@@ -67,14 +67,20 @@ def test_a_reply_with_a_transport_error(error: str | type[humus_http.UpstreamErr
     assert caught.value.elapsed is not None and caught.value.elapsed == timedelta(milliseconds=runtime.elapsed_ms())
 
 
+# A virtual wait is two minutes long: the call returning in less than half of it in real time says it took no
+# real time, and no loaded machine takes that long for a mock call.
+VIRTUAL_WAIT_S = 120
+
+
 def test_a_delayed_reply_takes_virtual_time_only() -> None:
-    runtime = virtual(lambda request: MockReply(delay_ms=1500, body="late"))
+    runtime = virtual(lambda request: MockReply(delay_ms=VIRTUAL_WAIT_S * 1000, body="late"))
     started = time.monotonic()
-    with humus_http.Client(BASE, runtime=runtime, attempt_timeout=2.0) as client:
+    with humus_http.Client(BASE, runtime=runtime, timeout=2 * VIRTUAL_WAIT_S,
+                           attempt_timeout=VIRTUAL_WAIT_S + 1) as client:
         r = client.get("/slow")
-    assert r.text == "late" and r.elapsed == timedelta(milliseconds=1500)
-    assert runtime.elapsed_ms() == 1500
-    assert time.monotonic() - started < 1.0
+    assert r.text == "late" and r.elapsed == timedelta(seconds=VIRTUAL_WAIT_S)
+    assert runtime.elapsed_ms() == VIRTUAL_WAIT_S * 1000
+    assert time.monotonic() - started < VIRTUAL_WAIT_S / 2
 
 
 def test_a_hanging_reply_times_the_attempt_out() -> None:
@@ -211,8 +217,8 @@ def test_a_handler_returning_junk_raises_type_error() -> None:
 # --- the virtual clock ---------------------------------------------------------------------------------------
 
 
-def test_a_two_second_retry_after_costs_no_real_time() -> None:
-    replies = iter([MockReply(status=503, headers={"Retry-After": "2"}), MockReply(body="ok")])
+def test_a_two_minute_retry_after_costs_no_real_time() -> None:
+    replies = iter([MockReply(status=503, headers={"Retry-After": str(VIRTUAL_WAIT_S)}), MockReply(body="ok")])
     arrivals: list[int] = []
     runtime: Runtime
 
@@ -222,11 +228,12 @@ def test_a_two_second_retry_after_costs_no_real_time() -> None:
 
     runtime = virtual(handler)
     started = time.monotonic()
-    with humus_http.Client(BASE, runtime=runtime) as client:
+    with humus_http.Client(BASE, runtime=runtime, timeout=2 * VIRTUAL_WAIT_S,
+                           max_retry_after=VIRTUAL_WAIT_S) as client:
         r = client.get("/pay")
     assert (r.status_code, r.text, r.attempts) == (200, "ok", 2)
-    assert arrivals == [0, 2000] and r.elapsed == timedelta(seconds=2)
-    assert time.monotonic() - started < 0.5
+    assert arrivals == [0, VIRTUAL_WAIT_S * 1000] and r.elapsed == timedelta(seconds=VIRTUAL_WAIT_S)
+    assert time.monotonic() - started < VIRTUAL_WAIT_S / 2
 
 
 def test_advancing_the_clock_by_hand() -> None:
