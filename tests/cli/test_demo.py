@@ -30,6 +30,18 @@ def demo(cli: Path, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     return DemoRun(result.returncode, result.stdout, result.stderr, svg)
 
 
+UNFINISHED = re.compile(r"^  (\d+) calls were still in flight at the end", re.MULTILINE)
+
+
+def scheduled_calls_accounted(stdout: str, lines: list[tuple[str, ...]], rate: int, seconds: int) -> None:
+    """Every call the rate schedules is made (the pacer makes them all, late ones at once on a loaded machine)
+    and counted in a second's line, or reported still in flight at the end: counts, not how many calls a
+    second of wall-clock time held, which a loaded machine shifts from one second to the next."""
+    counted = sum(int(line[3]) for line in lines)
+    unfinished = sum(int(n) for n in UNFINISHED.findall(stdout))
+    assert counted <= rate * seconds <= counted + unfinished, (counted, unfinished)
+
+
 TIMELINE_LINE = re.compile(r"^\s+(\d+)-(\d+)s\s+(healthy|slow|failing|recovering)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)"
                            r"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\S+)$", re.MULTILINE)
 
@@ -41,8 +53,7 @@ def test_the_demo_runs_and_prints_one_line_per_second(demo: DemoRun) -> None:
     assert [int(line[0]) for line in lines] == list(range(DURATION_S))
     assert [line[2] for line in lines] == ["healthy", "healthy", "slow", "failing", "failing", "failing",
                                            "recovering", "recovering"]
-    calls = sum(int(line[3]) for line in lines)
-    assert calls > 0.9 * 200 * DURATION_S  # the steady default rate, 200 calls/s
+    scheduled_calls_accounted(demo.stdout, lines, 200, DURATION_S)  # the steady default rate, 200 calls/s
     for line in lines:
         calls, ok, attempts, retries, throttled, rejected, failed, full = map(int, line[3:11])
         assert ok + rejected + failed + full == calls
@@ -109,4 +120,4 @@ def test_rate_sets_the_calls_per_second(cli: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = TIMELINE_LINE.findall(result.stdout)
     assert len(lines) == 5
-    assert all(45 <= int(line[3]) <= 55 for line in lines[:2])  # healthy seconds: about 50 calls each
+    scheduled_calls_accounted(result.stdout, lines, 50, 5)  # 50 calls a second, not the default 200

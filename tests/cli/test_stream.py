@@ -128,9 +128,10 @@ def test_a_body_cut_short_keeps_what_came_and_exits_56(run, bulk: BulkServer, tm
 
 def test_the_deadline_mid_body_exits_28_and_keeps_what_came(run, server: TestServer, tmp_path: Path) -> None:
     server.reset()
-    server.script("/slow-body", [{"body_size": 1 << 20, "chunk_delay_ms": 40}])  # 64 chunks: 2.5 s
+    # 64 chunks 200 ms apart (12.8 s): the 2 s deadline comes after the first chunks and long before the end.
+    server.script("/slow-body", [{"body_size": 1 << 20, "chunk_delay_ms": 200}])
     target = tmp_path / "slow.bin"
-    result = run("get", server.url("http", "/slow-body"), "-o", str(target), "-m", "0.8")
+    result = run("get", server.url("http", "/slow-body"), "-o", str(target), "-m", "2")
     assert result.returncode == 28, result.stderr
     assert "HUMUS_E_TIMEOUT" in result.stderr and "the body broke off after" in result.stderr
     written = target.read_bytes()
