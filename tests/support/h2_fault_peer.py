@@ -105,13 +105,7 @@ def flood(tls: ssl.SSLSocket, stream_id: int, counters: Counters) -> None:
         counters.add("continuations", 1000)
 
 
-def serve(raw: socket.socket, context: ssl.SSLContext, mode: str, counters: Counters) -> None:
-    raw.settimeout(10)
-    try:
-        tls = context.wrap_socket(raw, server_side=True)
-    except (OSError, ssl.SSLError):
-        raw.close()
-        return
+def serve(tls: ssl.SSLSocket, mode: str, counters: Counters) -> None:
     counters.add("connections")
     conn = new_connection(mode)
     tls.sendall(conn.data_to_send())
@@ -119,67 +113,78 @@ def serve(raw: socket.socket, context: ssl.SSLContext, mode: str, counters: Coun
     due: list[tuple[float, int]] = []  # streams1: (when, stream) answers waiting for their delay
     acked = False
     answered = 0
-    try:
-        while True:
-            if due:
-                tls.settimeout(max(0.0, due[0][0] - time.monotonic()))
-            else:
-                tls.settimeout(None)
-            try:
-                data = tls.recv(65536)
-            except (TimeoutError, socket.timeout):
-                data = None
-            if data == b"":
-                return
-            events = conn.receive_data(data) if data else []
-            for event in events:
-                if isinstance(event, h2.events.RemoteSettingsChanged):
-                    pass
-                elif isinstance(event, h2.events.SettingsAcknowledged):
-                    acked = True
-                elif isinstance(event, h2.events.PingReceived):
-                    counters.add("pings")
-                elif isinstance(event, h2.events.RequestReceived):
-                    counters.add("requests")
-                    if mode == "streams1" and open_streams:
-                        counters.add("excess")
-                        if acked:
-                            counters.add("excess_after_ack")
-                        conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
-                        continue
-                    open_streams.add(event.stream_id)
-                    counters.at_least("max_open", len(open_streams))
-                    if mode == "continuation":
-                        tls.sendall(conn.data_to_send())
-                        flood(tls, event.stream_id, counters)
-                        return
-                elif isinstance(event, h2.events.DataReceived):
-                    counters.add("body_bytes", len(event.data))
+    while True:
+        if due:
+            tls.settimeout(max(0.0, due[0][0] - time.monotonic()))
+        else:
+            tls.settimeout(None)
+        try:
+            data = tls.recv(65536)
+        except (TimeoutError, socket.timeout):
+            data = None
+        if data == b"":
+            return
+        events = conn.receive_data(data) if data else []
+        for event in events:
+            if isinstance(event, h2.events.RemoteSettingsChanged):
+                pass
+            elif isinstance(event, h2.events.SettingsAcknowledged):
+                acked = True
+            elif isinstance(event, h2.events.PingReceived):
+                counters.add("pings")
+            elif isinstance(event, h2.events.RequestReceived):
+                counters.add("requests")
+                if mode == "streams1" and open_streams:
+                    counters.add("excess")
                     if acked:
-                        counters.add("body_bytes_after_ack", len(event.data))
-                    if event.flow_controlled_length and mode != "window0":
-                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-                elif isinstance(event, h2.events.StreamEnded):
-                    counters.add("ended")
-                    if event.stream_id not in open_streams:
-                        continue
-                    if mode == "streams1":
-                        due.append((time.monotonic() + ANSWER_DELAY_S, event.stream_id))
-                    elif mode == "silent":
-                        answer(conn, event.stream_id)
-                        answered += 1
-                elif isinstance(event, h2.events.StreamReset):
-                    open_streams.discard(event.stream_id)
-                    due = [d for d in due if d[1] != event.stream_id]
-            while due and due[0][0] <= time.monotonic():
-                _, stream_id = due.pop(0)
-                answer(conn, stream_id)
-                open_streams.discard(stream_id)
-            tls.sendall(conn.data_to_send())
-            if mode == "silent" and answered:
-                threading.Event().wait()  # never reads, never answers again; the process exit ends it
-    except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+                        counters.add("excess_after_ack")
+                    conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    continue
+                open_streams.add(event.stream_id)
+                counters.at_least("max_open", len(open_streams))
+                if mode == "continuation":
+                    tls.sendall(conn.data_to_send())
+                    flood(tls, event.stream_id, counters)
+                    return
+            elif isinstance(event, h2.events.DataReceived):
+                counters.add("body_bytes", len(event.data))
+                if acked:
+                    counters.add("body_bytes_after_ack", len(event.data))
+                if event.flow_controlled_length and mode != "window0":
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                counters.add("ended")
+                if event.stream_id not in open_streams:
+                    continue
+                if mode == "streams1":
+                    due.append((time.monotonic() + ANSWER_DELAY_S, event.stream_id))
+                elif mode == "silent":
+                    answer(conn, event.stream_id)
+                    answered += 1
+            elif isinstance(event, h2.events.StreamReset):
+                open_streams.discard(event.stream_id)
+                due = [d for d in due if d[1] != event.stream_id]
+        while due and due[0][0] <= time.monotonic():
+            _, stream_id = due.pop(0)
+            answer(conn, stream_id)
+            open_streams.discard(stream_id)
+        tls.sendall(conn.data_to_send())
+        if mode == "silent" and answered:
+            threading.Event().wait()  # never reads, never answers again; the process exit ends it
+
+
+def handshake_and_serve(raw: socket.socket, context: ssl.SSLContext, serve_one) -> None:
+    """The TLS handshake, then `serve_one(tls)` until it returns or the connection fails; then the close."""
+    raw.settimeout(10)
+    try:
+        tls = context.wrap_socket(raw, server_side=True)
+    except (OSError, ssl.SSLError):
+        raw.close()
         return
+    try:
+        serve_one(tls)
+    except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+        pass
     finally:
         try:
             tls.close()
@@ -187,28 +192,34 @@ def serve(raw: socket.socket, context: ssl.SSLContext, mode: str, counters: Coun
             pass
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--certs", required=True, type=Path)
-    parser.add_argument("--mode", required=True, choices=MODES)
-    args = parser.parse_args()
-    ensure_certs(args.certs)
+def run(certs: Path, serve_one, counters: Counters) -> None:
+    """Listens, serves each connection on its own thread with `serve_one(tls)` after the TLS handshake,
+    prints the port, and at EOF on stdin prints the counters and exits. Shared with h2_hostile_peer.py."""
+    ensure_certs(certs)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(args.certs / "server.pem", args.certs / "server.key")
+    context.load_cert_chain(certs / "server.pem", certs / "server.key")
     context.set_alpn_protocols(["h2"])
     listener = socket.create_server(("127.0.0.1", 0))
-    counters = Counters()
 
     def accept_loop() -> None:
         while True:
             raw, _ = listener.accept()
-            threading.Thread(target=serve, args=(raw, context, args.mode, counters), daemon=True).start()
+            threading.Thread(target=handshake_and_serve, args=(raw, context, serve_one), daemon=True).start()
 
     threading.Thread(target=accept_loop, daemon=True).start()
     print(json.dumps({"port": listener.getsockname()[1]}), flush=True)
     sys.stdin.read()  # until EOF: the test that started the peer is done with it
     print(json.dumps(counters.snapshot()), flush=True)
     os._exit(0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--certs", required=True, type=Path)
+    parser.add_argument("--mode", required=True, choices=MODES)
+    args = parser.parse_args()
+    counters = Counters()
+    run(args.certs, lambda tls: serve(tls, args.mode, counters), counters)
 
 
 if __name__ == "__main__":

@@ -201,13 +201,16 @@ void TestServer::stop() {
   close_fd(stdout_fd_);
 }
 
-H2FaultPeer::H2FaultPeer(std::string_view mode) : certs_dir_(default_certs_dir()) {
+H2FaultPeer::H2FaultPeer(std::string_view mode, const std::vector<std::string>& options, std::string_view script)
+    : certs_dir_(default_certs_dir()) {
   const std::string python = env_or("HUMUS_TEST_PYTHON", "python3");
-  const std::string script = std::string(HUMUS_SOURCE_DIR) + "/tests/support/h2_fault_peer.py";
+  const std::string path = std::string(HUMUS_SOURCE_DIR) + "/tests/support/" + std::string(script);
+  std::vector<std::string> args = {"--certs", certs_dir_, "--mode", std::string(mode)};
+  args.insert(args.end(), options.begin(), options.end());
   try {
-    spawn_python(python, script, {"--certs", certs_dir_, "--mode", std::string(mode)}, pid_, stdin_fd_, stdout_fd_);
+    spawn_python(python, path, args, pid_, stdin_fd_, stdout_fd_);
     const nlohmann::json ready = nlohmann::json::parse(read_line(stdout_fd_, kReadyTimeout), nullptr, false);
-    if (!ready.is_object() || !ready.contains("port")) fail("h2_fault_peer.py: unexpected ready line");
+    if (!ready.is_object() || !ready.contains("port")) fail(std::string(script) + ": unexpected ready line");
     port_ = ready["port"].get<int>();
   } catch (...) {
     stop_child(pid_, stdin_fd_);
@@ -225,7 +228,7 @@ nlohmann::json H2FaultPeer::finish() {
   close_fd(stdin_fd_);
   const nlohmann::json counters = nlohmann::json::parse(read_line(stdout_fd_, kReadyTimeout), nullptr, false);
   stop_child(pid_, stdin_fd_);
-  if (!counters.is_object()) fail("h2_fault_peer.py: no counters at exit");
+  if (!counters.is_object()) fail("the HTTP/2 peer left no counters at exit");
   return counters;
 }
 

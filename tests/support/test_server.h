@@ -87,10 +87,17 @@ class TestServer {
 // tests/support/h2_fault_peer.py: an HTTP/2 peer over TLS (ALPN h2 only) that breaks connection-level rules —
 // `window0`, `streams1`, `silent`, `continuation` (the script's docstring says what each does). It presents the
 // test server's certificate (CN=payments, SAN IP:127.0.0.1, made in the same directory), so trust ca_file().
+// With kHostile, tests/support/h2_hostile_peer.py: the same peer answering requests with a fault of MODE —
+// connection-level violations, malformed heads, a 48 KB head, refusals — from a given request on.
 class H2FaultPeer {
  public:
-  // Starts the peer and waits (at most 10 s) for its port; throws std::runtime_error on failure.
-  explicit H2FaultPeer(std::string_view mode);
+  static constexpr std::string_view kFault = "h2_fault_peer.py";
+  static constexpr std::string_view kHostile = "h2_hostile_peer.py";
+
+  // Starts tests/support/SCRIPT --mode MODE OPTIONS... and waits (at most 10 s) for its port; throws
+  // std::runtime_error on failure.
+  explicit H2FaultPeer(std::string_view mode, const std::vector<std::string>& options = {},
+                       std::string_view script = kFault);
   ~H2FaultPeer();
   H2FaultPeer(const H2FaultPeer&) = delete;
   H2FaultPeer& operator=(const H2FaultPeer&) = delete;
@@ -98,7 +105,8 @@ class H2FaultPeer {
   int port() const { return port_; }
   std::string ca_file() const { return certs_dir_ + "/ca.pem"; }
   // Stops the peer and returns its counters: connections, requests, ended, body_bytes, body_bytes_after_ack,
-  // pings, excess, excess_after_ack, continuations, max_open.
+  // pings, excess, excess_after_ack, continuations, max_open; kHostile's add posts, faults, posts_refused and
+  // per_connection (a list).
   nlohmann::json finish();
 
  private:
