@@ -2,12 +2,13 @@
 # Runs the soak (tests/soak/README.md): the Python package at full speed against a fault-scheduled loopback
 # upstream, then its invariants. Exits non-zero if any fails.
 #
-#   scripts/soak.sh [--duration S] [--seed N] [--python PY] [--selftest]
+#   scripts/soak.sh [--duration S] [--seed N] [--python PY] [--selftest] [--http2]
 #
 # By default the package is built from this checkout into a virtual environment of its own (SOAK_VENV,
 # default ${TMPDIR:-/tmp}/humus-soak-venv, made with --system-site-packages so that pytest comes from the
 # system), so it does not replace the humus_http of the system Python. --python PY uses an interpreter that
 # already has humus_http and installs nothing. --selftest also runs tests/soak/test_soak_selftest.py first.
+# --http2 (or --protocol h2): the upstream speaks HTTP/2 over TLS and injects HTTP/2's own faults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ duration=90
 seed=1
 python=""
 selftest=0
+protocol=http1
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
@@ -24,7 +26,10 @@ while [ $# -gt 0 ]; do
     --python) python="$2"; shift 2 ;;
     --python=*) python="${1#*=}"; shift ;;
     --selftest) selftest=1; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --http2) protocol=h2; shift ;;
+    --protocol) protocol="$2"; shift 2 ;;
+    --protocol=*) protocol="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -45,5 +50,5 @@ if [ "$selftest" = 1 ]; then
   "$python" -m pytest -q tests/soak/test_soak_selftest.py
 fi
 
-echo "=== soak: ${duration}s"
-exec "$python" tests/soak/soak.py --duration "$duration" --seed "$seed"
+echo "=== soak: ${duration}s, $protocol"
+exec "$python" tests/soak/soak.py --duration "$duration" --seed "$seed" --protocol "$protocol"

@@ -106,14 +106,20 @@ def check_one_outcome(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mappi
     return ("one_outcome", not problems, detail if not problems else "; ".join(problems))
 
 
-def check_response_is_own(calls: Sequence[Mapping[str, Any]]) -> Result:
+def check_response_is_own(calls: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> Result:
     """Every response a call returned is the upstream's answer to that call (it echoes the call id): never a
-    stale answer left on a reused connection, nor another call's (docs/transport.md §10.7)."""
+    stale answer left on a reused connection, nor another call's (docs/transport.md §10.7); and it came over
+    the run's protocol (meta ``version``, when given: ``HTTP/2`` in the h2 mode, so that ALPN really chose it)."""
     responses = [c for c in calls if c["outcome"] == "response"]
     foreign = [c["rid"] for c in responses if not c["own"]]
     if foreign:
         return ("response_is_own", False, f"{len(foreign)} response(s) not the call's own: {_examples(foreign)}")
-    return ("response_is_own", True, f"{len(responses)} responses, each echoing its call's id")
+    version = (meta or {}).get("version")
+    other = [f"{c['rid']} {c.get('version')}" for c in responses if version and c.get("version") != version]
+    if other:
+        return ("response_is_own", False, f"{len(other)} response(s) not over {version}: {_examples(other)}")
+    return ("response_is_own", True, f"{len(responses)} responses{' over ' + version if version else ''}, "
+            "each echoing its call's id")
 
 
 def check_attempts_match_wire(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, Any]],
@@ -151,13 +157,31 @@ def check_attempts_match_wire(calls: Sequence[Mapping[str, Any]], ledger: Sequen
     return ("attempts_match_wire", True, detail)
 
 
-def check_post_once(ledger: Sequence[Mapping[str, Any]]) -> Result:
-    """A POST without an Idempotency-Key never reaches the wire twice (docs/retries.md §4)."""
-    posts = Counter(e["rid"] for e in ledger if e["method"] == "POST" and not e["idem"])
-    twice = [f"{rid} x{n}" for rid, n in posts.items() if n > 1]
+def _how(e: Mapping[str, Any]) -> str:
+    """One wire request, for a message: what the upstream did, on which connection, fresh or pooled."""
+    where = f"conn {e.get('conn')}"
+    if "nth" in e:
+        where += f" stream {e.get('stream')} ({'fresh' if e['nth'] == 1 else 'pooled, #' + str(e['nth'])})"
+    extra = f" {e['violation']}" if e.get("violation") else ""
+    return f"{e.get('action')}{extra} on {where}"
+
+
+def check_post_once(ledger: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]] = ()) -> Result:
+    """A POST without an Idempotency-Key never reaches the wire twice (docs/retries.md §4) — but for streams
+    the HTTP/2 upstream refused unprocessed (``refused``: RST_STREAM REFUSED_STREAM, or above a GOAWAY's
+    last_stream_id): RFC 9113 §8.7 lets any request go again then. Refused or not, each is an attempt."""
+    keyless = [e for e in ledger if e["method"] == "POST" and not e["idem"]]
+    posts = Counter(e["rid"] for e in keyless if not e.get("refused"))
+    twice = {rid: n for rid, n in posts.items() if n > 1}
+    refused = sum(1 for e in keyless if e.get("refused"))
     if twice:
-        return ("post_once", False, f"{len(twice)} POST(s) sent twice: {_examples(twice)}")
-    return ("post_once", True, f"{len(posts)} keyless POSTs on the wire, each once")
+        ended = {c["rid"]: c.get("status") or c["kind"] for c in calls}
+        shown = [f"{rid} x{n} [{' -> '.join(_how(e) for e in keyless if e['rid'] == rid)}; the call: "
+                 f"{ended.get(rid)}]" for rid, n in list(twice.items())[:3]]
+        return ("post_once", False, f"{len(twice)} POST(s) processed twice: {'; '.join(shown)}"
+                f"{' ...' if len(twice) > 3 else ''}")
+    return ("post_once", True, f"{len(posts)} keyless POSTs on the wire, each once"
+            + (f" ({refused} refused unprocessed streams besides)" if refused else ""))
 
 
 def check_max_attempts(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, Any]],
@@ -338,9 +362,9 @@ def check_all(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, 
               rss: Sequence[tuple[float, float]]) -> list[Result]:
     return [
         check_one_outcome(calls, ledger, meta),
-        check_response_is_own(calls),
+        check_response_is_own(calls, meta),
         check_attempts_match_wire(calls, ledger, header),
-        check_post_once(ledger),
+        check_post_once(ledger, calls),
         check_max_attempts(calls, ledger, meta),
         check_retry_budget(calls, ledger, meta),
         check_bulkhead(ledger, meta),

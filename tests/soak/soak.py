@@ -1,6 +1,9 @@
 """A bounded soak of the Python package against a fault-scheduled loopback upstream (README.md).
 
-    python tests/soak/soak.py [--duration 90] [--seed 1]
+    python tests/soak/soak.py [--duration 90] [--seed 1] [--protocol http1|h2]
+
+``--protocol h2`` (or ``--http2``): the upstream speaks HTTP/2 over TLS (ALPN h2) and injects HTTP/2's own
+faults — connection errors, GOAWAYs, refused streams — besides the HTTP-level ones (upstream_h2.py).
 
 Threads call two blocking ``Client``s and an asyncio task group calls an ``AsyncClient``, as fast as they can,
 while the upstream (upstream.py, a child process) goes healthy -> slow -> burst of faults -> outage ->
@@ -155,9 +158,11 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
     elif isinstance(result, humus_http.Response):
         # The upstream echoes the call id in X-Echo and in a 200's body: is this answer this call's own?
         own = result.headers.get("x-echo") == rid and (result.status_code != 200 or result.content == rid.encode())
-        record.update(outcome="response", kind=result.status_code, attempts=result.attempts, own=own)
+        record.update(outcome="response", kind=result.status_code, attempts=result.attempts, own=own,
+                      version=result.http_version)
     elif isinstance(result, humus_http.UpstreamError):
-        record.update(outcome="error", kind=type(result).__name__, status=result.status, attempts=result.attempts)
+        record.update(outcome="error", kind=type(result).__name__, status=result.status, attempts=result.attempts,
+                      message=str(result)[:200])  # to tell, with --keep, a dial that timed out from a wait
     elif isinstance(result, Cancelled):
         record.update(outcome="cancelled", kind="cancelled", attempts=None)
     elif isinstance(result, ClientClosed):
@@ -229,11 +234,16 @@ def sample_rss(samples: list[tuple[float, int]], stop: threading.Event) -> None:
         samples.append((time.monotonic(), rss_bytes()))
 
 
-def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
+def run(duration: float, seed: int, workdir: Path, protocol: str = "http1") -> tuple[list[str], int]:
     ledger_path = workdir / "ledger.jsonl"
     calls_path = workdir / "calls.jsonl"
+    certs = workdir / "certs"  # h2: made by the upstream (the test server's, tests/server/)
+    tls: dict[str, Any] = {}
+    if protocol == "h2":
+        tls = {"tls": humus_http.TLS(ca_file=certs / "ca.pem")}
     upstream = subprocess.Popen([sys.executable, str(HERE / "upstream.py"), "--duration", str(duration),
-                                 "--ledger", str(ledger_path), "--seed", str(seed)],
+                                 "--ledger", str(ledger_path), "--seed", str(seed), "--protocol", protocol,
+                                 "--certs", str(certs)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     calls_file = open(calls_path, "w", encoding="utf-8")  # noqa: SIM115 - closed below, before the counts
     try:
@@ -254,7 +264,8 @@ def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
         clients: dict[str, Any] = {}
         for name, (kind, _, cap, budget) in CLIENTS.items():
             cls = humus_http.Client if kind == "sync" else humus_http.AsyncClient
-            clients[name] = cls(f"http://127.0.0.1:{port}", **COMMON, runtime=runtime, retry_budget=budget,
+            scheme = "https" if protocol == "h2" else "http"
+            clients[name] = cls(f"{scheme}://127.0.0.1:{port}", **COMMON, **tls, runtime=runtime, retry_budget=budget,
                                 bulkhead=humus_http.Bulkhead(max_concurrent=cap, wait=BULKHEAD_WAIT),
                                 headers={"X-Soak-Client": name})
         stop_at = time.monotonic() + duration
@@ -326,20 +337,23 @@ def run(duration: float, seed: int, workdir: Path) -> tuple[list[str], int]:
                     for name, (_, _, cap, budget) in CLIENTS.items()},
         "started": dict(rec.started),
         "unfinished": unfinished,
+        "version": "HTTP/2" if protocol == "h2" else "HTTP/1.1",
     }
     resources = {"baseline": baseline, "after": after, "peak": peak}
     results = invariants.check_all(calls, ledger, header, meta, resources, rss)
-    summary = summarize(calls, ledger, duration)
+    summary = summarize(calls, ledger, duration, protocol)
     lines, failed = invariants.report(results)
     return [summary, *lines], failed
 
 
-def summarize(calls: list[dict[str, Any]], ledger: list[dict[str, Any]], duration: float) -> str:
+def summarize(calls: list[dict[str, Any]], ledger: list[dict[str, Any]], duration: float, protocol: str) -> str:
     from collections import Counter
     kinds = Counter(str(c["kind"]) for c in calls)
     actions = Counter(e["action"] for e in ledger)
-    return (f"soak: {duration:g}s, {len(calls)} calls ({len(calls) / duration:.0f}/s), {len(ledger)} wire requests; "
-            f"outcomes {dict(kinds.most_common())}; upstream actions {dict(actions.most_common())}")
+    refused = sum(1 for e in ledger if e.get("refused"))
+    return (f"soak ({protocol}): {duration:g}s, {len(calls)} calls ({len(calls) / duration:.0f}/s), {len(ledger)} "
+            f"wire requests ({refused} refused unprocessed); outcomes {dict(kinds.most_common())}; "
+            f"upstream actions {dict(actions.most_common())}")
 
 
 def main() -> int:
@@ -347,16 +361,19 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=90.0, help="seconds of load (default 90)")
     parser.add_argument("--seed", type=int, default=1, help="the upstream's and the callers' random seed")
     parser.add_argument("--keep", metavar="DIR", help="keep the ledger and the calls in DIR")
+    parser.add_argument("--protocol", choices=("http1", "h2"), default="http1",
+                        help="h2: HTTP/2 over TLS with HTTP/2's faults (default http1)")
+    parser.add_argument("--http2", dest="protocol", action="store_const", const="h2", help="--protocol h2")
     args = parser.parse_args()
     if not 2.0 <= args.duration <= 3600.0:
         parser.error("--duration: between 2 and 3600 seconds")
     if args.keep:
         workdir = Path(args.keep)
         workdir.mkdir(parents=True, exist_ok=True)
-        lines, failed = run(args.duration, args.seed, workdir)
+        lines, failed = run(args.duration, args.seed, workdir, args.protocol)
     else:
         with tempfile.TemporaryDirectory(prefix="humus-soak-") as tmp:
-            lines, failed = run(args.duration, args.seed, Path(tmp))
+            lines, failed = run(args.duration, args.seed, Path(tmp), args.protocol)
     for line in lines:
         print(line, flush=True)
     return 1 if failed else 0

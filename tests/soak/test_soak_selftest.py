@@ -335,3 +335,39 @@ def test_soak_refuses_a_bad_duration(flag: str) -> None:
     done = subprocess.run([sys.executable, str(HERE / "soak.py"), flag], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2
+
+
+# --- HTTP/2: refused streams, and the protocol of the run -------------------------------------------------------
+
+def test_a_refused_stream_is_an_attempt_but_not_the_posts_processing() -> None:
+    run = clean()
+    # a-1's keyless POST: refused unprocessed (REFUSED_STREAM or above a GOAWAY) first, then processed.
+    run["ledger"].insert(2, {**run["ledger"][2], "t": T0 + 0.305, "refused": True, "action": "refused"})
+    run["calls"][1]["attempts"] = 2
+    assert failing(run) == set()
+    run["calls"][1]["attempts"] = 1  # a refused stream reached the wire: the client must count it
+    assert failing(run) == {"attempts_match_wire"}
+
+
+def test_a_keyless_post_processed_twice_over_http2_names_the_fault() -> None:
+    run = clean()
+    run["ledger"][2].update(action="conn_error", violation="data_on_stream_0", conn=4, stream=3, nth=2)
+    run["ledger"].append({**run["ledger"][2], "t": T0 + 0.35, "action": "ok", "conn": 5, "stream": 1, "nth": 1,
+                          "violation": None})
+    run["calls"][1].update(attempts=2, status="HUMUS_E_STREAM_REFUSED")
+    results = {name: (ok, detail) for name, ok, detail in invariants.check_all(
+        run["calls"], run["ledger"], run["header"], run["meta"], run["resources"], run["rss"])}
+    assert not results["post_once"][0]
+    assert "conn_error data_on_stream_0 on conn 4 stream 3 (pooled, #2) -> ok on conn 5 stream 1 (fresh)" \
+        in results["post_once"][1]
+    assert "HUMUS_E_STREAM_REFUSED" in results["post_once"][1]
+
+
+def test_a_response_over_another_protocol_than_the_runs() -> None:
+    run = clean()
+    run["meta"]["version"] = "HTTP/2"
+    for c in run["calls"]:
+        c["version"] = "HTTP/2"
+    assert failing(run) == set()
+    run["calls"][2]["version"] = "HTTP/1.1"
+    assert failing(run) == {"response_is_own"}

@@ -1,6 +1,8 @@
 """A fault-scheduled loopback upstream for the soak, on raw sockets so that it can misbehave.
 
-Run as a child process of soak.py: it listens on 127.0.0.1 (port 0), prints ``port <n>`` on stdout, then
+Run as a child process of soak.py: it listens on 127.0.0.1 (port 0) — HTTP/1.1 in the clear, or with
+``--protocol h2`` HTTP/2 over TLS (upstream_h2.py, the certificates made in ``--certs`` as the test server makes
+them) — prints ``port <n>`` on stdout, then
 serves phases on a schedule measured from that moment — healthy, slow, a burst of faults, an outage, recovery
 — until its stdin closes. It then writes its ledger (one JSON object per line) to ``--ledger`` and exits.
 
@@ -26,6 +28,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 # Phases as shares of the soak's duration, in order; the outage's second half refuses connections.
 PHASES = (("healthy", 0.15), ("slow", 0.15), ("burst", 0.30), ("outage", 0.15), ("recovery", 0.25))
@@ -65,11 +68,14 @@ def schedule(t0: float, duration: float) -> list[Phase]:
 
 
 class Upstream:
-    def __init__(self, duration: float, seed: int) -> None:
+    def __init__(self, duration: float, seed: int, protocol: str = "http1", certs: Path | None = None) -> None:
         self.duration = duration
+        self.protocol = protocol
+        self.certs = certs
         self.rng = random.Random(seed)
         self.ledger: list[dict[str, object]] = []
         self.inflight: dict[str, dict[int, socket.socket]] = {}
+        self.streams_inflight: dict[str, set[tuple[int, int]]] = {}
         self.max_inflight: dict[str, int] = {}
         self.connections: dict[int, asyncio.StreamWriter] = {}
         self.next_conn = 0
@@ -99,6 +105,23 @@ class Upstream:
 
     def _leave(self, client: str, conn: int) -> None:
         self.inflight.get(client, {}).pop(conn, None)
+
+    # HTTP/2: a stream is in flight from its HEADERS until the upstream is done with it (answered, reset,
+    # refused, its connection ended) or the client reset it. Streams of one client share connections.
+    def new_conn(self) -> int:
+        self.next_conn += 1
+        return self.next_conn - 1
+
+    def arrive(self, client: str, key: tuple[int, int]) -> int:
+        flights = self.streams_inflight.setdefault(client, set())
+        flights.add(key)
+        count = len(flights)
+        if count > self.max_inflight.get(client, 0):
+            self.max_inflight[client] = count
+        return count
+
+    def leave(self, client: str, key: tuple[int, int]) -> None:
+        self.streams_inflight.get(client, set()).discard(key)
 
     # --- serving --------------------------------------------------------------------------------------------
 
@@ -206,7 +229,13 @@ class Upstream:
     # --- the schedule ---------------------------------------------------------------------------------------
 
     async def listen(self) -> None:
-        self.server = await asyncio.start_server(self.handle, "127.0.0.1", self.port, reuse_address=True)
+        if self.protocol == "h2":
+            import upstream_h2
+            assert self.certs is not None
+            self.server = await asyncio.start_server(upstream_h2.handler(self), "127.0.0.1", self.port,
+                                                     reuse_address=True, ssl=upstream_h2.server_context(self.certs))
+        else:
+            self.server = await asyncio.start_server(self.handle, "127.0.0.1", self.port, reuse_address=True)
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -236,7 +265,7 @@ class Upstream:
 
     def header(self) -> dict[str, object]:
         return {"phases": [[p.name, p.start, p.end] for p in self.phases], "refused": self.refused,
-                "max_inflight": self.max_inflight, "requests": len(self.ledger)}
+                "max_inflight": self.max_inflight, "requests": len(self.ledger), "protocol": self.protocol}
 
 
 def _peer_gone(sock: socket.socket) -> bool:
@@ -282,7 +311,7 @@ def _parse(head: bytes) -> tuple[str, dict[str, str]]:
 
 
 async def main_async(args: argparse.Namespace) -> Upstream:
-    upstream = Upstream(args.duration, args.seed)
+    upstream = Upstream(args.duration, args.seed, args.protocol, args.certs)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # stdin closing (the soak done, or gone) stops the upstream.
@@ -297,7 +326,16 @@ def main() -> int:
     parser.add_argument("--duration", type=float, required=True, help="seconds of the whole schedule")
     parser.add_argument("--ledger", required=True, help="where to write the ledger (JSON lines)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--protocol", choices=("http1", "h2"), default="http1",
+                        help="h2: HTTP/2 over TLS (ALPN h2), with HTTP/2's own faults (upstream_h2.py)")
+    parser.add_argument("--certs", type=Path, help="h2: where the test certificates are (made if missing)")
     args = parser.parse_args()
+    if args.protocol == "h2":
+        if args.certs is None:
+            parser.error("--protocol h2 needs --certs")
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+        from humus_test_server import ensure_certs  # type: ignore[import-not-found]  # the test server's (IP:127.0.0.1)
+        ensure_certs(args.certs)
     upstream = asyncio.run(main_async(args))
     with open(args.ledger, "w", encoding="utf-8") as out:
         out.write(json.dumps(upstream.header()) + "\n")
