@@ -89,8 +89,9 @@ python3 -m pytest -q python/tests
 stage "wheel: the repaired wheel in a fresh venv, no compiler on PATH, an HTTPS call through its own libcurl"
 python3 tests/wheel/check_wheel.py build/wheel
 
-stage "soak: the installed package through a fault-scheduled upstream, its invariants checked"
+stage "soak: the installed package through a fault-scheduled upstream, its invariants checked, HTTP/1.1 then HTTP/2"
 scripts/soak.sh --python python3 --selftest --duration 60
+scripts/soak.sh --python python3 --http2 --duration 60
 
 stage "go: the binding, go vet and go test -race"
 scripts/test-go.sh
