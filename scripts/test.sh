@@ -73,6 +73,28 @@ for preset in dev asan-ubsan tsan; do
   ctest --preset "$preset"
 done
 
+# Users of the bindings link whatever libcurl their system has (issue 35): the wire suites run again against
+# Debian's libcurl 8.14.1, unpacked from bookworm-backports into build/libcurl-8.14 (an apt source is added,
+# nothing installed: scripts/libcurl-backports.sh), built by the preset curl814 (Debug, only the test binary
+# and the CLI) with an rpath to that prefix. First the proof that the binaries load that libcurl and no other.
+stage "libcurl 8.14: the wire suites against Debian's backported libcurl"
+scripts/libcurl-backports.sh build/libcurl-8.14
+scripts/build.sh curl814
+curl814_lib=$(readlink -f build/libcurl-8.14/lib/libcurl.so.4)
+for binary in build/curl814/tests/humus_tests build/curl814/cli/humus-http; do
+  loaded=$(ldd "$binary" | awk '$1 == "libcurl.so.4" { print $3 }')
+  echo "$binary: libcurl.so.4 => $loaded"
+  if [ "$(readlink -f "$loaded")" != "$curl814_lib" ]; then
+    echo "libcurl 8.14: $binary loads $loaded, not build/libcurl-8.14's" >&2
+    exit 1
+  fi
+done
+build/curl814/cli/humus-http --version | grep -x 'libcurl 8\.14\.1'
+# The suites by their gtest names (gtest_discover_tests names each test Suite.Test): hostile HTTP/1 peers, the
+# HTTP/2 peers (h2 and hand-made frames), TLS peers, wire faults, and the test server's faults.
+ctest --preset curl814 --no-tests=error \
+  -R '^(HostilePeerTest|H2FaultPeerTest|H2HostilePeerTest|TlsPeerTest|WireFaultTest|ServerFaultTest)\.'
+
 stage "fuzz: every libFuzzer target of tests/fuzz for a few seconds (their corpora replay in ctest above)"
 await_background fuzz_build  # then fuzz-ci.sh finds the preset built
 HUMUS_FUZZ_SECONDS=5 scripts/fuzz-ci.sh
