@@ -239,30 +239,37 @@ TEST_F(WireFaultTest, ContentLengthWithChunkedUsesTheChunkedBodyAndDoesNotReuseT
 }
 
 // Status lines the fuzzer found (tests/fuzz/corpus/response_head/regression_*) and a status outside 100-599:
-// a protocol error, one attempt, whether the body is to be buffered or streamed.
+// a protocol error, one attempt, whether the body is to be buffered or streamed. Which layer refuses a line
+// depends on the libcurl linked: 7.88 hands "HTTP/.1 ..." to the header callback, whose check says "the server
+// sent a malformed status line"; 8.14 refuses it itself ("Unsupported HTTP version in response",
+// CURLE_UNSUPPORTED_PROTOCOL). The code and the count are the behaviour; the message is the same in every mode.
 TEST_F(WireFaultTest, AMalformedStatusLineIsJudgedAlikeBufferedAndStreamed) {
   struct Case {
     const char* reply;
-    const char* want;
+    const char* want;  // the error's code, or the answer's status and body
   } cases[] = {
       {"HTTP/.1  21303 00 OK\r\nCmntent-Length:\xd8\xcd\xf2\xf5"
        "content-length:  2\r\n\r\nab",
-       "303 <the server sent a malformed status line>"},
+       "303"},
       {"HTTP/2  1.1303 00 OK\r\nCmntent-Length:\xd8\xcd\xf2\xf5"
        "content-length:  2\r\n\r\nab",
-       "303 <the server sent a malformed status line>"},
-      {"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", "303 <the server sent a malformed status line>"},
+       "303"},
+      {"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", "303"},
       {"HTTP/1.1 599 Odd\r\nContent-Length: 2\r\n\r\nab", "599 ab"},
   };
   for (const Case& k : cases) {
+    std::string first_message;
     for (const BodyMode mode : humus::test::kEveryBodyMode) {
       RawPeer peer(always(k.reply));
       auto c = make(peer);
       CallResult out = call_with(*c, req(peer), mode);
-      std::string got = what(out);
-      if (!out.ok()) got = std::to_string(static_cast<int>(out.error.code())) + " " + got;
-      EXPECT_EQ(got, k.want) << to_string(mode) << ": " << k.reply;
+      const std::string got = out.ok() ? what(out) : std::to_string(static_cast<int>(out.error.code()));
+      EXPECT_EQ(got, k.want) << to_string(mode) << ": " << k.reply << " gave " << what(out);
       EXPECT_EQ(peer.requests(), 1) << to_string(mode) << ": " << k.reply;
+      if (out.ok()) continue;
+      EXPECT_FALSE(out.error.message().empty());
+      if (first_message.empty()) first_message = out.error.message();
+      EXPECT_EQ(out.error.message(), first_message) << to_string(mode) << " was judged otherwise: " << k.reply;
     }
   }
 }
