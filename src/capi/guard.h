@@ -1,5 +1,5 @@
 // One guard around every extern "C" body: nothing thrown inside the core crosses the C boundary.
-// bad_alloc becomes HUMUS_E_NO_MEMORY; anything else HUMUS_E_INTERNAL with what it said.
+// bad_alloc becomes HUMUS_E_NO_MEMORY, a StatusError its status; anything else HUMUS_E_INTERNAL with what it said.
 #pragma once
 
 #include <exception>
@@ -19,6 +19,12 @@ humus_status guard(humus_error** err, Body&& body) noexcept {
       return report(Status(Code::kNoMemory, "out of memory"), err);
     } catch (...) {
       return HUMUS_E_NO_MEMORY;
+    }
+  } catch (const StatusError& e) {
+    try {
+      return report(e.status(), err);
+    } catch (...) {
+      return static_cast<humus_status>(e.status().code());
     }
   } catch (const std::exception& e) {
     try {

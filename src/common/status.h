@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <utility>
 #include <variant>
@@ -56,6 +57,17 @@ class [[nodiscard]] Status {
   Code code_ = Code::kOk;
   std::string message_;
   std::vector<std::string> fields_;
+};
+
+// A Status thrown where no Status can be returned (a constructor): the C ABI's guard reports it as it is.
+class StatusError : public std::exception {
+ public:
+  explicit StatusError(Status status) : status_(std::move(status)) {}
+  const Status& status() const { return status_; }
+  const char* what() const noexcept override { return status_.message().c_str(); }
+
+ private:
+  Status status_;
 };
 
 // A value or the Status that explains why there is none.

@@ -9,7 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <cstring>
 #include <stdexcept>
+#include <system_error>
+
+#include "common/status.h"
+#include "transport/sockets.h"
 
 namespace humus::transport {
 
@@ -19,8 +24,15 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver 
       driver_(virtual_clock == nullptr ? driver : Driver::kOwnThread) {
   if (virtual_clock_ == nullptr) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0) throw std::runtime_error("event loop: cannot create epoll/eventfd");
+    int failed = epoll_fd_ < 0 ? errno : 0;
+    if (failed == 0) {
+      wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      failed = wake_fd_ < 0 ? errno : 0;
+    }
+    if (failed != 0) {
+      if (epoll_fd_ >= 0) close(epoll_fd_);
+      throw_unavailable("could not make its epoll or eventfd descriptor", failed);
+    }
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = wake_fd_;
@@ -30,8 +42,24 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver 
   if (driver_ == Driver::kCaller) return;
   // thread_id_ is written under mu_, which run() takes before anything else: the loop thread sees it too.
   std::lock_guard<std::mutex> lock(mu_);
-  thread_ = std::thread([this] { run(); });
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error& e) {
+    free_on_loop_->detach();
+    free_on_loop_.reset();
+    close(epoll_fd_);
+    close(wake_fd_);
+    throw_unavailable("could not start its thread", e.code().value());
+  }
   thread_id_ = thread_.get_id();
+}
+
+void EventLoop::throw_unavailable(const char* what, int error) {
+  // Out of descriptors, memory or threads is the machine's state, not the dependency's (docs/transport.md
+  // §10.7): HUMUS_E_RESOURCE, and the next call makes the loop again.
+  throw StatusError(Status(is_local_shortage(error) || error == EAGAIN ? Code::kResource : Code::kInternal,
+                           std::string("a local shortage: the event loop ") + what + " (" + std::strerror(error) +
+                               "): not the dependency's fault"));
 }
 
 EventLoop::~EventLoop() {

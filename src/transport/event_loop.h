@@ -79,6 +79,8 @@ class EventLoop {
   void unwatch(int fd);
 
  private:
+  // The loop could not be made (no descriptor or thread left): a StatusError, kResource for a local shortage.
+  [[noreturn]] static void throw_unavailable(const char* what, int error);
   void run();
   void run_tasks();
   void run_due_timers();
