@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config binutils openssl python3 python3-pip python3-dev
   groff-base  # groff, to check that the manual pages (docs/man/) render without warnings
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
+  libnghttp2-dev  # the header only: src/transport/h2_observer.h
   libgtest-dev libbenchmark-dev
   chromium  # headless, to check in a test that the demo's SVG chart renders
   # libFuzzer and clang's sanitizer runtimes, for the fuzz preset (tests/fuzz, scripts/fuzz.sh). The runtime

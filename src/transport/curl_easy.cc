@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string_view>
 
 #include "transport/curl_errors.h"
+#include "transport/h2_observer.h"
 #include "transport/response_head.h"
 #include "transport/version_info.h"
 
@@ -41,6 +43,13 @@ thread_local size_t close_notified_next = 0;
 // The record itself is watched: OpenSSL 3.0's info callback reports a close_notify read also for a bare EOF.
 void on_tls_message(int write_p, int /*version*/, int content_type, const void* buf, size_t len, SSL* ssl,
                     void* /*arg*/) {
+  if (content_type == SSL3_RT_HANDSHAKE) {
+    // A handshake: a new connection, whose SSL may sit where one whose close_notify was noted was freed.
+    for (const void*& seen : close_notified) {
+      if (seen == ssl) seen = nullptr;
+    }
+    return;
+  }
   if (write_p != 0 || content_type != SSL3_RT_ALERT || len != 2) return;
   if (static_cast<const unsigned char*>(buf)[1] != SSL_AD_CLOSE_NOTIFY) return;
   close_notified[close_notified_next++ % close_notified.size()] = ssl;
@@ -114,6 +123,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     st.response.headers.clear();
     st.response.headers.reserve(kTypicalHeaderFields);
     st.content_length.clear();
+    st.h2_head_open = line.starts_with("HTTP/2");
+    st.head_bytes = n;
     st.response.status = parse_status_line(line);
     if (st.response.status == 0) {
       st.abort(Code::kProtocol, "the server sent a malformed status line");
@@ -122,6 +133,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     return n;
   }
   if (line.empty()) {
+    st.h2_head_open = false;
     if (st.response.status >= 200 && !st.headers_done) {
       st.headers_done = true;
       uint64_t length = 0;
@@ -139,6 +151,12 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     }
     return n;
   }
+  if (st.h2_head_open) {
+    st.head_bytes += n;
+    // A head this large may outgrow the receive buffer libcurl hands it over in (kick_stalled_head).
+    st.h2_big_head = st.h2_big_head || st.head_bytes > BodySink::kReceiveBuffer / 2;
+  }
+  if (st.h2_big_head) st.handed_over(n);
   if (++st.header_fields > st.max_header_fields) {
     st.abort(Code::kTooLarge, "the response has more than " + std::to_string(st.max_header_fields) +
                                   " header fields (max_response_headers)");
@@ -177,6 +195,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     curl_easy_pause(st.easy, CURLPAUSE_RECV);
   }
   if (st.progress != nullptr) st.progress(st.progress_data);
+  if (st.h2_big_head) st.handed_over(size * count);
   if (st.sink.over_limit()) {
     st.abort(Code::kTooLarge, "the response body passed max_response_body (" + std::to_string(st.sink.limit()) +
                                   " bytes" + (st.decoding ? ", decoded" : "") + ")");
@@ -257,19 +276,21 @@ int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primar
     ++st.wire_sends;
     return CURL_PREREQFUNC_OK;
   }
-  if (st.error_text != nullptr && std::string_view(st.error_text).find("HTTP_1_1_REQUIRED") != std::string_view::npos) {
-    // libcurl's downgrade: the stream was reset unprocessed, so any method may go again, over HTTP/1.1.
-    st.origin->http1_required.store(true, std::memory_order_relaxed);
-    st.abort(Code::kStreamRefused, "the server requires HTTP/1.1 (HTTP_1_1_REQUIRED): later attempts use HTTP/1.1");
-    return CURL_PREREQFUNC_ABORT;
+  // libcurl wants to send the request again (Curl_retry_request): a refused HTTP/2 stream, a stream the server
+  // asked to have over HTTP/1.1, or a reused connection that failed before any answer. Which one, nghttp2
+  // says (h2_observer.h); libcurl's own word for it is the same for a refused stream and for a connection the
+  // server broke after reading the request, so without nghttp2's it is a lost connection: safe only to send
+  // again where the policy may send twice.
+  if (!st.first_send_http1) {
+    const h2::StreamFacts facts = h2::facts(st.easy);
+    if (std::optional<TransportError> why = http2_failure(facts)) {
+      if (facts.close_code == h2::kHttp11Required) st.origin->http1_required.store(true, std::memory_order_relaxed);
+      st.abort(why->code, std::move(why->message));
+      return CURL_PREREQFUNC_ABORT;
+    }
   }
-  // libcurl resends after an HTTP/1.1 send only on a reused connection, and a reused HTTP/1.1 connection has
-  // carried a whole answer before (so its protocol is known): any other resend is a refused HTTP/2 stream.
-  if (!st.first_send_reused || !st.first_send_http1) {
-    st.abort(Code::kStreamRefused, "the server refused the HTTP/2 stream before processing it");
-  } else {
-    st.abort(Code::kConnectionLost, "the pooled connection closed before the response");
-  }
+  st.abort(Code::kConnectionLost, st.first_send_reused ? "the pooled connection failed before the response"
+                                                       : "the connection failed before the response");
   return CURL_PREREQFUNC_ABORT;
 }
 
@@ -336,6 +357,14 @@ void AttemptState::reset() {
   local_errno = 0;
   header_bytes = 0;
   header_fields = 0;
+  h2_head_open = false;
+  head_bytes = 0;
+  h2_big_head = false;
+  delivered = 0;
+  delivered_at_kick = 0;
+  idle_kicks = 0;
+  head_held = nullptr;
+  head_held_data = nullptr;
   saw_transfer_encoding = false;
   saw_content_encoding = false;
   content_length.clear();
@@ -356,13 +385,30 @@ CurlEasy::CurlEasy(const TransportConfig& config, const Slist& connect_to, Socke
   state_.easy = easy_;
   state_.sockets = &sockets;
   state_.origin = &origin;
-  state_.error_text = error_;
   state_.max_header_bytes = config.max_response_headers;
   state_.max_header_fields = config.max_response_fields;
   configure(config, connect_to);
+  if (config.https) h2::watch(easy_);  // HTTP/2 only over TLS (no h2c, docs/transport.md §10.2)
 }
 
-CurlEasy::~CurlEasy() { curl_easy_cleanup(easy_); }
+CurlEasy::~CurlEasy() {
+  if (config_.https) h2::unwatch(easy_);
+  curl_easy_cleanup(easy_);
+}
+
+bool CurlEasy::kick_stalled_head() {
+  if (!state_.h2_big_head || state_.sink.paused()) return false;
+  // A run that handed nothing over may still have read the stream's end from what libcurl held: one more.
+  if (state_.delivered == state_.delivered_at_kick && ++state_.idle_kicks > 1) return false;
+  if (state_.delivered != state_.delivered_at_kick) state_.idle_kicks = 0;
+  state_.delivered_at_kick = state_.delivered;
+  // Unpausing a transfer has libcurl look at its connection again at its next run, socket readable or not
+  // (libcurl 7.88's curl_easy_pause): the rest of the head is then handed over. Pausing first, since an
+  // unpause of a transfer that is not paused does nothing.
+  curl_easy_pause(easy_, CURLPAUSE_RECV);
+  curl_easy_pause(easy_, CURLPAUSE_CONT);
+  return true;
+}
 
 void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   CURL* e = easy_;
@@ -561,6 +607,7 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     fresh_connect_ = false;
   }
   state_.reset();
+  if (config_.https) h2::clear(easy_);
   state_.sink.buffer_into(&state_.response.body, max_body_);
   state_.source = r.body_source.get();
   state_.decoding = decode;
@@ -580,6 +627,7 @@ bool CurlEasy::ready_fresh_retry() {
   state_.stale_connection = false;
   state_.opened.clear();
   state_.local_errno = 0;
+  if (config_.https) h2::clear(easy_);
   error_[0] = '\0';
   return true;
 }
@@ -718,7 +766,12 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     if (config_.https) curl_easy_getinfo(easy_, CURLINFO_SSL_VERIFYRESULT, &verify);
     failure.verify_result = verify;
     failure.host = config_.host;
-    const TransportError mapped = describe_curl_failure(failure);
+    const h2::StreamFacts facts = config_.https ? h2::facts(easy_) : h2::StreamFacts{};
+    std::optional<TransportError> http2 = http2_failure(facts);
+    if (http2 && facts.close_code == h2::kHttp11Required) {
+      state_.origin->http1_required.store(true, std::memory_order_relaxed);
+    }
+    const TransportError mapped = http2 ? std::move(*http2) : describe_curl_failure(failure);
     out.error = mapped.code;
     out.message = mapped.message;
   } else if (!state_.headers_done) {

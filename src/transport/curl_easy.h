@@ -48,13 +48,23 @@ struct AttemptState {
   const void* tls_session = nullptr;  // the SSL* the response came over (TLS only)
   SocketRegistry* sockets = nullptr;  // of the connection cache the handle is driven in
   OriginMemory* origin = nullptr;
-  const char* error_text = nullptr;  // libcurl's error buffer: why it is about to resend
   std::vector<int> opened;         // sockets libcurl opened during this transfer
   int local_errno = 0;             // why opening a socket failed (a local shortage, docs/transport.md §10.7)
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
   bool head = false;               // a HEAD: its Content-Length announces no body
   size_t header_bytes = 0;         // of the status lines and fields so far (interim responses included)
   size_t header_fields = 0;
+  // An HTTP/2 head is being handed over and its end has not come; head_bytes of it so far. libcurl 7.88 hands
+  // a decoded HTTP/2 header block over a receive buffer at a time and then waits for the socket, though the
+  // rest is in its memory, and so does the body that came with it: a head over the buffer waits for bytes
+  // that may never come. Once a head passed half the buffer (h2_big_head), the transfer is kicked after
+  // every run of libcurl's that handed something over (delivered), until one hands nothing (kick_stalled_head).
+  bool h2_head_open = false;
+  size_t head_bytes = 0;
+  bool h2_big_head = false;
+  uint64_t delivered = 0;          // header and body bytes handed over since h2_big_head
+  uint64_t delivered_at_kick = 0;
+  int idle_kicks = 0;              // kicks in a row after which nothing more was handed over
   bool saw_transfer_encoding = false;  // with a Content-Length too, the connection is not reused
   bool saw_content_encoding = false;   // with `decoding`, libcurl decodes the body before on_body sees it
   size_t max_header_bytes = 0;     // TransportConfig::max_response_headers
@@ -68,9 +78,17 @@ struct AttemptState {
   // sink. Called from inside libcurl's callbacks, so it only notes the transfer for later. Cleared by reset().
   void (*progress)(void* data) = nullptr;
   void* progress_data = nullptr;
+  // A transfer on the event loop whose HTTP/2 head may be held up is told so the same way (kick_stalled_head).
+  void (*head_held)(void* data) = nullptr;
+  void* head_held_data = nullptr;
 
   void reset();
   void abort(Code code, std::string message);
+  // `n` bytes of a response with a large HTTP/2 head were handed over (kick_stalled_head).
+  void handed_over(size_t n) {
+    delivered += n;
+    if (head_held != nullptr) head_held(head_held_data);
+  }
 };
 
 // Why the driver stopped a transfer before libcurl finished it.
@@ -108,6 +126,18 @@ class CurlEasy {
     state_.progress = progress;
     state_.progress_data = data;
   }
+  // For a transfer driven by the event loop: `held(data)` runs inside libcurl's callbacks when bytes of a
+  // response with a large HTTP/2 head are handed over, so that the driver can kick_stalled_head() once libcurl
+  // returned.
+  void on_head_held(void (*held)(void* data), void* data) {
+    state_.head_held = held;
+    state_.head_held_data = data;
+  }
+  // After libcurl returned: when it may hold the rest of a large HTTP/2 head, or the body that came with it,
+  // which it would not hand over until the socket is readable again, has it look at its connection at its
+  // next run (libcurl then asks for a timer of 0) and returns true. Not for a transfer the body's reader
+  // paused.
+  bool kick_stalled_head();
   BodySink& sink() { return state_.sink; }
   // The response as far as its headers, once headers_done(): status, headers, version; no body.
   WireResult head();

@@ -1,5 +1,6 @@
 #include "transport/curl_errors.h"
 
+#include <nghttp2/nghttp2.h>
 #include <openssl/x509.h>
 
 #include <cerrno>
@@ -12,6 +13,21 @@ namespace {
 
 bool mentions(std::string_view detail, std::string_view what) { return detail.find(what) != std::string_view::npos; }
 
+constexpr int kCurleTooLarge = 100;
+
+// nghttp2's library errors that stop a connection's reading.
+std::string nghttp2_error_text(int error) {
+  switch (error) {
+    case NGHTTP2_ERR_HEADER_COMP: return "a header block that does not decode";
+    case NGHTTP2_ERR_FRAME_SIZE_ERROR: return "a frame over the allowed size";
+    case NGHTTP2_ERR_FLOODED: return "a flood of frames";
+    case -905: return "too many CONTINUATION frames";  // NGHTTP2_ERR_TOO_MANY_CONTINUATIONS, since nghttp2 1.61
+    case NGHTTP2_ERR_CALLBACK_FAILURE: return "libcurl's HTTP/2 layer refused what the server sent";
+    case NGHTTP2_ERR_NOMEM: return "out of memory";
+    default: return "NGHTTP2_ERR " + std::to_string(error);
+  }
+}
+
 // Under TLS 1.3 the server refuses a missing client certificate after the handshake, so the client sees it
 // as a failed read (docs/libcurl-traps.md §19); under TLS 1.2 as a failed handshake. Both carry the alert's text.
 bool is_client_certificate_refusal(std::string_view detail) {
@@ -19,23 +35,9 @@ bool is_client_certificate_refusal(std::string_view detail) {
          mentions(detail, "alert unknown ca") || mentions(detail, "alert certificate unknown");
 }
 
-// libcurl reports REFUSED_STREAM and a GOAWAY that left the stream unprocessed as generic HTTP/2 errors.
-bool is_unprocessed_stream(std::string_view detail) {
-  return mentions(detail, "REFUSED_STREAM") || mentions(detail, "was not processed") ||
-         mentions(detail, "GOAWAY") || mentions(detail, "refused stream");
-}
-
-// nghttp2 refusing what the peer sent (a CONTINUATION flood, a broken header block, a flow-control or flooding
-// violation): the peer broke HTTP/2, and would again. Its own failures (out of memory, a callback of the
-// client's that stopped the transfer) are not the peer's.
-bool is_http2_violation(std::string_view detail) {
-  return mentions(detail, "nghttp2_session_mem_recv() returned") && !mentions(detail, "Out of memory") &&
-         !mentions(detail, "callback function failed");
-}
-
 }  // namespace
 
-Code map_curl_error(CURLcode code, std::string_view detail, bool headers_received) {
+Code map_curl_error(CURLcode code, std::string_view detail) {
   switch (code) {
     case CURLE_OK: return Code::kOk;
     case CURLE_COULDNT_RESOLVE_HOST: return Code::kResolve;
@@ -59,7 +61,6 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
       return Code::kTls;
     case CURLE_RECV_ERROR:
       if (is_client_certificate_refusal(detail)) return Code::kTlsClientCert;
-      if (is_http2_violation(detail)) return Code::kProtocol;
       // libcurl reports a malformed chunk ("Illegal or missing hexadecimal sequence in chunked-encoding",
       // "Too long hexadecimal number") as a failed read: the peer broke HTTP, and would again.
       if (mentions(detail, "chunked-encoding")) return Code::kProtocol;
@@ -68,13 +69,12 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
       return Code::kConnectionLost;
+    // An HTTP/2 stream or connection that failed with nothing nghttp2 reported of it (http2_failure): lost.
+    // Never "refused" on libcurl's word alone: libcurl 7.88 says the same of a GOAWAY that left the stream
+    // unprocessed and of a connection the server broke after reading the request.
     case CURLE_HTTP2:
-      if (is_http2_violation(detail)) return Code::kProtocol;
-      // libcurl 7.88 reports a GOAWAY that left the stream unprocessed as a bare "Error in the HTTP2 framing
-      // layer" (docs/libcurl-traps.md §19): before any header arrived, the request never reached the application.
-      return !headers_received || is_unprocessed_stream(detail) ? Code::kStreamRefused : Code::kConnectionLost;
     case CURLE_HTTP2_STREAM:
-      return is_unprocessed_stream(detail) ? Code::kStreamRefused : Code::kConnectionLost;
+      return Code::kConnectionLost;
     case CURLE_OUT_OF_MEMORY: return Code::kNoMemory;
     case CURLE_URL_MALFORMAT:
       return Code::kInvalidArgument;
@@ -82,8 +82,49 @@ Code map_curl_error(CURLcode code, std::string_view detail, bool headers_receive
       // Requests are checked for http(s) before anything is sent: here it is a reply libcurl cannot read as
       // HTTP/1.x ("Received HTTP/0.9 when not allowed").
       return Code::kProtocol;
-    default: return Code::kProtocol;
+    default:
+      // libcurl 8.6's CURLE_TOO_LARGE (100), known by number so that a library built against an older
+      // libcurl's header still reads it right: a header line or block past libcurl's own limit.
+      if (static_cast<int>(code) == kCurleTooLarge) return Code::kTooLarge;
+      return Code::kProtocol;
   }
+}
+
+std::optional<TransportError> http2_failure(const h2::StreamFacts& f) {
+  if (!f.seen) return std::nullopt;
+  if (f.closed && !f.reset_by_client && f.close_code == h2::kRefusedStream) {
+    return TransportError{Code::kStreamRefused,
+                          "the server refused the HTTP/2 stream (REFUSED_STREAM, or a GOAWAY below it): it was "
+                          "not processed"};
+  }
+  if (f.closed && !f.reset_by_client && f.close_code == h2::kHttp11Required) {
+    return TransportError{Code::kStreamRefused,
+                          "the server requires HTTP/1.1 (HTTP_1_1_REQUIRED): later attempts use HTTP/1.1"};
+  }
+  if (f.connection_failure > 0) {
+    return TransportError{Code::kProtocol, "the server broke HTTP/2: the connection was ended with " +
+                                               h2::error_name(static_cast<uint32_t>(f.connection_failure))};
+  }
+  if (f.connection_failure < 0) {
+    return TransportError{Code::kProtocol, "the server broke HTTP/2: nghttp2 stopped reading the connection (" +
+                                               nghttp2_error_text(f.connection_failure) + ")"};
+  }
+  if (!f.closed || f.close_code == h2::kNoError) return std::nullopt;
+  const std::string name = h2::error_name(f.close_code);
+  const bool protocol_code = f.close_code == h2::kProtocolError || f.close_code == h2::kFlowControlError ||
+                             f.close_code == h2::kStreamClosed || f.close_code == h2::kFrameSizeError ||
+                             f.close_code == h2::kCompressionError;
+  if (f.reset_by_client) {
+    // nghttp2 resets a stream whose response breaks HTTP/2 (an uppercase or connection-specific field, no or a
+    // bad :status) with PROTOCOL_ERROR; libcurl resets one it gives up on (after a failure it reports itself)
+    // with STREAM_CLOSED or CANCEL, which says nothing of the server.
+    if (f.client_reset_code != h2::kProtocolError) return std::nullopt;
+    return TransportError{Code::kProtocol, "the response broke HTTP/2: nghttp2 reset the stream with PROTOCOL_ERROR"};
+  }
+  if (protocol_code) {
+    return TransportError{Code::kProtocol, "the server reset the HTTP/2 stream with " + name + ": it broke HTTP/2"};
+  }
+  return TransportError{Code::kConnectionLost, "the server reset the HTTP/2 stream (" + name + ")"};
 }
 
 namespace {
@@ -125,7 +166,7 @@ TransportError describe_curl_failure(const CurlFailure& f) {
     const char* why = f.verify_result != 0 ? X509_verify_cert_error_string(f.verify_result) : detail.c_str();
     return {Code::kTls, "TLS: the server's certificate is not trusted (" + std::string(why) + ")"};
   }
-  return {map_curl_error(f.code, f.detail, f.headers_received), detail};
+  return {map_curl_error(f.code, f.detail), detail};
 }
 
 }  // namespace humus::transport

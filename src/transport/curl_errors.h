@@ -3,18 +3,20 @@
 
 #include <curl/curl.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+#include "transport/h2_observer.h"
 
 namespace humus::transport {
 
-// `detail` is libcurl's error buffer: some kinds (a refused client certificate under TLS 1.3, a refused
-// HTTP/2 stream) are only told apart by it. A code this table does not know (a newer libcurl) maps to
-// kProtocol, which the default classifier does not retry. `headers_received`: whether the response's headers
-// had arrived, which tells an HTTP/2 stream the server never processed from one that broke mid-response.
-Code map_curl_error(CURLcode code, std::string_view detail, bool headers_received);
+// The kind of a libcurl result code. `detail` is libcurl's error buffer: a refused client certificate under
+// TLS 1.3 is only told apart by it. A code this table does not know (a newer libcurl) maps to kProtocol,
+// which the default classifier does not retry. HTTP/2 failures are not told apart here but by what nghttp2
+// reported (http2_failure): libcurl gives them two or three codes whose texts change between versions.
+Code map_curl_error(CURLcode code, std::string_view detail);
 
 // What a failed transfer left to go by.
 struct CurlFailure {
@@ -31,6 +33,13 @@ struct TransportError {
   Code code;
   std::string message;
 };
+
+// How an attempt's HTTP/2 stream failed, by what nghttp2 reported of it (docs/transport.md §10.9): the server
+// refused it (REFUSED_STREAM, or a GOAWAY below it: not processed, safe to send again whatever the method),
+// asked for HTTP/1.1, reset it, or broke HTTP/2 so that nghttp2 ended the connection. Nothing when nghttp2
+// reported nothing of the stream (an HTTP/1.x transfer, or a connection lost under it): the caller goes by the
+// result code then.
+std::optional<TransportError> http2_failure(const h2::StreamFacts& facts);
 
 // The kind and the message the caller gets (docs/transport.md §10.7): a local shortage is kResource
 // whatever libcurl called it; a TLS handshake cut by the network is a dropped connection, not a certificate

@@ -57,6 +57,7 @@ void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, Cance
       }
     }
     if (progress.ended || enough()) break;
+    if (easy.kick_stalled_head()) continue;  // libcurl holds the rest of an HTTP/2 head: at once, no wait
     const Instant now = std::chrono::steady_clock::now();
     if (cancel != nullptr && cancel->cancelled()) {
       progress.interrupt = Interrupt::kCancelled;

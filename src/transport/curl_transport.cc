@@ -117,7 +117,9 @@ class MultiEntry {
   virtual void curl_done(CURLcode code) = 0;
   // A callback saw the headers end or body bytes arrive (streamed transfers), outside libcurl now.
   virtual void progressed() {}
-  bool queued = false;  // in the multi's list of entries to tell of progress
+  bool queued = false;       // in the multi's list of entries to tell of progress
+  bool head_queued = false;  // in the multi's list of entries whose HTTP/2 head may be held up
+  AsyncMulti* owner = nullptr;
 };
 
 class Transfer final : public AsyncAttempt, public MultiEntry {
@@ -193,6 +195,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
         t->end(CURLE_OK, Interrupt::kCallTimeout);
       }
     });
+    watch_head(*t);
     live_.insert(static_cast<MultiEntry*>(t));
     sockets_.set_transfers(live_.size());
     curl_multi_add_handle(multi_, t->easy().handle());
@@ -211,6 +214,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   // A transfer joins the multi, PRIVATE pointing at its entry.
   void attach(MultiEntry& e) {
     curl_easy_setopt(e.easy().handle(), CURLOPT_PRIVATE, &e);
+    watch_head(e);
     live_.insert(&e);
     sockets_.set_transfers(live_.size());
     curl_multi_add_handle(multi_, e.easy().handle());
@@ -218,6 +222,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   // A transfer leaves the multi: a finished one leaves its connection in the cache, an unfinished one closes
   // it (HTTP/2: resets its stream). Its easy handle stays with its owner.
   void detach(MultiEntry& e) {
+    leave_heads(e);
     live_.erase(&e);
     sockets_.set_transfers(live_.size());
     curl_multi_remove_handle(multi_, e.easy().handle());
@@ -246,6 +251,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
 
   // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
   void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
+    leave_heads(t);
     live_.erase(&t);
     sockets_.set_transfers(live_.size());
     curl_multi_remove_handle(multi_, easy->handle());  // the transfer's own easy_ was moved here
@@ -267,6 +273,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     int running = 0;
     curl_multi_socket_action(multi_, fd, mask, &running);
     collect();
+    kick_held_heads();
     tell_progress();
   }
 
@@ -282,6 +289,34 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       }
     }
   }
+  // An entry's HTTP/2 head larger than half a receive buffer: noted from inside libcurl (CurlEasy::on_head_held),
+  // kicked once libcurl returned (kick_held_heads).
+  void watch_head(MultiEntry& e) {
+    e.owner = this;
+    e.easy().on_head_held(&AsyncMulti::note_head_held, &e);
+  }
+  static void note_head_held(void* entry) {
+    auto* e = static_cast<MultiEntry*>(entry);
+    if (e->head_queued) return;
+    e->head_queued = true;
+    e->owner->held_.push_back(e);
+  }
+  void kick_held_heads() {
+    while (!held_.empty()) {
+      std::vector<MultiEntry*> batch;
+      batch.swap(held_);
+      for (MultiEntry* e : batch) {
+        e->head_queued = false;
+        e->easy().kick_stalled_head();
+      }
+    }
+  }
+  void leave_heads(MultiEntry& e) {
+    if (!e.head_queued) return;
+    held_.erase(std::remove(held_.begin(), held_.end(), &e), held_.end());
+    e.head_queued = false;
+  }
+
   // An entry that leaves for good is no longer in the list.
   void forget(MultiEntry& e) {
     if (!e.queued) return;
@@ -333,6 +368,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       int running = 0;
       curl_multi_socket_action(self->multi_, CURL_SOCKET_TIMEOUT, 0, &running);
       self->collect();
+      self->kick_held_heads();
       self->tell_progress();
     });
     return 0;
@@ -361,6 +397,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   std::unordered_set<int> parked_;           // those of idle connections, which libcurl does not watch
   std::unordered_set<MultiEntry*> live_;
   std::vector<MultiEntry*> ready_;  // noted by callbacks, told by tell_progress()
+  std::vector<MultiEntry*> held_;   // noted by callbacks, kicked by kick_held_heads()
   std::vector<std::unique_ptr<CurlEasy>> pool_;
 };
 
