@@ -28,6 +28,13 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
+// "http://h/a?" and "http://h/a?#f": a "?" with nothing after it before the fragment.
+bool has_empty_query(std::string_view url) {
+  const std::string_view before_fragment = url.substr(0, url.find('#'));
+  const size_t q = before_fragment.find('?');
+  return q != std::string_view::npos && q + 1 == before_fragment.size();
+}
+
 bool is_ip_literal(std::string_view host) {
   return host.find(':') != std::string_view::npos ||
          std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
@@ -264,11 +271,26 @@ int on_prereq(void* user, char* /*primary_ip*/, char* /*local_ip*/, int /*primar
     st.first_send_http1 = st.sockets->known_http1(local_port);
     if (!st.first_send_reused) {
       if (const int fd = socket_on_port(st.opened, local_port); fd >= 0) st.sockets->bind(local_port, fd);
-    } else if (const int fd = st.sockets->fd_for(local_port);
-               fd >= 0 &&
-               (st.sockets->retired(local_port) ||
-                (has_unread_input(fd) && (st.first_send_http1 || (st.sockets->known_http2(local_port) &&
-                                                                  st.sockets->transfers() <= 1))))) {
+    }
+    const int fd = st.sockets->fd_for(local_port);
+    st.connection_fd = fd;
+    const Instant now = std::chrono::steady_clock::now();
+    if (!st.first_send_reused) st.sockets->mark_born(local_port, now);
+    // A pooled connection as old as max_connection_lifetime takes no new request (docs/transport.md §10.1).
+    // libcurl closes one no transfer uses only once its age in whole seconds is past the limit (set to the
+    // lifetime less one second): in between, the request goes once more on a fresh connection and the old one
+    // is closed — only when nothing else may be using it (an HTTP/1.1 connection, or the one transfer of the
+    // cache). A busy HTTP/2 connection is not given a new stream at all once aged (h2::set_lifetime).
+    if (st.first_send_reused && fd >= 0 && (st.first_send_http1 || st.sockets->transfers() <= 1) &&
+        st.sockets->aged(local_port, st.max_lifetime, now)) {
+      poison(fd);
+      st.stale_connection = true;
+      return CURL_PREREQFUNC_ABORT;
+    }
+    if (st.first_send_reused && fd >= 0 &&
+        (st.sockets->retired(local_port) ||
+         (has_unread_input(fd) && (st.first_send_http1 || (st.sockets->known_http2(local_port) &&
+                                                           st.sockets->transfers() <= 1))))) {
       poison(fd);
       st.stale_connection = true;
       return CURL_PREREQFUNC_ABORT;
@@ -355,6 +377,7 @@ void AttemptState::reset() {
   tls_session = nullptr;
   opened.clear();
   local_errno = 0;
+  connection_fd = -1;
   header_bytes = 0;
   header_fields = 0;
   h2_head_open = false;
@@ -446,6 +469,16 @@ void CurlEasy::configure(const TransportConfig& c, const Slist& connect_to) {
   // libcurl compares whole seconds with ">", so a limit of L-1 closes a connection aged L seconds or more.
   const int64_t lifetime_s = std::chrono::duration_cast<std::chrono::seconds>(c.max_connection_lifetime).count();
   curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, static_cast<long>(std::max<int64_t>(1, lifetime_s - 1)));
+  // libcurl applies that only to a connection no transfer uses: the send guard (on_prereq) refuses an aged
+  // idle one libcurl's whole seconds let through, and a busy HTTP/2 connection is given no new stream once
+  // aged (h2_observer.h). Sessions are HTTP/2 only over TLS (no h2c, docs/transport.md §10.2).
+  state_.max_lifetime = c.max_connection_lifetime;
+  if (c.https) h2::set_lifetime(e, c.max_connection_lifetime);
+  // Every new connection resolves the name afresh, as Go's net/http does: libcurl's DNS cache (60 s by
+  // default) would hand a connection made because the last one aged, or because its address stopped
+  // answering, the address that connection had. The cost is one lookup per new connection; pooled
+  // connections, HTTP/2 multiplexing and the lifetime make those rare.
+  curl_easy_setopt(e, CURLOPT_DNS_CACHE_TIMEOUT, 0L);
   if (connect_to) curl_easy_setopt(e, CURLOPT_CONNECT_TO, connect_to.get());
   connect_timeout_ = c.connect_timeout;
   if (!c.https) return;
@@ -504,6 +537,17 @@ void CurlEasy::set_url(const std::string& url) {
     curl_easy_setopt(easy_, CURLOPT_CURLU, nullptr);  // libcurl parses the text and says what it refuses
   }
   curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
+  // An empty query ("/a?") is sent as written, as Go's net/http and libcurl up to 8.7 send it (RFC 3986 §6.2.3:
+  // "/a?" and "/a" need not be the same resource); libcurl 8.8 and later drop the "?" from the request line.
+  std::string target;
+  if (has_empty_query(url) && url_handle_ != nullptr) {
+    char* path = nullptr;
+    if (curl_url_get(url_handle_.get(), CURLUPART_PATH, &path, 0) == CURLUE_OK && path != nullptr) {
+      target = std::string(path) + "?";
+    }
+    curl_free(path);
+  }
+  curl_easy_setopt(easy_, CURLOPT_REQUEST_TARGET, target.empty() ? nullptr : target.c_str());
   last_url_ = url;
 }
 
@@ -608,6 +652,7 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
   }
   state_.reset();
   if (config_.https) h2::clear(easy_);
+  curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &state_.os_errno_before);
   state_.sink.buffer_into(&state_.response.body, max_body_);
   state_.source = r.body_source.get();
   state_.decoding = decode;
@@ -762,6 +807,9 @@ WireResult CurlEasy::finish(CURLcode code, Interrupt interrupt) {
     curl_easy_getinfo(easy_, CURLINFO_OS_ERRNO, &os_errno);
     failure.os_errno = state_.local_errno != 0 ? state_.local_errno : static_cast<int>(os_errno);
     failure.socket_open_failed = state_.local_errno != 0;
+    failure.os_errno_before = static_cast<int>(state_.os_errno_before);
+    failure.tls = config_.https;
+    failure.peer_ended = state_.connection_fd >= 0 && state_.sockets->ended_by_peer(state_.connection_fd);
     long verify = 0;
     if (config_.https) curl_easy_getinfo(easy_, CURLINFO_SSL_VERIFYRESULT, &verify);
     failure.verify_result = verify;

@@ -50,6 +50,8 @@ struct AttemptState {
   OriginMemory* origin = nullptr;
   std::vector<int> opened;         // sockets libcurl opened during this transfer
   int local_errno = 0;             // why opening a socket failed (a local shortage, docs/transport.md §10.7)
+  int connection_fd = -1;          // the socket the request first went out on
+  long os_errno_before = 0;        // CURLINFO_OS_ERRNO when the attempt began: libcurl 7.88 never clears it
   std::string content_length;      // first Content-Length seen, to refuse a differing duplicate
   bool head = false;               // a HEAD: its Content-Length announces no body
   size_t header_bytes = 0;         // of the status lines and fields so far (interim responses included)
@@ -69,6 +71,7 @@ struct AttemptState {
   bool saw_content_encoding = false;   // with `decoding`, libcurl decodes the body before on_body sees it
   size_t max_header_bytes = 0;     // TransportConfig::max_response_headers
   size_t max_header_fields = 0;
+  Duration max_lifetime{};         // TransportConfig::max_connection_lifetime (set by configure)
   Code abort_code = Code::kOk;     // why a callback aborted the transfer
   std::string abort_message;
   BodySink sink;                   // where on_body puts the body (buffered into response.body, or streamed)

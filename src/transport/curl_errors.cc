@@ -60,11 +60,8 @@ Code map_curl_error(CURLcode code, std::string_view detail) {
     case CURLE_USE_SSL_FAILED:
       return Code::kTls;
     case CURLE_RECV_ERROR:
-      if (is_client_certificate_refusal(detail)) return Code::kTlsClientCert;
-      // libcurl reports a malformed chunk ("Illegal or missing hexadecimal sequence in chunked-encoding",
-      // "Too long hexadecimal number") as a failed read: the peer broke HTTP, and would again.
-      if (mentions(detail, "chunked-encoding")) return Code::kProtocol;
-      return Code::kConnectionLost;
+      // A failed read that was the connection's (see describe_curl_failure for one that was not).
+      return is_client_certificate_refusal(detail) ? Code::kTlsClientCert : Code::kConnectionLost;
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
@@ -137,6 +134,16 @@ bool is_cut_handshake(const CurlFailure& f) {
          mentions(f.detail, "Broken pipe");
 }
 
+// Whether a failed read was the connection's end rather than bytes libcurl refused: a socket error of this
+// attempt's, or the peer's end of the connection — over TLS, where a cut without close_notify is a failed
+// read too (over plain TCP a cut body is CURLE_PARTIAL_FILE), and where libcurl 7.88 kept an earlier
+// attempt's errno, which says nothing of this one.
+bool connection_cut(const CurlFailure& f) {
+  const bool fresh_socket_error = f.os_errno != 0 && f.os_errno != f.os_errno_before;
+  const bool stale_errno = f.os_errno != 0 && f.os_errno == f.os_errno_before;
+  return fresh_socket_error || ((f.tls || stale_errno) && f.peer_ended);
+}
+
 bool is_hostname_mismatch(long verify_result) {
   return verify_result == X509_V_ERR_HOSTNAME_MISMATCH || verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH;
 }
@@ -165,6 +172,12 @@ TransportError describe_curl_failure(const CurlFailure& f) {
     }
     const char* why = f.verify_result != 0 ? X509_verify_cert_error_string(f.verify_result) : detail.c_str();
     return {Code::kTls, "TLS: the server's certificate is not trusted (" + std::string(why) + ")"};
+  }
+  if (f.code == CURLE_RECV_ERROR && f.headers_received && !is_client_certificate_refusal(f.detail) &&
+      !connection_cut(f)) {
+    // libcurl could not read the body the peer sent on a connection still up (a malformed chunk size: its
+    // wording differs between libcurl versions): the peer broke HTTP, and would again.
+    return {Code::kProtocol, "the response body could not be read as HTTP: " + detail};
   }
   return {map_curl_error(f.code, f.detail), detail};
 }

@@ -24,7 +24,10 @@ struct CurlFailure {
   std::string_view detail;       // libcurl's error buffer (or its text for the code)
   bool headers_received = false;
   int os_errno = 0;              // the socket's errno (CURLINFO_OS_ERRNO), or why opening one failed
+  int os_errno_before = 0;       // CURLINFO_OS_ERRNO when the attempt began (libcurl 7.88 never clears it)
   bool socket_open_failed = false;
+  bool tls = false;              // over TLS
+  bool peer_ended = false;       // the peer had ended the connection when libcurl closed it (EOF or error)
   long verify_result = 0;        // CURLINFO_SSL_VERIFYRESULT: OpenSSL's X509_V_* code
   std::string_view host;         // the origin's host, for a hostname mismatch's message
 };

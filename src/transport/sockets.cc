@@ -27,12 +27,27 @@ bool SocketRegistry::retired(int port) const {
   return it != known_.end() && it->second.retired;
 }
 
+bool SocketRegistry::aged(int port, std::chrono::steady_clock::duration lifetime,
+                          std::chrono::steady_clock::time_point now) const {
+  const auto it = born_.find(port);
+  return it != born_.end() && now - it->second >= lifetime;
+}
+
 void SocketRegistry::closed(int fd) {
   if (on_close_) on_close_(fd);
-  connected_.erase(fd);
+  if (connected_.erase(fd) != 0) {
+    char byte = 0;
+    const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      ended_by_peer_.insert(fd);
+    } else {
+      ended_by_peer_.erase(fd);
+    }
+  }
   for (auto it = by_port_.begin(); it != by_port_.end(); ++it) {
     if (it->second == fd) {
       known_.erase(it->first);
+      born_.erase(it->first);
       by_port_.erase(it);
       return;
     }

@@ -4,6 +4,7 @@
 // before a request goes out on it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string_view>
@@ -21,6 +22,7 @@ class SocketRegistry {
   void bind(int port, int fd) {
     by_port_[port] = fd;
     connected_.insert(fd);
+    ended_by_peer_.erase(fd);
   }
   // Whether `fd` is the socket of a connection that went up and is not closed yet.
   bool connected(int fd) const { return connected_.count(fd) != 0; }
@@ -35,12 +37,19 @@ class SocketRegistry {
   // closes it instead (on_prereq).
   void retire(int port) { known_[port].retired = true; }
   bool retired(int port) const;
+  // The connection on local port `port` went up at `at` (its first request's send): from then on its age is
+  // known, for max_connection_lifetime (docs/transport.md §10.1).
+  void mark_born(int port, std::chrono::steady_clock::time_point at) { born_[port] = at; }
+  // Whether the connection on local port `port` is known to be `lifetime` old or older at `now`.
+  bool aged(int port, std::chrono::steady_clock::duration lifetime, std::chrono::steady_clock::time_point now) const;
   // How many transfers the cache is driving now (a lane: always one): a connection may be replaced under a
   // transfer only when no other transfer could be using it.
   void set_transfers(size_t n) { transfers_ = n; }
   size_t transfers() const { return transfers_; }
-  // libcurl closes `fd` (it is still open): the listener, if any, hears of it first.
+  // libcurl closes `fd` (it is still open): the listener, if any, hears of it first. Whether the peer had
+  // ended the connection by then (an EOF or an error waiting on the socket) is kept until `fd` is bound again.
   void closed(int fd);
+  bool ended_by_peer(int fd) const { return ended_by_peer_.count(fd) != 0; }
   // Who must forget a socket before its number can be given to another (the asynchronous multi's epoll).
   void on_close(std::function<void(int fd)> listener) { on_close_ = std::move(listener); }
 
@@ -52,6 +61,8 @@ class SocketRegistry {
   };
   std::unordered_map<int, Known> known_;  // local port → what its answers told
   std::unordered_set<int> connected_;     // the sockets in by_port_
+  std::unordered_map<int, std::chrono::steady_clock::time_point> born_;  // local port → when it went up
+  std::unordered_set<int> ended_by_peer_; // closed sockets whose peer had ended the connection (closed())
   std::function<void(int)> on_close_;
   size_t transfers_ = 0;
 };
