@@ -118,19 +118,18 @@ TEST_F(ReadReadyTest, ADrippingBodyArrivesWholeThroughWaitsOnItsSocket) {
 }
 
 TEST_F(ReadReadyTest, ASilentBodyNamesAWaitWithinTheTimeoutThenTimesOut) {
+  // The body would come after 30 s: the timeout that ends the read is the call's own 1 s, reached through
+  // the waits it named, none of them longer than what was left of it.
   server().script("/silent",
-                  nlohmann::json::array({{{"status", 200}, {"body_size", 1000}, {"body_delay_ms", 3000}}}));
-  make_client("400ms", "300ms");
+                  nlohmann::json::array({{{"status", 200}, {"body_size", 1000}, {"body_delay_ms", 30000}}}));
+  make_client("1s", "1s");
   humus_request* req = request("/silent");
   humus_response* resp = nullptr;
   ASSERT_EQ(humus_client_open(client_, req, &resp, nullptr), HUMUS_OK);
-  const auto started = std::chrono::steady_clock::now();
   ReadyReader reader;
   EXPECT_EQ(reader.read_all(resp), HUMUS_E_TIMEOUT);
-  const auto waited = std::chrono::steady_clock::now() - started;
   EXPECT_GE(reader.waits, 1);
-  EXPECT_LE(reader.longest_wait_ms, 400);
-  EXPECT_LT(waited, milliseconds(2000));  // the wait it named ended the call, not the server's 3 s
+  EXPECT_LE(reader.longest_wait_ms, 1000);
   EXPECT_TRUE(reader.body.empty());
   EXPECT_EQ(counts().failures, 1u);  // a body that stalls past the timeout is the dependency's failure
   humus_response_free(resp);
