@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -121,19 +122,31 @@ TEST_F(HostilePeerTest, HeaderBlockCutByEofIsNotRetriedForAnUnkeyedPost) {
 
 // --- 2. Late bytes poison no pooled connection (F58, F73). -------------------------------------------------
 
-// On its first connection, answers the first request with `first`, then sends `late` after a pause; every
-// other request gets "ok". A client that reads the late bytes as the next response gets `EVIL`.
-RawPeer::Handler late_bytes(std::string first, std::string late, int pause_ms) {
+// On its first connection, answers the first request with `first`, then sends `late` after a pause and
+// sets `sent`; every other request gets "ok". A client that reads the late bytes as the next response gets
+// `EVIL`.
+RawPeer::Handler late_bytes(std::string first, std::string late, int pause_ms,
+                            std::shared_ptr<std::atomic<bool>> sent) {
   auto connections = std::make_shared<std::atomic<int>>(0);
-  return [first, late, pause_ms, connections](RawConnection& c) {
+  return [first, late, pause_ms, connections, sent](RawConnection& c) {
     if (connections->fetch_add(1) == 0) {
       if (!c.read_request()) return;
       c.write(first);
       if (pause_ms > 0) std::this_thread::sleep_for(milliseconds(pause_ms));
       c.write(late);
+      *sent = true;
     }
     while (c.read_request()) c.write(kOk);
   };
+}
+
+// Waits (at most 20 s) until the peer says it wrote, then a moment for the bytes to cross loopback: the next
+// call starts after the peer acted, however late a loaded machine lets it act.
+void wait_until_sent(const std::atomic<bool>& sent) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!sent && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(sent) << "the peer never wrote its late bytes";
+  std::this_thread::sleep_for(milliseconds(50));
 }
 
 constexpr const char* kEvil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL";
@@ -143,10 +156,11 @@ TEST_F(HostilePeerTest, F73BytesAfterAContentLengthBodyNeverBecomeTheNextRespons
   for (const BodyMode mode : humus::test::kEveryBodyMode) {
     for (int pause : {0, 50}) {
       SCOPED_TRACE(to_string(mode) + ", pause " + std::to_string(pause));
-      RawPeer peer(late_bytes(kOk, kEvil, pause));
+      auto sent = std::make_shared<std::atomic<bool>>(false);
+      RawPeer peer(late_bytes(kOk, kEvil, pause, sent));
       auto c = make(peer);
       ASSERT_EQ(body_of(call_with(*c, req(peer), mode)), "ok");
-      std::this_thread::sleep_for(milliseconds(100));
+      wait_until_sent(*sent);
       EXPECT_EQ(body_of(c->execute(req(peer))), "ok");
       EXPECT_EQ(peer.connections(), 2) << "the poisoned connection was reused";
       EXPECT_EQ(peer.requests(), 2);
@@ -165,12 +179,13 @@ TEST_F(HostilePeerTest, F58ABodyAfterA204OrAHeadAnswerNeverBecomesTheNextRespons
   for (const BodyMode mode : humus::test::kEveryBodyMode) {
     for (const Case& k : cases) {
       SCOPED_TRACE(to_string(mode) + ": " + k.method + " " + k.first);
-      RawPeer peer(late_bytes(k.first, kEvil, 20));
+      auto sent = std::make_shared<std::atomic<bool>>(false);
+      RawPeer peer(late_bytes(k.first, kEvil, 20, sent));
       auto c = make(peer);
       CallResult first = call_with(*c, req(peer, k.method), mode);
       ASSERT_TRUE(first.ok()) << first.error.message();
       EXPECT_EQ(first.response->body, "");
-      std::this_thread::sleep_for(milliseconds(100));
+      wait_until_sent(*sent);
       EXPECT_EQ(body_of(c->execute(req(peer))), "ok");
       EXPECT_EQ(peer.connections(), 2);
     }
@@ -178,7 +193,8 @@ TEST_F(HostilePeerTest, F58ABodyAfterA204OrAHeadAnswerNeverBecomesTheNextRespons
 }
 
 TEST_F(HostilePeerTest, LateBytesAreCheckedForAsynchronousCallsToo) {
-  RawPeer peer(late_bytes(kOk, kEvil, 30));
+  auto sent = std::make_shared<std::atomic<bool>>(false);
+  RawPeer peer(late_bytes(kOk, kEvil, 30, sent));
   auto c = make(peer);
   auto run = [&] {
     std::promise<CallResult> p;
@@ -187,7 +203,7 @@ TEST_F(HostilePeerTest, LateBytesAreCheckedForAsynchronousCallsToo) {
     return f.get();
   };
   ASSERT_EQ(body_of(run()), "ok");
-  std::this_thread::sleep_for(milliseconds(100));
+  wait_until_sent(*sent);
   EXPECT_EQ(body_of(run()), "ok");
   EXPECT_EQ(peer.connections(), 2);
 }
@@ -199,29 +215,40 @@ TEST_F(HostilePeerTest, LateBytesAreCheckedForAsynchronousCallsToo) {
 TEST_F(HostilePeerTest, AsynchronousCallsOutliveIdleConnectionsThePeerClosesOrLibcurlDoes) {
   // Each answer comes late, so that the call waits on its socket: libcurl's own timers would drive a quick
   // one.
-  RawPeer closes_idle([](RawConnection& c) {
+  auto fins = std::make_shared<std::atomic<int>>(0);
+  RawPeer closes_idle([fins](RawConnection& c) {
     if (!c.read_request()) return;
     std::this_thread::sleep_for(milliseconds(20));
     c.write(kOk);  // then a FIN while the connection waits in the pool
+    ::shutdown(c.fd(), SHUT_WR);
+    ++*fins;
   });
   RawPeer says_close([](RawConnection& c) {
     if (!c.read_request()) return;
     std::this_thread::sleep_for(milliseconds(20));
     c.write("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
   });
+  // A call that got no wake-up would end at its 20 s deadline: a timeout where the answer came long before.
   for (RawPeer* peer : {&closes_idle, &says_close}) {
     auto c = make(*peer);
     for (int i = 0; i < 20; ++i) {
       Request r = req(*peer);
-      r.timeout = milliseconds(3000);
+      r.timeout = std::chrono::seconds(20);
       std::promise<CallResult> p;
       auto f = p.get_future();
       c->submit(r, [&p](CallResult out) { p.set_value(std::move(out)); });
-      ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+      ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
       CallResult out = f.get();
       ASSERT_EQ(body_of(out), "ok") << "call " << i;
       EXPECT_EQ(out.attempts, 1);
-      if (peer == &closes_idle) std::this_thread::sleep_for(milliseconds(10));  // the FIN arrives while idle
+      if (peer == &closes_idle) {  // the FIN arrives while idle: the next call waits until the peer sent it
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (fins->load() < i + 1 && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(milliseconds(1));
+        }
+        ASSERT_EQ(fins->load(), i + 1);
+        std::this_thread::sleep_for(milliseconds(10));
+      }
     }
     EXPECT_EQ(peer->requests(), 20);
     EXPECT_EQ(peer->connections(), 20);

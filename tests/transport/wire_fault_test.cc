@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,6 +48,24 @@ RawPeer::Handler once(std::string reply, bool then_reset = false) {
     c.write(reply);
     if (then_reset) c.reset();
   };
+}
+
+// Holds the connection, silent, reading and dropping what comes, until the client leaves or `max_ms` pass.
+void hold_until_the_client_leaves(RawConnection& c, int max_ms) {
+  const auto until = Clock::now() + milliseconds(max_ms);
+  char buf[4096];
+  while (Clock::now() < until) {
+    pollfd p{c.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0 && ::recv(c.fd(), buf, sizeof buf, 0) <= 0) return;
+  }
+}
+
+// Whether the client's error message says the attempt's own timeout ended it, or the call's deadline.
+bool by_attempt_timeout(const CallResult& r) {
+  return r.error.message().find("attempt timed out before the response headers") != std::string::npos;
+}
+bool by_call_deadline(const CallResult& r) {
+  return r.error.message().find("the call's deadline passed") != std::string::npos;
 }
 
 // Reads one request, writes `reply`, then holds the connection open, silent, until the client leaves.
@@ -332,47 +351,52 @@ TEST_F(WireFaultTest, ACloseDelimitedBodyIsReadToTheEnd) {
 
 // --- Peers that stall. ----------------------------------------------------------------------------------
 
-// F62, S17: one header line every 100 ms never completes the header block within the attempt's timeout.
+// F62, S17: one header line every 100 ms, for a minute, never completes the header block within the
+// attempt's timeout. The call may last 30 s: the attempt's 400 ms is what ends it, as its message says — bytes
+// trickling in that kept the attempt alive would leave the call to its deadline.
 TEST_F(WireFaultTest, SlowlorisHeadersAreCutByTheAttemptTimeout) {
   RawPeer peer([](RawConnection& c) {
     if (!c.read_request()) return;
     c.write("HTTP/1.1 200 OK\r\n");
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 600; ++i) {
       if (!c.read_some(100).empty()) return;  // the client left (EOF) or sent something
       c.write("X-Drip-" + std::to_string(i) + ": v\r\n");
     }
   });
   settings::Settings s;
   s.max_attempts = 1;
-  s.timeout = milliseconds(2000);
+  s.timeout = std::chrono::seconds(30);
   s.attempt_timeout = milliseconds(400);
   s.connect_timeout = milliseconds(400);
   auto c = make(peer, s);
-  const auto t0 = Clock::now();
   CallResult out = c->execute(req(peer));
-  const auto took = Clock::now() - t0;
   ASSERT_FALSE(out.ok()) << what(out);
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
-  EXPECT_LT(took, milliseconds(1200)) << "bytes trickling in kept the attempt alive";
+  EXPECT_TRUE(by_attempt_timeout(out)) << "bytes trickling in kept the attempt alive: " << out.error.message();
+  EXPECT_EQ(out.attempts, 1);
+  EXPECT_EQ(peer.requests(), 1);
   EXPECT_EQ(c->breaker().counts().failures, 1u);
 }
 
-// F63, S17: the body stops after 3 of 1000 bytes; the call's timeout ends it, never a short body.
+// F63, S17: the body stops after 3 of 1000 bytes; the call's timeout ends it, never a short body. The peer
+// holds the connection for 10 s: the call's 1.5 s deadline, as its message says, is what ends the call — not
+// the attempt's 500 ms, which covers only the headers, and not the peer's close.
 TEST_F(WireFaultTest, ABodyThatNeverEndsIsCutByTheCallTimeout) {
   RawPeer peer(then_stall("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc"));
   settings::Settings s;
   s.max_attempts = 1;
-  s.timeout = milliseconds(600);
-  s.attempt_timeout = milliseconds(300);
-  s.connect_timeout = milliseconds(300);
+  s.timeout = milliseconds(1500);
+  s.attempt_timeout = milliseconds(500);
+  s.connect_timeout = milliseconds(500);
   auto c = make(peer, s);
   const auto t0 = Clock::now();
   CallResult out = c->execute(req(peer));
   const auto took = Clock::now() - t0;
   ASSERT_FALSE(out.ok()) << what(out);
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
-  EXPECT_GE(took, milliseconds(550));
-  EXPECT_LT(took, milliseconds(1500));
+  EXPECT_TRUE(by_call_deadline(out)) << out.error.message();
+  EXPECT_GE(took, milliseconds(1450));  // not at the attempt's timeout: a lower bound, which load only lengthens
+  EXPECT_EQ(peer.requests(), 1);
   EXPECT_EQ(c->breaker().counts().failures, 1u);
 }
 
@@ -381,40 +405,35 @@ TEST_F(WireFaultTest, ABodyThatStallsMidwayIsCutByTheCallTimeout) {
   RawPeer peer(then_stall("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + std::string(300000, 's')));
   settings::Settings s;
   s.max_attempts = 1;
-  s.timeout = milliseconds(800);
-  s.attempt_timeout = milliseconds(400);
-  s.connect_timeout = milliseconds(400);
+  s.timeout = milliseconds(1500);
+  s.attempt_timeout = milliseconds(500);
+  s.connect_timeout = milliseconds(500);
   auto c = make(peer, s);
-  const auto t0 = Clock::now();
   CallResult out = c->execute(req(peer));
   ASSERT_FALSE(out.ok()) << what(out);
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
-  EXPECT_LT(Clock::now() - t0, milliseconds(1800));
+  EXPECT_TRUE(by_call_deadline(out)) << out.error.message();  // not the peer's close 10 s on
+  EXPECT_EQ(peer.requests(), 1);
 }
 
-// F31: a TLS peer that accepts and never answers the ClientHello is bounded by the connect timeout.
+// F31: a TLS peer that accepts and never answers the ClientHello is bounded by the connect timeout. The peer
+// holds each connection for 30 s and the attempts may last 20 s: the 300 ms connect timeout is all that can
+// end them, and the message is neither the attempt's timeout nor the call's deadline.
 TEST_F(WireFaultTest, ATlsHandshakeThatNeverCompletesIsATimeout) {
-  RawPeer peer([](RawConnection& c) {
-    while (!c.read_some(10'000).empty()) {
-    }
-  });
+  RawPeer peer([](RawConnection& c) { hold_until_the_client_leaves(c, 30'000); });
   settings::Settings s;
   s.max_attempts = 2;
-  s.timeout = milliseconds(2000);
-  s.attempt_timeout = milliseconds(600);
+  s.timeout = std::chrono::seconds(40);
+  s.attempt_timeout = std::chrono::seconds(20);
   s.connect_timeout = milliseconds(300);
   auto c = make(peer, s, "https");
-  const auto t0 = Clock::now();
   CallResult out = c->execute(https_req(peer));
   ASSERT_FALSE(out.ok()) << what(out);
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
+  EXPECT_FALSE(by_attempt_timeout(out)) << out.error.message();
+  EXPECT_FALSE(by_call_deadline(out)) << out.error.message();
   EXPECT_EQ(out.attempts, 2);
   EXPECT_EQ(peer.connections(), 2);
-  // Under TSan this call measured 2.2-2.5 s on a loaded machine (0.6 s in the debug build); the other builds
-  // assert the bound.
-  if (!humus::test::kThreadSanitized) {
-    EXPECT_LT(Clock::now() - t0, milliseconds(1500));
-  }
   EXPECT_EQ(c->breaker().counts().failures, 2u);
 }
 
@@ -453,11 +472,13 @@ TEST_F(WireFaultTest, AListenerThatNeverAcceptsIsAConnectTimeout) {
     fillers.push_back(fd);
   }
   std::this_thread::sleep_for(milliseconds(50));
+  // The SYN is retried for minutes and the attempt may last 20 s: the 300 ms connect timeout is all that can
+  // end it, and the message is neither the attempt's timeout nor the call's deadline.
   settings::Settings s;
   s.base_url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   s.max_attempts = 1;
-  s.timeout = milliseconds(2000);
-  s.attempt_timeout = milliseconds(600);
+  s.timeout = std::chrono::seconds(30);
+  s.attempt_timeout = std::chrono::seconds(20);
   s.connect_timeout = milliseconds(300);
   Result<std::unique_ptr<Client>> c = Client::create(runtime_, s);
   ASSERT_TRUE(c.ok());
@@ -470,8 +491,10 @@ TEST_F(WireFaultTest, AListenerThatNeverAcceptsIsAConnectTimeout) {
   close(listener);
   ASSERT_FALSE(out.ok()) << what(out);
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
-  EXPECT_GE(took, milliseconds(250));
-  EXPECT_LT(took, milliseconds(1000));
+  EXPECT_FALSE(by_attempt_timeout(out)) << out.error.message();
+  EXPECT_FALSE(by_call_deadline(out)) << out.error.message();
+  EXPECT_EQ(out.attempts, 1);
+  EXPECT_GE(took, milliseconds(250));  // not before the connect timeout: a lower bound
   EXPECT_EQ((*c)->breaker().counts().failures, 1u);
 }
 
@@ -480,15 +503,25 @@ TEST_F(WireFaultTest, AListenerThatNeverAcceptsIsAConnectTimeout) {
 // F70, F71: the peer closes (FIN) or resets an idle pooled connection; the next call opens a new one, once.
 TEST_F(WireFaultTest, APooledConnectionThePeerEndedIsReplacedTransparently) {
   for (bool reset : {false, true}) {
-    RawPeer peer([reset](RawConnection& c) {
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    RawPeer peer([reset, ended](RawConnection& c) {
       if (!c.read_request()) return;
       c.write(kOk);
       std::this_thread::sleep_for(milliseconds(20));  // answered and idle: now end it
-      if (reset) c.reset();
+      if (reset) {
+        c.reset();
+      } else {
+        ::shutdown(c.fd(), SHUT_WR);
+      }
+      *ended = true;
     });
     auto c = make(peer);
     ASSERT_EQ(what(c->execute(req(peer))), "200 ok");
-    std::this_thread::sleep_for(milliseconds(150));
+    // The next call starts once the peer has ended the idle connection, however late a loaded machine lets it.
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    while (!*ended && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+    ASSERT_TRUE(*ended);
+    std::this_thread::sleep_for(milliseconds(50));
     CallResult out = c->execute(req(peer));
     EXPECT_EQ(what(out), "200 ok") << (reset ? "reset" : "close");
     if (out.ok()) {
@@ -553,22 +586,30 @@ TEST_F(WireFaultTest, ACallCancelledBeforeItStartsSendsNothing) {
 }
 
 // F103: cancelled while the body arrives: the call ends at once, no verdict, the connection is not pooled.
+// The peer holds the body's rest for a minute and the call may last 60 s: the cancel, made once the first
+// bytes are written, is all that can end it. The 30 s bound tells a cancel acted on from one left for the
+// deadline; no loaded machine nears it.
 TEST_F(WireFaultTest, ACallCancelledMidBodyEndsAtOnceAndItsConnectionIsDiscarded) {
   auto connections = std::make_shared<std::atomic<int>>(0);
-  RawPeer peer([connections](RawConnection& c) {
+  auto written = std::make_shared<std::atomic<bool>>(false);
+  RawPeer peer([connections, written](RawConnection& c) {
     if (connections->fetch_add(1) == 0) {
       if (!c.read_request()) return;
       c.write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + std::string(1000, 'a'));
-      while (!c.read_some(10'000).empty()) {
-      }
+      *written = true;
+      hold_until_the_client_leaves(c, 60'000);
       return;
     }
     while (c.read_request()) c.write(kOk);
   });
-  auto c = make(peer);
+  settings::Settings s;
+  s.timeout = std::chrono::seconds(60);
+  s.attempt_timeout = std::chrono::seconds(60);
+  auto c = make(peer, s);
   CancelToken cancel;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(milliseconds(150));
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    while (!*written && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
     cancel.cancel();
   });
   const auto t0 = Clock::now();
@@ -577,7 +618,9 @@ TEST_F(WireFaultTest, ACallCancelledMidBodyEndsAtOnceAndItsConnectionIsDiscarded
   canceller.join();
   ASSERT_FALSE(out.ok()) << what(out);
   EXPECT_EQ(out.error.code(), Code::kCancelled) << out.error.message();
-  EXPECT_LT(took, milliseconds(1000));
+  EXPECT_TRUE(written->load());
+  EXPECT_EQ(out.attempts, 1);
+  EXPECT_LT(took, std::chrono::seconds(30));
   EXPECT_EQ(c->breaker().counts().failures, 0u);
   EXPECT_EQ(what(c->execute(req(peer))), "200 ok");
   EXPECT_EQ(peer.connections(), 2);
