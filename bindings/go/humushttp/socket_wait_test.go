@@ -62,13 +62,17 @@ func TestWaitingBodiesHoldNoThreads(t *testing.T) {
 }
 
 // A Read waiting in the netpoller for a late body ends at once when the request's context is cancelled, and
-// when the body is closed: neither waits for the server's bytes.
+// when the body is closed: neither waits for the server's bytes. The bodies would come after 30 s, within the
+// calls' 60 s: only the cancel and the close can end the reads. The 20 s bound tells a read ended by them from
+// one left to the body; no loaded machine nears it.
 func TestAWaitingReadEndsOnCancelAndClose(t *testing.T) {
 	s := server(t)
-	c := s.open(t, s.settings("http"))
+	settings := s.settings("http")
+	settings.Timeout, settings.AttemptTimeout = time.Minute, time.Minute
+	c := s.open(t, settings)
 	path := uniquePath()
-	s.script(t, path, map[string]any{"status": 200, "body_size": 1000, "body_delay_ms": 3000},
-		map[string]any{"status": 200, "body_size": 1000, "body_delay_ms": 3000})
+	s.script(t, path, map[string]any{"status": 200, "body_size": 1000, "body_delay_ms": 30_000},
+		map[string]any{"status": 200, "body_size": 1000, "body_delay_ms": 30_000})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.url("http", path), nil)
@@ -79,7 +83,7 @@ func TestAWaitingReadEndsOnCancelAndClose(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	started := time.Now()
 	_, err = io.Copy(io.Discard, resp.Body)
-	if took := time.Since(started); !errors.Is(err, context.Canceled) || took > 2*time.Second {
+	if took := time.Since(started); !errors.Is(err, context.Canceled) || took > 20*time.Second {
 		t.Errorf("a cancelled wait: %v after %v; want context.Canceled at once", err, took)
 	}
 	resp.Body.Close()
@@ -92,7 +96,7 @@ func TestAWaitingReadEndsOnCancelAndClose(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, func() { resp.Body.Close() })
 	started = time.Now()
 	_, err = io.Copy(io.Discard, resp.Body)
-	if took := time.Since(started); err == nil || took > 2*time.Second {
+	if took := time.Since(started); err == nil || took > 20*time.Second {
 		t.Errorf("a closed wait: %v after %v; want an error at once", err, took)
 	}
 	if got := counts(t, c); got.Failures != 0 {
