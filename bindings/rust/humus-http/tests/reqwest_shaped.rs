@@ -58,14 +58,13 @@ fn one_slot_client(wait: Duration) -> Client {
 #[test]
 fn dropping_a_call_cancels_it_and_frees_its_bulkhead_slot() {
     let server = TestServer::shared();
-    let (client, call) = hanging_call_on_one_slot("drop-hang", Duration::from_secs(2), true);
+    let (client, call) = hanging_call_on_one_slot("drop-hang", Duration::from_secs(10), true);
     drop(call);
 
-    // The next call needs the one slot: it gets it within its 2 s wait, not after the 20 s hang.
-    let started = Instant::now();
+    // The next call needs the one slot: answered, it got it within its 10 s wait, not after the 20 s hang
+    // (a slot still held would have turned it away as BulkheadFull).
     let response = client.execute(&Request::get(&server.url("https", &unique_path("drop-next")))).unwrap();
     assert_eq!(response.status(), 200);
-    assert!(started.elapsed() < Duration::from_secs(2), "waited {:?} for the slot", started.elapsed());
 }
 
 #[test]
