@@ -62,6 +62,12 @@ CURLM* new_multi() {
   return multi;
 }
 
+// The local port of the connection `h` last used (0: none yet in this transfer).
+long local_port(CURL* h) {
+  long port = 0;
+  return curl_easy_getinfo(h, CURLINFO_LOCAL_PORT, &port) == CURLE_OK ? port : 0;
+}
+
 class Lane {
  public:
   Lane(const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
@@ -93,7 +99,16 @@ class Lane {
     curl_multi_add_handle(multi_, easy_.handle());
     LaneProgress progress;
     drive_lane(multi_, easy_, limits, cancel, [] { return false; }, progress);
+    // Cancelled before libcurl finished it: libcurl closes an HTTP/1.1 connection itself, but keeps an
+    // HTTP/2 one, its stream's RST_STREAM only buffered until the lane's next request (AsyncMulti::
+    // send_reset). No other transfer shares a lane's connection: it is closed now, so that the server ends
+    // the stream at once (a timed-out one's is, by finish()).
+    const bool cut = progress.interrupt == Interrupt::kCancelled && !progress.ended;
+    const long cut_port = cut ? local_port(easy_.handle()) : 0;
     curl_multi_remove_handle(multi_, easy_.handle());
+    if (cut_port > 0) {
+      if (const int fd = sockets_.fd_for(static_cast<int>(cut_port)); fd >= 0) poison(fd);
+    }
     return easy_.finish(progress.code, progress.interrupt);
   }
 
@@ -219,13 +234,15 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     sockets_.set_transfers(live_.size());
     curl_multi_add_handle(multi_, e.easy().handle());
   }
-  // A transfer leaves the multi: a finished one leaves its connection in the cache, an unfinished one closes
-  // it (HTTP/2: resets its stream). Its easy handle stays with its owner.
-  void detach(MultiEntry& e) {
+  // A transfer leaves the multi: a finished one leaves its connection in the cache, an unfinished one (`cut`)
+  // closes it (HTTP/2: resets its stream, at once: send_reset). Its easy handle stays with its owner.
+  void detach(MultiEntry& e, bool cut = false) {
     leave_heads(e);
     live_.erase(&e);
     sockets_.set_transfers(live_.size());
+    const long port = cut ? local_port(e.easy().handle()) : 0;
     curl_multi_remove_handle(multi_, e.easy().handle());
+    send_reset(port);
   }
   // An easy handle no transfer uses any more, for the next one.
   void give_back(std::unique_ptr<CurlEasy> easy) {
@@ -249,13 +266,38 @@ class AsyncMulti final : public EventLoop::SocketHandler {
     return true;
   }
 
-  // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one.
-  void retire(Transfer& t, std::unique_ptr<CurlEasy> easy) {
+  // A transfer leaves the multi; its easy handle (and connection cache entry) stays for the next one. `cut`:
+  // a deadline or cancel ended it before libcurl did (its HTTP/2 stream is reset at once: send_reset).
+  void retire(Transfer& t, std::unique_ptr<CurlEasy> easy, bool cut) {
     leave_heads(t);
     live_.erase(&t);
     sockets_.set_transfers(live_.size());
+    const long port = cut ? local_port(easy->handle()) : 0;
     curl_multi_remove_handle(multi_, easy->handle());  // the transfer's own easy_ was moved here
+    send_reset(port);
     give_back(std::move(easy));
+  }
+
+  // A transfer cut on an HTTP/2 connection other transfers share: libcurl resets its stream in
+  // curl_multi_remove_handle (RST_STREAM), but only into the connection's output buffer — libcurl 7.88
+  // writes a frame under 1 KB there and flushes the buffer only when a transfer next sends on the
+  // connection (8.x alike, when one next runs). With every other stream on it waiting for its answer, the
+  // reset would reach the server only after one of them ended: the stream held there long after its call
+  // gave its bulkhead slot back (docs/transport.md §10.7). So another transfer on the connection is kicked
+  // as kick_stalled_head kicks one: its unpause has libcurl 7.88 send on the connection there and then (a
+  // window update that changes nothing, and the buffer), and has 8.x run it at its next timer. A transfer
+  // whose reader is away (its sink paused) is passed over: unpausing it would hand its body on. Alone on
+  // its connection, a timed-out transfer's connection is closed (retire_connection_after_timeout); a
+  // cancelled one's reset goes out with the connection's next request. `port`: the cut transfer's local
+  // port, 0 for none. Loop thread, outside libcurl.
+  void send_reset(long port) {
+    if (port <= 0) return;
+    for (MultiEntry* other : live_) {
+      CURL* h = other->easy().handle();
+      if (other->easy().sink().paused() || local_port(h) != port) continue;
+      curl_easy_pause(h, CURLPAUSE_RECV);
+      if (curl_easy_pause(h, CURLPAUSE_CONT) == CURLE_OK) return;
+    }
   }
 
   void on_socket(int fd, uint32_t events) override {
@@ -407,7 +449,7 @@ void Transfer::end(CURLcode code, Interrupt interrupt) {
   if (deadline_timer != 0) multi_.loop().cancel_timer(deadline_timer);
   deadline_timer = 0;
   WireResult result = easy_->finish(code, interrupt);
-  multi_.retire(*this, std::move(easy_));
+  multi_.retire(*this, std::move(easy_), interrupt != Interrupt::kNone);
   // Posted, so whoever owns this transfer may destroy it in `done`.
   multi_.loop().post([done = std::move(done_), result = std::move(result)]() mutable { done(std::move(result)); });
 }
@@ -525,7 +567,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     multi_.forget(*this);
     if (in_multi_) {
       drop_paused_bytes();
-      multi_.detach(*this);
+      multi_.detach(*this, /*cut=*/true);
       cut_ = true;
     }
     in_multi_ = false;
@@ -581,7 +623,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     // transfer shares must stay (a later finish() would count one transfer too few, and cut it under them).
     easy_->retire_connection_after_timeout(why);
     drop_paused_bytes();
-    multi_.detach(*this);
+    multi_.detach(*this, /*cut=*/true);
     cut_ = true;
     in_multi_ = false;
     if (phase_ == Phase::kHead) {
