@@ -18,9 +18,17 @@ Modes (every connection behaves the same way):
               and answers nothing, PING included, leaving the connection open: a peer that stopped responding.
   continuation  a request is answered with HEADERS without END_HEADERS and then empty CONTINUATION frames
               without end (up to 1,000,000, counted in `continuations`) until the client goes away.
+  abandon     by path: /hang is never answered; /stall is answered with its head and 2 bytes of its body,
+              never more; /hold is answered 200 "ok" once the client resets another
+              stream of its connection (RST_STREAM), or after HOLD_MAX_S; any other path at once. A reset
+              is counted in `resets`, and in `resets_shared` when another stream of its connection was
+              still open; a connection that ends with streams open counts them in `dropped_open`; a /hold
+              answered for a reset counts in `holds_released`.
 
 Counters: connections, requests, ended (requests whose last byte came), body_bytes, body_bytes_after_ack,
-pings, excess, excess_after_ack, continuations, max_open.
+pings, excess, excess_after_ack, continuations, max_open, resets, resets_shared, dropped_open,
+holds_released. At EOF on stdin the abandon mode first waits (at most QUIET_MAX_S) for no stream to be
+open, so that the counters include what the client's last frames said.
 """
 
 from __future__ import annotations
@@ -47,8 +55,10 @@ from hyperframe.frame import ContinuationFrame, HeadersFrame
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 from humus_test_server import ensure_certs  # noqa: E402  (the same certificates as the test server)
 
-MODES = ("window0", "streams1", "silent", "continuation")
+MODES = ("window0", "streams1", "silent", "continuation", "abandon")
 ANSWER_DELAY_S = 0.1
+HOLD_MAX_S = 3.0
+QUIET_MAX_S = 2.0
 MAX_CONTINUATIONS = 1_000_000
 
 
@@ -57,7 +67,8 @@ class Counters:
         self.lock = threading.Lock()
         self.values = {name: 0 for name in ("connections", "requests", "ended", "body_bytes",
                                             "body_bytes_after_ack", "pings", "excess", "excess_after_ack",
-                                            "continuations", "max_open")}
+                                            "continuations", "max_open", "resets", "resets_shared",
+                                            "dropped_open", "holds_released", "open_now")}
 
     def add(self, name: str, n: int = 1) -> None:
         with self.lock:
@@ -110,9 +121,27 @@ def serve(tls: ssl.SSLSocket, mode: str, counters: Counters) -> None:
     conn = new_connection(mode)
     tls.sendall(conn.data_to_send())
     open_streams: set[int] = set()
-    due: list[tuple[float, int]] = []  # streams1: (when, stream) answers waiting for their delay
+    due: list[tuple[float, int]] = []  # streams1, abandon: (when, stream) answers waiting for their delay
+    paths: dict[int, bytes] = {}       # abandon: each open stream's :path
     acked = False
     answered = 0
+    try:
+        serve_streams(tls, mode, counters, conn, open_streams, due, paths, acked, answered)
+    finally:
+        if mode == "abandon" and open_streams:
+            counters.add("dropped_open", len(open_streams))
+            counters.add("open_now", -len(open_streams))
+
+
+def serve_streams(tls: ssl.SSLSocket, mode: str, counters: Counters, conn: h2.connection.H2Connection,
+                  open_streams: set[int], due: list[tuple[float, int]], paths: dict[int, bytes], acked: bool,
+                  answered: int) -> None:
+    def close(stream_id: int) -> None:
+        if stream_id in open_streams:
+            open_streams.discard(stream_id)
+            if mode == "abandon":
+                counters.add("open_now", -1)
+
     while True:
         if due:
             tls.settimeout(max(0.0, due[0][0] - time.monotonic()))
@@ -142,6 +171,11 @@ def serve(tls: ssl.SSLSocket, mode: str, counters: Counters) -> None:
                     continue
                 open_streams.add(event.stream_id)
                 counters.at_least("max_open", len(open_streams))
+                if mode == "abandon":
+                    counters.add("open_now")
+                    paths[event.stream_id] = dict(event.headers).get(b":path", b"")
+                    if paths[event.stream_id] == b"/hold":
+                        due.append((time.monotonic() + HOLD_MAX_S, event.stream_id))
                 if mode == "continuation":
                     tls.sendall(conn.data_to_send())
                     flood(tls, event.stream_id, counters)
@@ -161,13 +195,28 @@ def serve(tls: ssl.SSLSocket, mode: str, counters: Counters) -> None:
                 elif mode == "silent":
                     answer(conn, event.stream_id)
                     answered += 1
+                elif mode == "abandon" and paths.get(event.stream_id) == b"/stall":
+                    conn.send_headers(event.stream_id, [(b":status", b"200"), (b"content-length", b"100")])
+                    conn.send_data(event.stream_id, b"ok")
+                elif mode == "abandon" and paths.get(event.stream_id) not in (b"/hang", b"/hold"):
+                    answer(conn, event.stream_id)
+                    close(event.stream_id)
             elif isinstance(event, h2.events.StreamReset):
-                open_streams.discard(event.stream_id)
-                due = [d for d in due if d[1] != event.stream_id]
+                if mode == "abandon" and event.stream_id in open_streams:
+                    counters.add("resets")
+                    if len(open_streams) > 1:
+                        counters.add("resets_shared")
+                    for _, held in due:  # the reset is what a /hold waits for
+                        counters.add("holds_released")
+                        answer(conn, held)
+                        close(held)
+                    due.clear()
+                close(event.stream_id)
+                due[:] = [d for d in due if d[1] != event.stream_id]
         while due and due[0][0] <= time.monotonic():
             _, stream_id = due.pop(0)
             answer(conn, stream_id)
-            open_streams.discard(stream_id)
+            close(stream_id)
         tls.sendall(conn.data_to_send())
         if mode == "silent" and answered:
             threading.Event().wait()  # never reads, never answers again; the process exit ends it
@@ -209,6 +258,9 @@ def run(certs: Path, serve_one, counters: Counters) -> None:
     threading.Thread(target=accept_loop, daemon=True).start()
     print(json.dumps({"port": listener.getsockname()[1]}), flush=True)
     sys.stdin.read()  # until EOF: the test that started the peer is done with it
+    quiet_by = time.monotonic() + QUIET_MAX_S
+    while counters.snapshot().get("open_now", 0) > 0 and time.monotonic() < quiet_by:
+        time.sleep(0.01)  # frames the client sent before the test ended, still being read
     print(json.dumps(counters.snapshot()), flush=True)
     os._exit(0)
 

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -52,6 +54,38 @@ class H2FaultPeerTest : public ::testing::Test {
     r.method = std::move(method);
     r.url = "https://payments:" + std::to_string(peer.port()) + "/";
     return r;
+  }
+
+  // A call submitted to the client's event loop, its result waited for.
+  static std::future<CallResult> submit(Client& c, Request r, bool open = false) {
+    auto promise = std::make_shared<std::promise<CallResult>>();
+    std::future<CallResult> result = promise->get_future();
+    auto done = [promise](CallResult out) { promise->set_value(std::move(out)); };
+    if (open) {
+      c.submit_open(std::move(r), std::move(done));
+    } else {
+      c.submit(std::move(r), std::move(done));
+    }
+    return result;
+  }
+
+  static Request at(const H2FaultPeer& peer, const std::string& path, milliseconds timeout = milliseconds(0)) {
+    Request r = req(peer);
+    r.url += path.substr(1);
+    if (timeout.count() > 0) r.timeout = timeout;
+    return r;
+  }
+
+  // The abandon peer's /hold is answered once the client resets another stream of its connection (or after
+  // 3 s): a /hold call ended with a reset while it was open shows the reset went out before it ended, and
+  // that a hold was released by it.
+  static void expect_reset_while_shared(const nlohmann::json& seen) {
+    EXPECT_EQ(seen["connections"], 1) << "the calls did not share one connection";
+    EXPECT_EQ(seen["resets"], 1) << "the abandoned stream was not reset";
+    EXPECT_EQ(seen["resets_shared"], 1)
+        << "the abandoned stream's RST_STREAM reached the server only after the connection's other stream ended";
+    EXPECT_EQ(seen["holds_released"], 1);
+    EXPECT_EQ(seen["open_now"], 0) << "a stream is still open at the server";
   }
 
   std::unique_ptr<Runtime> runtime_;
@@ -157,6 +191,86 @@ TEST_F(H2FaultPeerTest, AContinuationFloodEndsTheAttemptAsAProtocolError) {
   EXPECT_EQ(c->breaker().counts().failures, 1u);
   const nlohmann::json seen = peer.finish();
   EXPECT_LT(seen["continuations"].get<int>(), 1000000) << "the client read the whole flood";
+}
+
+// Two asynchronous calls on one HTTP/2 connection: one the server holds, one that hangs until its deadline.
+// The abandoned attempt's stream is reset on the wire at once (RST_STREAM), while the other stream is still
+// open, not when the connection's other streams end: the server holds no stream of a call that gave its
+// bulkhead slot back (docs/transport.md §10.7). The held call goes on, answered.
+// F134
+TEST_F(H2FaultPeerTest, AnAttemptAbandonedOnASharedConnectionResetsItsStreamAtOnce) {
+  H2FaultPeer peer("abandon");
+  settings::Settings s;
+  s.timeout = milliseconds(10000);
+  s.attempt_timeout = milliseconds(10000);
+  s.max_attempts = 1;
+  auto c = make(peer, s);
+  CallResult warm = submit(*c, at(peer, "/ok")).get();  // the connection both calls share
+  ASSERT_TRUE(warm.ok()) << warm.error.message();
+  ASSERT_EQ(warm.response->http_version, "2");
+  std::future<CallResult> held = submit(*c, at(peer, "/hold"));
+  CallResult hung = submit(*c, at(peer, "/hang", milliseconds(500))).get();
+  EXPECT_EQ(hung.error.code(), Code::kTimeout) << hung.error.message();
+  CallResult answered = held.get();
+  ASSERT_TRUE(answered.ok()) << answered.error.message();
+  EXPECT_EQ(answered.response->body, "ok");
+  expect_reset_while_shared(peer.finish());
+}
+
+// The same for a body streamed on the loop: an attempt whose head never comes is cut at its deadline, and a
+// body dropped half-read, each while another stream of the connection is open.
+// F134
+TEST_F(H2FaultPeerTest, AStreamedAttemptAbandonedOnASharedConnectionResetsItsStreamAtOnce) {
+  for (const std::string path : {"/hang", "/stall"}) {
+    SCOPED_TRACE(path);
+    H2FaultPeer peer("abandon");
+    settings::Settings s;
+    s.timeout = milliseconds(10000);
+    s.attempt_timeout = milliseconds(10000);
+    s.max_attempts = 1;
+    auto c = make(peer, s);
+    CallResult warm = submit(*c, at(peer, "/ok")).get();
+    ASSERT_TRUE(warm.ok()) << warm.error.message();
+    std::future<CallResult> held = submit(*c, at(peer, "/hold"));
+    // /hang: the head never comes (kTimeout); /stall: the head comes, and the body is dropped unread when
+    // the result is, on the loop thread.
+    CallResult cut = submit(*c, at(peer, path, milliseconds(500)), /*open=*/true).get();
+    if (path == "/hang") {
+      EXPECT_EQ(cut.error.code(), Code::kTimeout) << cut.error.message();
+    } else {
+      EXPECT_TRUE(cut.ok()) << cut.error.message();
+    }
+    CallResult answered = held.get();
+    ASSERT_TRUE(answered.ok()) << answered.error.message();
+    expect_reset_while_shared(peer.finish());
+  }
+}
+
+// A blocking call cancelled on an HTTP/2 connection: no other transfer shares a lane's connection, so the
+// lane closes it at once rather than leave the reset in libcurl's buffer until its next request; the server
+// holds no stream of the cancelled call.
+// F134
+TEST_F(H2FaultPeerTest, ACancelledBlockingCallLeavesNoStreamOpenAtTheServer) {
+  H2FaultPeer peer("abandon");
+  settings::Settings s;
+  s.timeout = milliseconds(10000);
+  s.attempt_timeout = milliseconds(10000);
+  s.max_attempts = 1;
+  auto c = make(peer, s);
+  CallResult warm = c->execute(at(peer, "/ok"));
+  ASSERT_TRUE(warm.ok()) << warm.error.message();
+  CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(500));  // the request is out on the pooled connection by then
+    cancel.cancel();
+  });
+  CallResult out = c->execute(at(peer, "/hang"), &cancel);
+  canceller.join();
+  EXPECT_EQ(out.error.code(), Code::kCancelled) << out.error.message();
+  const nlohmann::json seen = peer.finish();  // the client, and its lanes, still alive
+  EXPECT_EQ(seen["requests"], 2);
+  EXPECT_EQ(seen["open_now"], 0) << "the cancelled call's stream is still open at the server";
+  EXPECT_EQ(seen["resets"].get<int>() + seen["dropped_open"].get<int>(), 1);
 }
 
 }  // namespace HUMUS_UNITY_ID
