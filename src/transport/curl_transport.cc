@@ -287,17 +287,22 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   // as kick_stalled_head kicks one: its unpause has libcurl 7.88 send on the connection there and then (a
   // window update that changes nothing, and the buffer), and has 8.x run it at its next timer. A transfer
   // whose reader is away (its sink paused) is passed over: unpausing it would hand its body on. Alone on
-  // its connection, a timed-out transfer's connection is closed (retire_connection_after_timeout); a
-  // cancelled one's reset goes out with the connection's next request. `port`: the cut transfer's local
-  // port, 0 for none. Loop thread, outside libcurl.
+  // its connection, the cut transfer's connection is closed, so that the server ends the stream now rather
+  // than with the connection's next request, which may never come or come after another connection's.
+  // `port`: the cut transfer's local port, 0 for none. Loop thread, outside libcurl.
   void send_reset(long port) {
     if (port <= 0) return;
+    bool shared = false;
     for (MultiEntry* other : live_) {
       CURL* h = other->easy().handle();
-      if (other->easy().sink().paused() || local_port(h) != port) continue;
+      if (local_port(h) != port) continue;
+      shared = true;
+      if (other->easy().sink().paused()) continue;
       curl_easy_pause(h, CURLPAUSE_RECV);
       if (curl_easy_pause(h, CURLPAUSE_CONT) == CURLE_OK) return;
     }
+    if (shared) return;  // only readers that are away share it: the reset goes out when one comes back
+    if (const int fd = sockets_.fd_for(static_cast<int>(port)); fd >= 0) poison(fd);
   }
 
   void on_socket(int fd, uint32_t events) override {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "humus_http.h"
+#include "support/capi_client.h"
 #include "support/test_server.h"
 
 namespace {
@@ -88,29 +89,8 @@ humus_attempt_hooks hooks_of(Seen& seen) {
   return hooks;
 }
 
-struct Outcome {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  humus_status status = HUMUS_OK;
-  int32_t http_status = 0;
-
-  bool wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; });
-  }
-};
-
-void on_done(void* user, humus_status status, humus_response* resp, humus_error* err) {
-  auto* o = static_cast<Outcome*>(user);
-  std::lock_guard<std::mutex> lock(o->mu);
-  o->status = status;
-  o->http_status = humus_response_status(resp);
-  o->done = true;
-  o->cv.notify_all();
-  humus_response_free(resp);
-  humus_error_free(err);
-}
+using Outcome = humus::testing::CallOutcome;
+constexpr auto on_done = &humus::testing::CallOutcome::on_done;
 
 class AttemptHooksTest : public humus::test::WithTestServer {
  protected:

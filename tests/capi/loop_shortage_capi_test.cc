@@ -8,9 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,24 +26,8 @@ humus_status answer(void*, const humus_mock_request*, humus_mock_reply* reply) {
   return HUMUS_OK;
 }
 
-struct Outcome {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  humus_status status = HUMUS_OK;
-  int32_t http_status = 0;
-};
-
-void on_done(void* user, humus_status status, humus_response* resp, humus_error* err) {
-  auto* o = static_cast<Outcome*>(user);
-  std::lock_guard<std::mutex> lock(o->mu);
-  o->status = status;
-  o->http_status = resp != nullptr ? humus_response_status(resp) : 0;
-  o->done = true;
-  o->cv.notify_all();
-  humus_response_free(resp);
-  humus_error_free(err);
-}
+using Outcome = humus::testing::CallOutcome;
+constexpr auto on_done = &humus::testing::CallOutcome::on_done;
 
 // Takes every descriptor but a few under a low limit, and gives them back.
 class DescriptorHog {
@@ -101,10 +82,7 @@ TEST(LoopShortageCapiTest, NoDescriptorForTheEventLoopIsResourceAndTheNextCallMa
 
   Outcome fed;
   ASSERT_EQ(humus_client_submit(client, req, on_done, &fed, nullptr, nullptr), HUMUS_OK);
-  {
-    std::unique_lock<std::mutex> lock(fed.mu);
-    ASSERT_TRUE(fed.cv.wait_for(lock, std::chrono::seconds(10), [&] { return fed.done; }));
-  }
+  ASSERT_TRUE(fed.wait());
   EXPECT_EQ(fed.status, HUMUS_OK);
   EXPECT_EQ(fed.http_status, 200);
   EXPECT_EQ(g_sent.load(), 1);

@@ -23,30 +23,8 @@ humus_status hang(void*, const humus_mock_request*, humus_mock_reply* reply) {
   return HUMUS_OK;
 }
 
-struct Outcome {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  humus_status status = HUMUS_OK;
-  int32_t attempts = -1;
-
-  // Waits (bounded) for the completion; false if it never came.
-  bool wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; });
-  }
-};
-
-void on_done(void* user, humus_status status, humus_response* resp, humus_error* err) {
-  auto* o = static_cast<Outcome*>(user);
-  std::lock_guard<std::mutex> lock(o->mu);
-  o->status = status;
-  o->attempts = resp != nullptr ? humus_response_attempts(resp) : humus_error_attempts(err);
-  o->done = true;
-  o->cv.notify_all();
-  humus_response_free(resp);
-  humus_error_free(err);
-}
+using Outcome = humus::testing::CallOutcome;
+constexpr auto on_done = &humus::testing::CallOutcome::on_done;
 
 class SubmitCancelTest : public ::testing::Test {
  protected:

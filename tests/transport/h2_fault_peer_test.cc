@@ -98,6 +98,7 @@ class H2FaultPeerTest : public ::testing::Test {
 TEST_F(H2FaultPeerTest, AnUploadTheFlowControlWindowNeverLetsOutEndsAtTheAttemptTimeout) {
   H2FaultPeer peer("window0");
   settings::Settings s = deadlines(milliseconds(300));
+  s.timeout = milliseconds(30000);  // only the attempts' timeouts can end it
   s.max_attempts = 2;
   auto c = make(peer, s);
   Request r = req(peer, "PUT");
@@ -107,9 +108,10 @@ TEST_F(H2FaultPeerTest, AnUploadTheFlowControlWindowNeverLetsOutEndsAtTheAttempt
   const auto took = Clock::now() - t0;
   ASSERT_FALSE(out.ok()) << out.response->status;
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
+  EXPECT_NE(out.error.message().find("attempt timed out before the response headers"), std::string::npos)
+      << out.error.message();
   EXPECT_EQ(out.attempts, 2);
   EXPECT_GE(took, milliseconds(550));
-  EXPECT_LT(took, milliseconds(2000));
   EXPECT_EQ(c->breaker().counts().failures, 2u);
   const nlohmann::json seen = peer.finish();
   EXPECT_EQ(seen["requests"], 2);
@@ -180,14 +182,13 @@ TEST_F(H2FaultPeerTest, APeerThatStopsRespondingIsLeftAfterOneAttemptTimeout) {
 // F100, S24
 TEST_F(H2FaultPeerTest, AContinuationFloodEndsTheAttemptAsAProtocolError) {
   H2FaultPeer peer("continuation");
-  auto c = make(peer, deadlines(milliseconds(1000)));
-  const auto t0 = Clock::now();
+  settings::Settings s = deadlines(milliseconds(20000));  // no deadline ends it: nghttp2's limit does
+  s.timeout = milliseconds(30000);
+  auto c = make(peer, s);
   CallResult out = c->execute(req(peer));
-  const auto took = Clock::now() - t0;
   ASSERT_FALSE(out.ok()) << out.response->status;
   EXPECT_EQ(out.error.code(), Code::kProtocol) << out.error.message();
   EXPECT_EQ(out.attempts, 1);
-  EXPECT_LT(took, milliseconds(1000));
   EXPECT_EQ(c->breaker().counts().failures, 1u);
   const nlohmann::json seen = peer.finish();
   EXPECT_LT(seen["continuations"].get<int>(), 1000000) << "the client read the whole flood";
@@ -261,16 +262,17 @@ TEST_F(H2FaultPeerTest, ACancelledBlockingCallLeavesNoStreamOpenAtTheServer) {
   ASSERT_TRUE(warm.ok()) << warm.error.message();
   CancelToken cancel;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(milliseconds(500));  // the request is out on the pooled connection by then
-    cancel.cancel();
+    std::this_thread::sleep_for(milliseconds(500));  // the request is out on the pooled connection by then,
+    cancel.cancel();                                 // but for a machine too loaded to send it: see below
   });
   CallResult out = c->execute(at(peer, "/hang"), &cancel);
   canceller.join();
   EXPECT_EQ(out.error.code(), Code::kCancelled) << out.error.message();
   const nlohmann::json seen = peer.finish();  // the client, and its lanes, still alive
-  EXPECT_EQ(seen["requests"], 2);
+  const int hung = seen["requests"].get<int>() - 1;  // 0 only if the cancel came before the request went out
+  EXPECT_GE(hung, 0);
   EXPECT_EQ(seen["open_now"], 0) << "the cancelled call's stream is still open at the server";
-  EXPECT_EQ(seen["resets"].get<int>() + seen["dropped_open"].get<int>(), 1);
+  EXPECT_EQ(seen["resets"].get<int>() + seen["dropped_open"].get<int>(), hung);
 }
 
 }  // namespace HUMUS_UNITY_ID
