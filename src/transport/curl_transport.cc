@@ -68,6 +68,15 @@ long local_port(CURL* h) {
   return curl_easy_getinfo(h, CURLINFO_LOCAL_PORT, &port) == CURLE_OK ? port : 0;
 }
 
+// Closes the connection on local port `port` under libcurl, and retires it: a request that would reuse it
+// goes to a new connection (on_prereq), also while other transfers of the cache run.
+void close_connection(SocketRegistry& sockets, int port) {
+  if (const int fd = sockets.fd_for(port); fd >= 0) {
+    sockets.retire(port);
+    poison(fd);
+  }
+}
+
 class Lane {
  public:
   Lane(const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
@@ -107,7 +116,7 @@ class Lane {
     const long cut_port = cut ? local_port(easy_.handle()) : 0;
     curl_multi_remove_handle(multi_, easy_.handle());
     if (cut_port > 0) {
-      if (const int fd = sockets_.fd_for(static_cast<int>(cut_port)); fd >= 0) poison(fd);
+      close_connection(sockets_, static_cast<int>(cut_port));
     }
     return easy_.finish(progress.code, progress.interrupt);
   }
@@ -302,7 +311,7 @@ class AsyncMulti final : public EventLoop::SocketHandler {
       if (curl_easy_pause(h, CURLPAUSE_CONT) == CURLE_OK) return;
     }
     if (shared) return;  // only readers that are away share it: the reset goes out when one comes back
-    if (const int fd = sockets_.fd_for(static_cast<int>(port)); fd >= 0) poison(fd);
+    close_connection(sockets_, static_cast<int>(port));
   }
 
   void on_socket(int fd, uint32_t events) override {
