@@ -22,6 +22,61 @@ std::unordered_map<const void*, StreamFacts>& registry() {
 
 std::atomic<bool> wrapped{false};
 
+// Connection lifetime (set_lifetime): each watched easy handle's lifetime, and each open session's birth and,
+// once a watched stream opened on it, the moment it takes no new stream. A lock of its own: libcurl asks
+// check_request_allowed at every read of an HTTP/2 connection.
+using Clock = std::chrono::steady_clock;
+struct SessionAge {
+  Clock::time_point born;
+  Clock::time_point last_stream{Clock::time_point::max()};  // no new stream from then on
+  bool counted = false;                                        // sessions_aged() counts it already
+};
+std::mutex sessions_mu;
+std::unordered_map<const void*, Clock::duration>& lifetimes() {  // easy → lifetime; sessions_mu held
+  static auto* m = new std::unordered_map<const void*, Clock::duration>();  // never freed: used at exit
+  return *m;
+}
+std::unordered_map<const nghttp2_session*, SessionAge>& sessions() {  // sessions_mu held
+  static auto* m = new std::unordered_map<const nghttp2_session*, SessionAge>();
+  return *m;
+}
+std::atomic<uint64_t> aged_sessions{0};
+
+// The session sent a frame: its first (the client's SETTINGS) is its birth.
+void note_session_frame(const nghttp2_session* session) {
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  sessions().try_emplace(session, SessionAge{Clock::now()});
+}
+
+// `easy`'s request opened a stream on `session`: the session's first watched stream sets its last moment.
+void note_session_stream(const nghttp2_session* session, const void* easy) {
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  const auto life = lifetimes().find(easy);
+  if (life == lifetimes().end()) return;
+  const auto it = sessions().try_emplace(session, SessionAge{Clock::now()}).first;
+  if (it->second.last_stream == Clock::time_point::max()) it->second.last_stream = it->second.born + life->second;
+}
+
+// Whether `session` has reached its lifetime.
+bool session_aged(const nghttp2_session* session) {
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  const auto it = sessions().find(session);
+  if (it == sessions().end() || it->second.last_stream == Clock::time_point::max() ||
+      Clock::now() < it->second.last_stream) {
+    return false;
+  }
+  if (!it->second.counted) {
+    it->second.counted = true;
+    aged_sessions.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+void forget_session(const nghttp2_session* session) {
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  sessions().erase(session);
+}
+
 // nghttp2's own definition of `name`: the next one after this library's in the lookup order.
 template <typename Fn>
 Fn real(const char* name) {
@@ -60,12 +115,19 @@ void note_frame_sent(nghttp2_session* session, const nghttp2_frame* frame) {
   const uint8_t type = frame->hd.type;
   const bool ends_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (type == NGHTTP2_HEADERS || (type == NGHTTP2_DATA && ends_stream)) {
-    std::lock_guard<std::mutex> lock(registry_mu);
-    if (StreamFacts* f = watched_stream(session, frame->hd.stream_id)) {
-      f->seen = true;
-      f->stream_id = frame->hd.stream_id;
-      f->request_ended = f->request_ended || ends_stream;
+    const void* opened_by = nullptr;  // the watched easy handle whose request opened the stream
+    {
+      std::lock_guard<std::mutex> lock(registry_mu);
+      if (StreamFacts* f = watched_stream(session, frame->hd.stream_id)) {
+        f->seen = true;
+        f->stream_id = frame->hd.stream_id;
+        f->request_ended = f->request_ended || ends_stream;
+        if (type == NGHTTP2_HEADERS) opened_by = stream_user_data(session, frame->hd.stream_id);
+      }
     }
+    if (opened_by != nullptr) note_session_stream(session, opened_by);
+  } else if (type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+    note_session_frame(session);
   } else if (type == NGHTTP2_RST_STREAM) {
     std::lock_guard<std::mutex> lock(registry_mu);
     if (StreamFacts* f = watched_stream(session, frame->hd.stream_id)) {
@@ -120,8 +182,12 @@ void watch(const void* easy) {
 }
 
 void unwatch(const void* easy) {
-  std::lock_guard<std::mutex> lock(registry_mu);
-  registry().erase(easy);
+  {
+    std::lock_guard<std::mutex> lock(registry_mu);
+    registry().erase(easy);
+  }
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  lifetimes().erase(easy);
 }
 
 void clear(const void* easy) {
@@ -136,6 +202,13 @@ StreamFacts facts(const void* easy) {
 }
 
 bool active() { return wrapped.load(std::memory_order_relaxed); }
+
+void set_lifetime(const void* easy, std::chrono::steady_clock::duration lifetime) {
+  std::lock_guard<std::mutex> lock(sessions_mu);
+  lifetimes()[easy] = lifetime;
+}
+
+uint64_t sessions_aged() { return aged_sessions.load(std::memory_order_relaxed); }
 
 std::string error_name(uint32_t code) {
   static const char* const names[] = {"NO_ERROR",           "PROTOCOL_ERROR",  "INTERNAL_ERROR",
@@ -210,4 +283,21 @@ HUMUS_INTERPOSE ssize_t nghttp2_session_mem_recv(nghttp2_session* session, const
     }
   }
   return n;
+}
+
+// A session past its lifetime allows no new request (set_lifetime): libcurl asks before it multiplexes a
+// transfer onto the connection (its concurrency limit is then the streams it has) and after each read (it
+// then marks the connection "no new requests", to be closed once its last transfer is done). nghttp2 itself
+// never calls this function, so nothing changes for the streams the session has.
+HUMUS_INTERPOSE int nghttp2_session_check_request_allowed(nghttp2_session* session) {
+  static const auto allowed = h2::real<int (*)(nghttp2_session*)>("nghttp2_session_check_request_allowed");
+  const int rc = allowed(session);
+  return rc != 0 && h2::session_aged(session) ? 0 : rc;
+}
+
+// A session freed is forgotten: its address may be given to the next one.
+HUMUS_INTERPOSE void nghttp2_session_del(nghttp2_session* session) {
+  static const auto del = h2::real<void (*)(nghttp2_session*)>("nghttp2_session_del");
+  if (session != nullptr) h2::forget_session(session);
+  del(session);
 }

@@ -13,6 +13,7 @@
 // classification that never takes a lost stream for a refused one.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -58,6 +59,20 @@ StreamFacts facts(const void* easy);
 // Whether libcurl's nghttp2 callbacks have been wrapped in this process (at least one HTTP/2 connection was
 // set up through the observer).
 bool active();
+
+// Connection lifetime (docs/transport.md §10.1). libcurl checks a connection's age only while no transfer
+// uses it, so a busy HTTP/2 connection would take new streams forever. A session opened by a watched easy
+// handle whose lifetime is set takes no new stream once it is that old: nghttp2_session_check_request_allowed,
+// which libcurl (7.88 as 8.x) asks before it multiplexes another transfer onto a connection, answers 0 for it
+// from then on, as it does once a GOAWAY arrived. libcurl then puts new transfers on another connection,
+// marks this one "no new requests" the next time it reads from it, and closes it once its streams finished.
+// Nothing goes on the wire for it. The age is counted from the session's first frame (its SETTINGS, sent
+// right after the TLS handshake), and the lifetime is that of the easy handle that opened the session's
+// first stream. Thread-safe; forgotten by unwatch().
+void set_lifetime(const void* easy, std::chrono::steady_clock::duration lifetime);
+// How many sessions reached their lifetime while open and were refused a new stream since the process
+// started: for tests and diagnostics.
+uint64_t sessions_aged();
 
 // The RFC 9113 name of an error code ("REFUSED_STREAM"), or "error 0x…" for another.
 std::string error_name(uint32_t code);
