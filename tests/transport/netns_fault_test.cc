@@ -14,12 +14,18 @@
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -345,11 +351,87 @@ class EtcOverride {
   EtcOverride& operator=(const EtcOverride&) = delete;
 
   bool ok() const { return ok_; }
+  // Rewrites the hosts file in place: /etc/hosts, bound to it, reads the new text at the next lookup.
+  bool rewrite_hosts(const std::string& hosts) {
+    std::ofstream f(hosts_, std::ios::trunc);
+    f << hosts;
+    f.close();
+    return f.good();
+  }
 
  private:
   char dir_[24] = "/tmp/humus-netns-XXXXXX";
   std::string hosts_, gai_;
   bool hosts_mounted_ = false, gai_mounted_ = false, ok_ = false;
+};
+
+// An HTTP/1.1 peer listening on every address of one port, answering each request with the address it was
+// reached at ("127.0.0.2"), and counting connections by that address. Inside the namespace all of 127/8 is
+// the loopback's, so a name can move from one address to another while its port stays.
+class AddressEchoPeer {
+ public:
+  AddressEchoPeer() {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t len = sizeof addr;
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(listen_fd_, 16) == 0 &&
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+  ~AddressEchoPeer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    acceptor_.join();
+    ::close(listen_fd_);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    for (std::thread& t : threads_) t.join();
+    for (int fd : fds_) ::close(fd);
+  }
+  AddressEchoPeer(const AddressEchoPeer&) = delete;
+  AddressEchoPeer& operator=(const AddressEchoPeer&) = delete;
+
+  int port() const { return port_; }
+  // Connections accepted at `address`.
+  int connections(const std::string& address) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return connections_[address];
+  }
+
+ private:
+  void accept_loop() {
+    for (;;) {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      sockaddr_in local{};
+      socklen_t len = sizeof local;
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+      char text[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
+      const std::string address = text;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++connections_[address];
+      fds_.push_back(fd);
+      threads_.emplace_back([this, fd, address] {
+        RawConnection c(fd, requests_);
+        while (c.read_request()) {
+          c.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(address.size()) + "\r\n\r\n" + address);
+        }
+      });
+    }
+  }
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> requests_{0};
+  std::mutex mu_;
+  std::map<std::string, int> connections_;  // guarded by mu_
+  std::vector<int> fds_;                    // guarded by mu_
+  std::vector<std::thread> threads_;        // guarded by mu_
+  std::thread acceptor_;
 };
 
 constexpr const char* kNoEtcOverride =
@@ -423,6 +505,59 @@ TEST_F(NetnsFaultTest, AnIpv6FailureThenAWrongIpv4CertificateIsReportedAsTheCert
   EXPECT_EQ(out.attempts, 1);
   EXPECT_EQ(peer.connections(), 1);
   EXPECT_EQ(c->breaker().counts().failures, 1u);
+}
+
+// A name moves to another address (a rollout): a pooled connection keeps the old one while it is younger than
+// max_connection_lifetime; the first call after the lifetime goes out on a new connection, which looks the
+// name up again (libcurl's 60 s DNS cache would hand it the old address) and reaches the new one. Blocking
+// and asynchronous calls alike.
+// F133
+TEST_F(NetnsFaultTest, TheCallAfterTheLifetimeReachesTheAddressTheNameHasNow) {
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "asynchronous" : "blocking");
+    AddressEchoPeer peer;
+    ASSERT_NE(peer.port(), 0);
+    EtcOverride etc("127.0.0.1 moving.test\n");
+    if (!etc.ok()) GTEST_SKIP() << kNoEtcOverride;
+    settings::Settings s;
+    s.max_connection_lifetime = std::chrono::seconds(1);
+    s.max_attempts = 1;
+    const std::string base = "http://moving.test:" + std::to_string(peer.port());
+    auto c = make(base, s);
+    ASSERT_NE(c, nullptr);
+    auto call = [&]() -> CallResult {
+      if (!async) return c->execute(get(base));
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<CallResult> out;
+      c->submit(get(base), [&](CallResult r) {
+        std::lock_guard<std::mutex> lock(mu);
+        out = std::move(r);
+        cv.notify_all();
+      });
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return out.has_value(); });
+      return std::move(*out);
+    };
+    const auto t0 = Clock::now();
+    CallResult first = call();
+    ASSERT_TRUE(first.ok()) << first.error.message();
+    EXPECT_EQ(first.response->body, "127.0.0.1");
+    ASSERT_TRUE(etc.rewrite_hosts("127.0.0.2 moving.test\n"));
+    CallResult young = call();
+    ASSERT_TRUE(young.ok()) << young.error.message();
+    // Reused while young; on a machine so loaded that the connection aged already, it may have moved.
+    if (Clock::now() - t0 < milliseconds(900)) {
+      EXPECT_EQ(young.response->body, "127.0.0.1");
+    }
+    std::this_thread::sleep_for(milliseconds(1100));
+    CallResult after = call();
+    ASSERT_TRUE(after.ok()) << after.error.message();
+    EXPECT_EQ(after.response->body, "127.0.0.2") << "the new connection went to the name's old address";
+    EXPECT_EQ(after.response->attempts, 1);
+    EXPECT_EQ(peer.connections("127.0.0.1"), 1);
+    EXPECT_EQ(peer.connections("127.0.0.2"), young.response->body == "127.0.0.2" ? 2 : 1);
+  }
 }
 
 }  // namespace HUMUS_UNITY_ID
