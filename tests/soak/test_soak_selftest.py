@@ -278,6 +278,21 @@ def test_bulkhead_exceeded() -> None:
     assert failing(run) == {"bulkhead"}
 
 
+def test_bulkhead_counts_a_stream_whose_call_ended_as_done() -> None:
+    """Over HTTP/2 an abandoned stream's reset and a new stream on another connection reach the upstream in
+    either order: a stream whose call had ended at the client no longer holds its slot."""
+    run = clean()
+    ledger = run["ledger"]
+    for e in ledger:
+        e["t_done"] = e["t"] + 0.05
+    ledger[2]["t_done"] = T0 + 0.45  # a-1's stream, reset after its call ended at T0 + 0.4
+    ledger[3]["t_done"] = T0 + 0.5   # a-2's first stream, still held
+    ledger.append(dict(ledger[3], t=T0 + 0.42, inflight=3))  # a-2's second, counted with a-1's and a-2's first
+    assert "bulkhead" not in failing(run)
+    run["calls"][1]["t1"] = T0 + 0.5  # a-1's call still held its slot when the third came
+    assert "bulkhead" in failing(run)
+
+
 def test_call_past_its_deadline() -> None:
     run = clean()
     run["calls"][2]["t1"] = run["calls"][2]["t0"] + 0.5 + 0.26
