@@ -114,7 +114,9 @@ class BusyConnectionLifetime : public humus::test::WithTestServer {
 // call still completes on the old one.
 // F132
 TEST_F(BusyConnectionLifetime, ABusyHttp2ConnectionPastItsLifetimeTakesNoNewStreamAndItsStreamsFinish) {
-  server().script("/long", json::array({{{"status", 200}, {"body", "long"}, {"delay_ms", 5000}}}));
+  // Long enough that the four late calls, made one after another, all find it still running, however loaded
+  // the machine (checked below, not assumed).
+  server().script("/long", json::array({{{"status", 200}, {"body", "long"}, {"delay_ms", 10000}}}));
   auto c = make();
   ASSERT_NE(c, nullptr);
   const uint64_t aged_before = transport::h2::sessions_aged();
@@ -135,10 +137,15 @@ TEST_F(BusyConnectionLifetime, ABusyHttp2ConnectionPastItsLifetimeTakesNoNewStre
     }
     return false;
   };
+  const auto t0 = std::chrono::steady_clock::now();
   submit("/long");
   const int old_connection = connection_of("/long");
   submit("/young");  // the connection is younger than its lifetime: a second stream on it
-  EXPECT_EQ(connection_of("/young"), old_connection);
+  const int young_connection = connection_of("/young");
+  // On a machine so loaded that the connection aged already, the young call may have moved.
+  if (std::chrono::steady_clock::now() - t0 < milliseconds(900)) {
+    EXPECT_EQ(young_connection, old_connection);
+  }
   // Past the lifetime, counted from before the long call's request arrived.
   std::this_thread::sleep_for(milliseconds(1200));
   for (size_t i = 0; i < 4; ++i) {
@@ -148,7 +155,7 @@ TEST_F(BusyConnectionLifetime, ABusyHttp2ConnectionPastItsLifetimeTakesNoNewStre
   }
   {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return done.size() >= 6; }));
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(40), [&] { return done.size() >= 6; }));
     ASSERT_EQ(done.size(), 6u);
     for (const auto& [path, r] : done) {
       ASSERT_TRUE(r.ok()) << path << ": " << r.error.message();

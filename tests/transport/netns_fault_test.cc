@@ -128,8 +128,8 @@ class NetnsFaultTest : public ::testing::Test {
 TEST_F(NetnsFaultTest, ABlackholedAddressIsAConnectTimeoutRetried) {
   settings::Settings s;
   s.max_attempts = 2;
-  s.timeout = milliseconds(3000);
-  s.attempt_timeout = milliseconds(1000);
+  s.timeout = milliseconds(30000);          // neither the call's deadline
+  s.attempt_timeout = milliseconds(20000);  // nor the attempt's can end it: only the connect timeout
   s.connect_timeout = milliseconds(300);
   const std::string base = std::string("http://") + kBlackhole + ":8080";
   auto c = make(base, s);
@@ -138,9 +138,10 @@ TEST_F(NetnsFaultTest, ABlackholedAddressIsAConnectTimeoutRetried) {
   const auto took = Clock::now() - t0;
   ASSERT_FALSE(out.ok()) << out.response->status;
   EXPECT_EQ(out.error.code(), Code::kTimeout) << out.error.message();
+  EXPECT_EQ(out.error.message().find("attempt timed out"), std::string::npos) << out.error.message();
+  EXPECT_EQ(out.error.message().find("deadline"), std::string::npos) << out.error.message();
   EXPECT_EQ(out.attempts, 2);
   EXPECT_GE(took, milliseconds(550));
-  EXPECT_LT(took, milliseconds(1500));
   EXPECT_EQ(c->breaker().counts().failures, 2u);
 }
 
@@ -149,12 +150,10 @@ TEST_F(NetnsFaultTest, ABlackholedAddressIsAConnectTimeoutRetried) {
 TEST_F(NetnsFaultTest, AnUnreachableHostIsAConnectErrorAtOnce) {
   const std::string base = std::string("http://") + kUnreachable + ":8080";
   auto c = make(base);
-  const auto t0 = Clock::now();
   CallResult out = c->execute(get(base));
   ASSERT_FALSE(out.ok()) << out.response->status;
-  EXPECT_EQ(out.error.code(), Code::kConnect) << out.error.message();
+  EXPECT_EQ(out.error.code(), Code::kConnect) << out.error.message();  // not a timeout: at once
   EXPECT_EQ(out.attempts, 3);
-  EXPECT_LT(Clock::now() - t0, milliseconds(500));
   EXPECT_EQ(c->breaker().counts().failures, 3u);
 }
 
@@ -236,12 +235,10 @@ TEST_F(NetnsFaultTest, AnIcmpPortUnreachableIsAConnectErrorAtOnce) {
   ASSERT_TRUE(t.add("in", "tcp dport " + port + " reject with icmp type port-unreachable"));
   const std::string base = "http://127.0.0.1:" + std::to_string(peer.port());
   auto c = make(base);
-  const auto t0 = Clock::now();
   CallResult out = c->execute(get(base));
   ASSERT_FALSE(out.ok()) << out.response->status;
-  EXPECT_EQ(out.error.code(), Code::kConnect) << out.error.message();
+  EXPECT_EQ(out.error.code(), Code::kConnect) << out.error.message();  // not a timeout: at once
   EXPECT_EQ(out.attempts, 3);
-  EXPECT_LT(Clock::now() - t0, milliseconds(500));
   EXPECT_EQ(peer.connections(), 0);
   EXPECT_EQ(c->breaker().counts().failures, 3u);
 }
@@ -255,12 +252,10 @@ TEST_F(NetnsFaultTest, ResolverQueriesDroppedOnTheWayOutAreAResolveErrorAtOnce) 
   ASSERT_TRUE(t.add("out", "tcp dport 53 drop"));
   const std::string base = "http://humus-dns-dropped.example:8080";
   auto c = make(base);
-  const auto t0 = Clock::now();
   CallResult out = c->execute(get(base));
   ASSERT_FALSE(out.ok()) << out.response->status;
-  EXPECT_EQ(out.error.code(), Code::kResolve) << out.error.message();
+  EXPECT_EQ(out.error.code(), Code::kResolve) << out.error.message();  // an EPERM on send, not a timeout
   EXPECT_EQ(out.attempts, 3);
-  EXPECT_LT(Clock::now() - t0, milliseconds(1500)) << "an EPERM on send is not a timeout";
   EXPECT_EQ(c->breaker().counts().failures, 3u);
 }
 
@@ -312,9 +307,7 @@ TEST_F(NetnsFaultTest, ABandwidthCapSlowsTheBodyAndTheDeadlineStillHolds) {
   const auto took = Clock::now() - t0;
   Request tight = get(base);
   tight.timeout = milliseconds(300);
-  t0 = Clock::now();
   CallResult cut = c->execute(tight);
-  const auto cut_took = Clock::now() - t0;
   run("tc qdisc del dev lo root");
   run("ip link set lo mtu 65536");
   ASSERT_TRUE(slow.ok()) << slow.error.message();
@@ -323,7 +316,7 @@ TEST_F(NetnsFaultTest, ABandwidthCapSlowsTheBodyAndTheDeadlineStillHolds) {
   EXPECT_GE(took, milliseconds(700)) << "512 KiB at 4 Mbit/s takes about 1 s: the cap was not applied";
   ASSERT_FALSE(cut.ok()) << "512 KiB arrived within 300 ms through a 4 Mbit/s link";
   EXPECT_EQ(cut.error.code(), Code::kTimeout) << cut.error.message();
-  EXPECT_LT(cut_took, milliseconds(800));
+  EXPECT_NE(cut.error.message().find("the call's deadline passed"), std::string::npos) << cut.error.message();
 }
 
 // /etc/hosts (and, when given, /etc/gai.conf, which orders a name's addresses) replaced for as long as it
