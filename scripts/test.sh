@@ -91,9 +91,10 @@ for binary in build/curl814/tests/humus_tests build/curl814/cli/humus-http; do
 done
 build/curl814/cli/humus-http --version | grep -x 'libcurl 8\.14\.1'
 # The suites by their gtest names (gtest_discover_tests names each test Suite.Test): hostile HTTP/1 peers, the
-# HTTP/2 peers (h2 and hand-made frames), TLS peers, wire faults, and the test server's faults.
+# HTTP/2 peers (h2 and hand-made frames), TLS peers, wire faults, the test server's faults, and connection
+# lifetimes (a busy HTTP/2 connection's rests on what nghttp2 is asked through libcurl).
 ctest --preset curl814 --no-tests=error \
-  -R '^(HostilePeerTest|H2FaultPeerTest|H2HostilePeerTest|TlsPeerTest|WireFaultTest|ServerFaultTest)\.'
+  -R '^(HostilePeerTest|H2FaultPeerTest|H2HostilePeerTest|TlsPeerTest|WireFaultTest|ServerFaultTest|ConnectionLifetime|BusyConnectionLifetime)\.'
 
 stage "fuzz: every libFuzzer target of tests/fuzz for a few seconds (their corpora replay in ctest above)"
 await_background fuzz_build  # then fuzz-ci.sh finds the preset built

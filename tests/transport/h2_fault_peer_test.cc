@@ -40,6 +40,15 @@ class H2FaultPeerTest : public ::testing::Test {
     return c.ok() ? std::move(c).value() : nullptr;
   }
 
+  // One attempt, with deadlines of 10 s: only a test's own shorter deadline, or a cancel, ends a call.
+  static settings::Settings single_attempt() {
+    settings::Settings s;
+    s.timeout = milliseconds(10000);
+    s.attempt_timeout = milliseconds(10000);
+    s.max_attempts = 1;
+    return s;
+  }
+
   // A call of 2.5 s whose attempts, dial included, last `attempt` each.
   static settings::Settings deadlines(milliseconds attempt) {
     settings::Settings s;
@@ -201,11 +210,7 @@ TEST_F(H2FaultPeerTest, AContinuationFloodEndsTheAttemptAsAProtocolError) {
 // F134
 TEST_F(H2FaultPeerTest, AnAttemptAbandonedOnASharedConnectionResetsItsStreamAtOnce) {
   H2FaultPeer peer("abandon");
-  settings::Settings s;
-  s.timeout = milliseconds(10000);
-  s.attempt_timeout = milliseconds(10000);
-  s.max_attempts = 1;
-  auto c = make(peer, s);
+  auto c = make(peer, single_attempt());
   CallResult warm = submit(*c, at(peer, "/ok")).get();  // the connection both calls share
   ASSERT_TRUE(warm.ok()) << warm.error.message();
   ASSERT_EQ(warm.response->http_version, "2");
@@ -225,11 +230,7 @@ TEST_F(H2FaultPeerTest, AStreamedAttemptAbandonedOnASharedConnectionResetsItsStr
   for (const std::string path : {"/hang", "/stall"}) {
     SCOPED_TRACE(path);
     H2FaultPeer peer("abandon");
-    settings::Settings s;
-    s.timeout = milliseconds(10000);
-    s.attempt_timeout = milliseconds(10000);
-    s.max_attempts = 1;
-    auto c = make(peer, s);
+    auto c = make(peer, single_attempt());
     CallResult warm = submit(*c, at(peer, "/ok")).get();
     ASSERT_TRUE(warm.ok()) << warm.error.message();
     std::future<CallResult> held = submit(*c, at(peer, "/hold"));
@@ -253,11 +254,7 @@ TEST_F(H2FaultPeerTest, AStreamedAttemptAbandonedOnASharedConnectionResetsItsStr
 // F134
 TEST_F(H2FaultPeerTest, ACancelledBlockingCallLeavesNoStreamOpenAtTheServer) {
   H2FaultPeer peer("abandon");
-  settings::Settings s;
-  s.timeout = milliseconds(10000);
-  s.attempt_timeout = milliseconds(10000);
-  s.max_attempts = 1;
-  auto c = make(peer, s);
+  auto c = make(peer, single_attempt());
   CallResult warm = c->execute(at(peer, "/ok"));
   ASSERT_TRUE(warm.ok()) << warm.error.message();
   CancelToken cancel;
