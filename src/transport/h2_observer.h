@@ -5,7 +5,7 @@
 // version; the transport classifies an HTTP/2 failure by these facts instead (docs/libcurl-traps.md §19).
 //
 // How they are seen: libcurl registers its nghttp2 callbacks through nghttp2's public functions, and this
-// library defines four of those functions too (h2_observer.cc). The dynamic linker finds a definition of this
+// library defines six of those functions too (h2_observer.cc). The dynamic linker finds a definition of this
 // library before libnghttp2's, so libcurl's calls come here first: the callback libcurl gives is wrapped by
 // one that notes the facts of watched easy handles' streams, then the real function is called. Nothing is
 // changed on the wire. When the wrapping is not in effect (a libcurl already loaded before this library, or

@@ -1,6 +1,6 @@
 # Fails unless every dynamic symbol the library defines is humus_* (STYLE.md: only the C ABI is exported), or
-# one of the four nghttp2 functions the transport stands in front of (src/transport/h2_observer.h) — and those
-# four must be there, or libcurl's HTTP/2 failures go unobserved.
+# one of the six nghttp2 functions the transport stands in front of (src/transport/h2_observer.h) — and those
+# six must be there, or libcurl's HTTP/2 failures go unobserved and busy connections never age.
 execute_process(COMMAND nm -D --defined-only ${LIBRARY} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIBRARY}")
@@ -14,7 +14,7 @@ foreach(line IN LISTS lines)
     if(sym MATCHES "^HUMUS_1$")  # the version node itself
       continue()
     endif()
-    if(sym MATCHES "^nghttp2_(session_callbacks_new|session_callbacks_set_on_frame_send_callback|session_callbacks_set_on_stream_close_callback|session_mem_recv)(@@HUMUS_1)?$")
+    if(sym MATCHES "^nghttp2_(session_callbacks_new|session_callbacks_set_on_frame_send_callback|session_callbacks_set_on_stream_close_callback|session_mem_recv|session_check_request_allowed|session_del)(@@HUMUS_1)?$")
       math(EXPR interposed "${interposed} + 1")
       continue()
     endif()
@@ -24,10 +24,10 @@ foreach(line IN LISTS lines)
     math(EXPR count "${count} + 1")
   endif()
 endforeach()
-if(NOT interposed EQUAL 4)
-  message(FATAL_ERROR "${interposed} of the 4 nghttp2 functions of src/transport/h2_observer.cc exported")
+if(NOT interposed EQUAL 6)
+  message(FATAL_ERROR "${interposed} of the 6 nghttp2 functions of src/transport/h2_observer.cc exported")
 endif()
 if(count LESS 10)
   message(FATAL_ERROR "only ${count} humus_* symbols exported; the C ABI is missing")
 endif()
-message(STATUS "${count} exported symbols, all humus_*, and the 4 nghttp2 functions of the HTTP/2 observer")
+message(STATUS "${count} exported symbols, all humus_*, and the 6 nghttp2 functions of the HTTP/2 observer")
