@@ -77,3 +77,28 @@ async def test_an_async_post_the_server_breaks_is_one_protocol_error(tmp_path: P
                 await c.post("/pay", content=b"charge")
             assert caught.value.attempts == 1, caught.value
     assert seen["posts"] == 1, seen
+
+
+@pytest.mark.asyncio
+async def test_a_busy_connection_past_its_lifetime_takes_no_new_stream(server: Any, path: str,
+                                                                        make_async_client: Any) -> None:
+    """docs/transport.md §10.1: a long call keeps the one HTTP/2 connection busy past max_connection_lifetime;
+    calls after the lifetime go to a new connection, and the long call still ends on the old one."""
+    import asyncio
+
+    server.script(path + "/long", [{"status": 200, "body": "long", "delay_ms": 10000}])
+    c = make_async_client("https", max_connection_lifetime=1.0, timeout=30.0, attempt_timeout=30.0)
+    long_call = asyncio.ensure_future(c.get(path + "/long"))
+    for _ in range(1000):  # the long call's request reached the server
+        if server.requests(path + "/long"):
+            break
+        await asyncio.sleep(0.01)
+    old = server.requests(path + "/long")[0]["connection"]
+    await asyncio.sleep(1.2)
+    assert not long_call.done(), "the long call ended before the calls after the lifetime"
+    for _ in range(3):
+        assert (await c.get(path + "/late")).status_code == 200
+    late = {r["connection"] for r in server.requests(path + "/late")}
+    assert old not in late, "a stream was opened on the connection past its lifetime"
+    assert len(late) == 1, late
+    assert (await long_call).text == "long"
