@@ -64,7 +64,8 @@ await_background() {  # NAME: waits for it, prints its output, fails as it faile
   return $rc
 }
 background fuzz_build bash -c 'cmake --preset fuzz >/dev/null && cmake --build --preset fuzz'
-background wheel scripts/wheel.sh build/wheel
+# The Python module with warnings as errors too (HUMUS_WERROR: off for a packager's plain build).
+background wheel env SKBUILD_CMAKE_ARGS=-DHUMUS_WERROR=ON scripts/wheel.sh build/wheel
 
 for preset in dev asan-ubsan tsan; do
   stage "${preset}: build"
