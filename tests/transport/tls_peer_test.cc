@@ -211,15 +211,14 @@ TEST_F(TlsPeerTest, AClientCertificateWithAnotherKeyIsRefusedAtBuild) {
   EXPECT_NE(c.status().message().find("does not match"), std::string::npos) << c.status().message();
 }
 
-// A close-delimited HTTP/1.0 body over TLS ended by a bare FIN, without close_notify, may have been cut
-// by anyone on the path: a dropped connection (retried for a GET), never a complete answer. The control, the
-// same peer sending close_notify, is a success. (libcurl 7.88 sets SSL_OP_IGNORE_UNEXPECTED_EOF, which took
-// the bare EOF as the body's end; the client clears it, docs/transport.md §10.7.)
-// F32
-TEST_F(TlsPeerTest, ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnectionLost) {
-  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
-  ASSERT_EQ(SSL_CTX_use_certificate_chain_file(ctx.get(), (certs_dir() + "/good.pem").c_str()), 1);
-  ASSERT_EQ(SSL_CTX_use_PrivateKey_file(ctx.get(), (certs_dir() + "/good.key").c_str(), SSL_FILETYPE_PEM), 1);
+// A server TLS context with the good certificate, choosing HTTP/1.1 by ALPN; null if it cannot be made.
+using TlsServerContext = std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)>;
+TlsServerContext http11_server_context() {
+  TlsServerContext ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), (certs_dir() + "/good.pem").c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx.get(), (certs_dir() + "/good.key").c_str(), SSL_FILETYPE_PEM) != 1) {
+    return TlsServerContext(nullptr, SSL_CTX_free);
+  }
   SSL_CTX_set_alpn_select_cb(
       ctx.get(),
       [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
@@ -234,18 +233,34 @@ TEST_F(TlsPeerTest, ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnectionLost) 
         return SSL_TLSEXT_ERR_OK;
       },
       nullptr);
+  return ctx;
+}
+
+// Reads a request's head from `ssl` (its end, or the connection's).
+void read_request_head(SSL* ssl) {
+  std::string got;
+  char buf[4096];
+  while (got.find("\r\n\r\n") == std::string::npos) {
+    const int n = SSL_read(ssl, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// A close-delimited HTTP/1.0 body over TLS ended by a bare FIN, without close_notify, may have been cut
+// by anyone on the path: a dropped connection (retried for a GET), never a complete answer. The control, the
+// same peer sending close_notify, is a success. (libcurl 7.88 sets SSL_OP_IGNORE_UNEXPECTED_EOF, which took
+// the bare EOF as the body's end; the client clears it, docs/transport.md §10.7.)
+// F32
+TEST_F(TlsPeerTest, ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnectionLost) {
+  const TlsServerContext ctx = http11_server_context();
+  ASSERT_NE(ctx, nullptr);
   for (bool notify : {true, false}) {
     humus::test::RawPeer peer([&ctx, notify](humus::test::RawConnection& c) {
       SSL* ssl = SSL_new(ctx.get());
       SSL_set_fd(ssl, c.fd());
       if (SSL_accept(ssl) == 1) {
-        std::string got;
-        char buf[4096];
-        while (got.find("\r\n\r\n") == std::string::npos) {
-          const int n = SSL_read(ssl, buf, sizeof buf);
-          if (n <= 0) break;
-          got.append(buf, static_cast<size_t>(n));
-        }
+        read_request_head(ssl);
         const std::string reply =
             "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + std::string(20000, 'b');
         SSL_write(ssl, reply.data(), static_cast<int>(reply.size()));
@@ -275,6 +290,51 @@ TEST_F(TlsPeerTest, ACloseDelimitedBodyEndedWithoutCloseNotifyIsConnectionLost) 
       EXPECT_EQ(out.attempts, 3);
       EXPECT_EQ(peer.connections(), 3);
     }
+  }
+}
+
+// A chunked body over TLS that libcurl fails to read is told apart by the connection, not by libcurl's words
+// (curl_errors.cc, connection_cut): a malformed chunk size on a connection the peer keeps open is the peer
+// breaking HTTP, one attempt; cut by a bare FIN (no close_notify) it is a dropped connection, retried for a
+// GET (libcurl 7.88 reports that cut as a cut already; other versions as a failed read, which the peer's
+// end of the connection, seen when libcurl closes it, makes a cut).
+// F32, F46
+TEST_F(TlsPeerTest, AChunkedBodyCutIsLostAndAMalformedOneIsAProtocolErrorOverTls) {
+  const TlsServerContext ctx = http11_server_context();
+  ASSERT_NE(ctx, nullptr);
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (bool cut : {true, false}) {
+    SCOPED_TRACE(cut ? "cut" : "malformed");
+    humus::test::RawPeer peer([&ctx, &head, cut](humus::test::RawConnection& c) {
+      SSL* ssl = SSL_new(ctx.get());
+      SSL_set_fd(ssl, c.fd());
+      if (SSL_accept(ssl) == 1) {
+        read_request_head(ssl);
+        const std::string reply = head + (cut ? "5\r\nhello\r\n" : "zz\r\nhello\r\n");
+        SSL_write(ssl, reply.data(), static_cast<int>(reply.size()));
+        if (!cut) {
+          while (!c.read_some(10'000).empty()) {  // open until the client leaves (its close_notify, its FIN)
+          }
+        }
+      }
+      SSL_free(ssl);  // no close_notify: the FIN follows
+    });
+    Runtime runtime{RuntimeOptions{}};
+    settings::Settings s;
+    s.base_url = "https://127.0.0.1:" + std::to_string(peer.port());
+    s.backoff_base = std::chrono::milliseconds(1);
+    s.backoff_max = std::chrono::milliseconds(2);
+    s.tls.emplace();
+    s.tls->ca_file = certs_dir() + "/root.pem";
+    Result<std::unique_ptr<Client>> c = Client::create(runtime, s);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    Request r;
+    r.url = s.base_url + "/";
+    CallResult out = (*c)->execute(r);
+    ASSERT_FALSE(out.ok()) << "a broken chunked body was taken as an answer";
+    EXPECT_EQ(out.error.code(), cut ? Code::kConnectionLost : Code::kProtocol) << out.error.message();
+    EXPECT_EQ(out.attempts, cut ? 3 : 1);
+    EXPECT_EQ(peer.connections(), out.attempts);
   }
 }
 
