@@ -58,7 +58,7 @@ Breaker::Breaker(Options options, std::shared_ptr<const Policy> policy, Clock& c
 Breaker::~Breaker() = default;
 
 Admission Breaker::admit() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Admission admission;
   if (state_ == State::kClosed) {  // the hot path: closed has nothing time-driven, so no clock read
     admission.admitted = true;
@@ -75,12 +75,12 @@ Admission Breaker::admit() {
   } else {
     admission.retry_after = retry_after_locked(now);
   }
-  if (!pending_.empty()) deliver(lock);
+  if (!pending_.empty()) deliver();
   return admission;
 }
 
 Status Breaker::record(const Permit& permit, Outcome outcome) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Status status;
   if (state_ == State::kClosed) {
     if (permit.generation != generation_) return status;  // stale: admitted before a transition
@@ -94,41 +94,41 @@ Status Breaker::record(const Permit& permit, Outcome outcome) {
       status = record_half_open_locked(outcome);
     }
   }
-  if (!pending_.empty()) deliver(lock);
+  if (!pending_.empty()) deliver();
   return status;
 }
 
 State Breaker::state() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   observe_locked();
   const State state = state_;
-  if (!pending_.empty()) deliver(lock);
+  if (!pending_.empty()) deliver();
   return state;
 }
 
 Counts Breaker::counts() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   observe_locked();
   const Counts counts = counts_;
-  if (!pending_.empty()) deliver(lock);
+  if (!pending_.empty()) deliver();
   return counts;
 }
 
 Duration Breaker::retry_after() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (state_ == State::kClosed) return Duration::zero();
   const Instant now = clock_.now();
   advance_locked(now);
   const Duration retry_after = retry_after_locked(now);
-  if (!pending_.empty()) deliver(lock);
+  if (!pending_.empty()) deliver();
   return retry_after;
 }
 
 uint64_t Breaker::generation() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   observe_locked();
   const uint64_t generation = generation_;
-  if (!pending_.empty()) deliver(lock);
+  if (!pending_.empty()) deliver();
   return generation;
 }
 
@@ -136,7 +136,7 @@ void Breaker::set_listener(Listener listener) {
   std::shared_ptr<const Listener> next;
   if (listener) next = std::make_shared<const Listener>(std::move(listener));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     listener_.swap(next);
   }
   // `next` now holds the old listener: destroyed here, outside the lock, as it may run user code.
@@ -275,32 +275,27 @@ Status Breaker::record_half_open_locked(Outcome outcome) {
   return status;
 }
 
-void Breaker::deliver(std::unique_lock<std::mutex>& lock) {
-  if (delivering_) {  // that thread will find ours in pending_ after its current batch
-    lock.unlock();
-    return;
-  }
+void Breaker::deliver() {
+  if (delivering_) return;  // that thread will find ours in pending_ after its current batch
   delivering_ = true;
   while (!pending_.empty()) {
     batch_.swap(pending_);  // both keep their capacity: no allocation once warmed up
     const std::shared_ptr<const Listener> listener = listener_;
-    lock.unlock();
+    mu_.unlock();
     try {
       if (listener) {
         for (const Transition& transition : batch_) (*listener)(transition);
       }
     } catch (...) {
       batch_.clear();
-      lock.lock();
+      mu_.lock();
       delivering_ = false;
-      lock.unlock();
       throw;
     }
     batch_.clear();
-    lock.lock();
+    mu_.lock();
   }
   delivering_ = false;
-  lock.unlock();
 }
 
 }  // namespace humus::breaker

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "breaker/outcome.h"
 #include "breaker/policy.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "humus_http.h"
 
@@ -100,17 +100,17 @@ class Breaker {
     Instant deadline;  // admitted + probe_timeout
   };
 
-  // All *_locked functions require mu_ held.
-  void observe_locked();                  // advance_locked(now) unless closed (closed has no timed change)
-  void advance_locked(Instant now);       // open → half-open when due; frees timed-out probe slots
-  void transition_locked(State to, Instant at);
-  Duration retry_after_locked(Instant now) const;
-  bool take_probe_locked(uint64_t id);    // frees the slot of probe `id`; false when it holds none
-  Counts with_result_locked(bool failure) const;  // counts_ as they would be after one more result
-  Status record_closed_locked(Outcome outcome);
-  Status record_half_open_locked(Outcome outcome);
-  // Delivers queued transitions (see set_listener); takes `lock` locked, returns with it unlocked.
-  void deliver(std::unique_lock<std::mutex>& lock);
+  void observe_locked() REQUIRES(mu_);             // advance_locked(now) unless closed (no timed change)
+  void advance_locked(Instant now) REQUIRES(mu_);  // open → half-open when due; frees timed-out probe slots
+  void transition_locked(State to, Instant at) REQUIRES(mu_);
+  Duration retry_after_locked(Instant now) const REQUIRES(mu_);
+  bool take_probe_locked(uint64_t id) REQUIRES(mu_);  // frees probe `id`'s slot; false when it holds none
+  Counts with_result_locked(bool failure) const REQUIRES(mu_);  // counts_ after one more result
+  Status record_closed_locked(Outcome outcome) REQUIRES(mu_);
+  Status record_half_open_locked(Outcome outcome) REQUIRES(mu_);
+  // Delivers queued transitions (see set_listener): lets mu_ go while the listener runs, holds it again on
+  // return (and when the listener throws), so the caller's lock gives it back at the end of its scope.
+  void deliver() REQUIRES(mu_);
 
   const uint32_t window_size_;
   const Duration open_for_;
@@ -120,18 +120,18 @@ class Breaker {
   const DefaultPolicy* const default_policy_;  // policy_ itself when it is the built-in one: called directly
   Clock& clock_;
 
-  mutable std::mutex mu_;
-  State state_ = State::kClosed;    // guarded by mu_
-  uint64_t generation_ = 1;         // guarded by mu_
-  uint64_t next_id_ = 1;            // guarded by mu_
-  Instant open_until_{};            // guarded by mu_: in open, when it becomes half-open
-  Counts counts_;                   // guarded by mu_: of the current state; counts_.state == state_
-  std::vector<uint8_t> ring_;       // guarded by mu_: the closed state's last results, 1 = failure
-  uint32_t ring_next_ = 0;          // guarded by mu_: where the next result goes
-  std::vector<ProbeSlot> probes_;         // guarded by mu_: probes in flight, unordered; capacity is kept
-  std::shared_ptr<const Listener> listener_;  // guarded by mu_
-  std::vector<Transition> pending_;       // guarded by mu_: transitions not yet delivered, in order
-  bool delivering_ = false;               // guarded by mu_: a thread is in deliver()'s unlocked part
+  mutable Mutex mu_;
+  State state_ GUARDED_BY(mu_) = State::kClosed;
+  uint64_t generation_ GUARDED_BY(mu_) = 1;
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  Instant open_until_ GUARDED_BY(mu_){};                // in open, when it becomes half-open
+  Counts counts_ GUARDED_BY(mu_);                       // of the current state; counts_.state == state_
+  std::vector<uint8_t> ring_ GUARDED_BY(mu_);           // the closed state's last results, 1 = failure
+  uint32_t ring_next_ GUARDED_BY(mu_) = 0;              // where the next result goes
+  std::vector<ProbeSlot> probes_ GUARDED_BY(mu_);       // probes in flight, unordered; capacity is kept
+  std::shared_ptr<const Listener> listener_ GUARDED_BY(mu_);
+  std::vector<Transition> pending_ GUARDED_BY(mu_);     // transitions not yet delivered, in order
+  bool delivering_ GUARDED_BY(mu_) = false;             // a thread is in deliver()'s unlocked part
   std::vector<Transition> batch_;         // owned by the thread that set delivering_
 };
 

@@ -56,7 +56,7 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
   if (cancel != nullptr && cancel->cancelled()) {
     return Status(Code::kCancelled, "cancelled before a bulkhead slot was taken");
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Fast path. Only when nobody queues: a freed slot belongs to the oldest waiter, not to a newcomer.
   if (in_flight_ < max_concurrent_ && head_ == nullptr) {
     ++in_flight_;
@@ -104,17 +104,17 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
 }
 
 uint32_t Bulkhead::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return in_flight_;
 }
 
 size_t Bulkhead::waiting() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return waiting_;
 }
 
 void Bulkhead::release() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   release_locked();
 }
 
@@ -137,7 +137,7 @@ void Bulkhead::release_locked() {
 }
 
 std::optional<Slot> Bulkhead::acquire_or_queue(AsyncWaiter& waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (in_flight_ < max_concurrent_ && head_ == nullptr) {
     ++in_flight_;
     return Slot(this);
@@ -148,14 +148,14 @@ std::optional<Slot> Bulkhead::acquire_or_queue(AsyncWaiter& waiter) {
 }
 
 Slot Bulkhead::take(AsyncWaiter& waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   assert(waiter.node_.granted);
   waiter.node_.granted = false;
   return Slot(this);  // in_flight_ already counts it: release() handed it over
 }
 
 bool Bulkhead::abandon(AsyncWaiter& waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (waiter.node_.granted) return false;
   if (waiter.node_.queued) unlink_locked(waiter.node_);
   return true;

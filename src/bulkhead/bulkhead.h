@@ -5,11 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 
 #include "common/cancel.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace humus::bulkhead {
@@ -45,10 +45,12 @@ class Bulkhead {
   // One per queued caller (on its stack, or inside an AsyncWaiter). Linked in FIFO order.
   struct Waiter {
     Signal wake;             // notified when a slot is handed over, and by a cancel through the token's waker
-    bool granted = false;    // guarded by mu_
-    bool queued = false;     // guarded by mu_
-    Waiter* prev = nullptr;  // guarded by mu_
-    Waiter* next = nullptr;  // guarded by mu_
+    // The four below are guarded by the bulkhead's mu_, which a GUARDED_BY in a nested struct cannot name
+    // (the analysis checks the accesses through head_ and tail_, which are PT_GUARDED_BY it).
+    bool granted = false;
+    bool queued = false;
+    Waiter* prev = nullptr;
+    Waiter* next = nullptr;
     void (*on_grant)(void*) = nullptr;  // an asynchronous waiter is granted through this, not `wake`
     void* arg = nullptr;
   };
@@ -105,19 +107,19 @@ class Bulkhead {
  private:
   friend class Slot;
 
-  void release();
-  void release_locked();
-  void push_locked(Waiter& w);
-  void unlink_locked(Waiter& w);
+  void release() EXCLUDES(mu_);
+  void release_locked() REQUIRES(mu_);
+  void push_locked(Waiter& w) REQUIRES(mu_);
+  void unlink_locked(Waiter& w) REQUIRES(mu_);
 
   const uint32_t max_concurrent_;
   const Duration wait_;
   Clock& clock_;
-  mutable std::mutex mu_;
-  uint32_t in_flight_ = 0;  // guarded by mu_
-  size_t waiting_ = 0;      // guarded by mu_
-  Waiter* head_ = nullptr;  // guarded by mu_: the oldest waiter
-  Waiter* tail_ = nullptr;  // guarded by mu_
+  mutable Mutex mu_;
+  uint32_t in_flight_ GUARDED_BY(mu_) = 0;
+  size_t waiting_ GUARDED_BY(mu_) = 0;
+  Waiter* head_ GUARDED_BY(mu_) PT_GUARDED_BY(mu_) = nullptr;  // the oldest waiter
+  Waiter* tail_ GUARDED_BY(mu_) PT_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace humus::bulkhead

@@ -2,11 +2,11 @@
 
 #include <array>
 #include <cstddef>
-#include <mutex>
 #include <string>
 
 #include "capi/address_set.h"
 #include "capi/error.h"
+#include "common/mutex.h"
 
 namespace humus::capi {
 namespace {
@@ -15,8 +15,8 @@ namespace {
 constexpr size_t kShards = 64;
 
 struct alignas(64) Shard {  // one cache line each: no false sharing between neighbouring locks
-  std::mutex mu;
-  AddressSet live;  // guarded by mu
+  Mutex mu;
+  AddressSet live GUARDED_BY(mu);
 };
 
 // Never destroyed: a handle freed from a static destructor at exit still finds its registry.
@@ -38,19 +38,19 @@ namespace registry {
 
 void add(const void* p) {
   Shard& s = shard_of(p);
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   s.live.insert(p);
 }
 
 bool remove(const void* p, MagicCheck is_type) {
   Shard& s = shard_of(p);
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   return s.live.erase_unless(p, [is_type](const void* q) { return !is_type(q); });
 }
 
 bool find(const void* p, MagicCheck is_type) {
   Shard& s = shard_of(p);
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   return s.live.contains(p) && is_type(p);
 }
 

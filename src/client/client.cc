@@ -128,7 +128,7 @@ std::shared_ptr<AsyncCall> Client::start_async(Request request, CallDone done, s
   auto call = std::make_shared<AsyncCall>(call_env_, *transport_, runtime_.loop(), std::move(request), std::move(done),
                                          [this](AsyncCall* ended) { forget(ended); }, stream);
   {
-    std::lock_guard<std::mutex> lock(calls_mu_);
+    MutexLock lock(calls_mu_);
     calls_.emplace(call.get(), call);
   }
   // Linked before begin() is posted: a token cancelled already ends the call before anything is sent.
@@ -140,7 +140,7 @@ std::shared_ptr<AsyncCall> Client::start_async(Request request, CallDone done, s
 void Client::forget(AsyncCall* call) {
   std::shared_ptr<AsyncCall> last;  // released outside the lock: it may be the call's last reference
   {
-    std::lock_guard<std::mutex> lock(calls_mu_);
+    MutexLock lock(calls_mu_);
     auto it = calls_.find(call);
     if (it == calls_.end()) return;
     last = std::move(it->second);
@@ -150,14 +150,14 @@ void Client::forget(AsyncCall* call) {
 }
 
 size_t Client::calls_in_flight() const {
-  std::lock_guard<std::mutex> lock(calls_mu_);
+  MutexLock lock(calls_mu_);
   return calls_.size();
 }
 
 bool Client::cancel_calls() {
   std::vector<std::shared_ptr<AsyncCall>> live;
   {
-    std::lock_guard<std::mutex> lock(calls_mu_);
+    MutexLock lock(calls_mu_);
     for (auto& [ptr, call] : calls_) live.push_back(call);
   }
   for (auto& call : live) call->cancel();
@@ -170,13 +170,13 @@ void Client::cancel_calls_and_wait() {
   if (loop != nullptr && loop->caller_driven()) {
     // The outcomes are delivered by whoever drives the loop: this thread, while it waits.
     loop->drive_until([&] {
-      std::lock_guard<std::mutex> lock(calls_mu_);
+      MutexLock lock(calls_mu_);
       return calls_.empty();
     });
     return;
   }
-  std::unique_lock<std::mutex> lock(calls_mu_);
-  calls_done_.wait(lock, [&] { return calls_.empty(); });
+  MutexLock lock(calls_mu_);
+  while (!calls_.empty()) calls_done_.wait(calls_mu_);
 }
 
 CallResult Client::execute(const Request& request, CancelToken* cancel) { return run(request, cancel, false); }

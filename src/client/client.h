@@ -4,9 +4,7 @@
 // wait.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -19,6 +17,7 @@
 #include "client/request.h"
 #include "client/runtime.h"
 #include "common/cancel.h"
+#include "common/mutex.h"
 #include "retry/backoff.h"
 #include "retry/budget.h"
 #include "settings/settings.h"
@@ -104,9 +103,9 @@ class Client {
   const uint64_t max_response_body_;
   const CallEnv call_env_;  // last: it refers to the members above; all a call sees of its client
 
-  mutable std::mutex calls_mu_;
-  std::condition_variable calls_done_;
-  std::unordered_map<AsyncCall*, std::shared_ptr<AsyncCall>> calls_;  // guarded by calls_mu_
+  mutable Mutex calls_mu_;
+  CondVar calls_done_;
+  std::unordered_map<AsyncCall*, std::shared_ptr<AsyncCall>> calls_ GUARDED_BY(calls_mu_);
 };
 
 }  // namespace humus::client

@@ -77,14 +77,14 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
 
 void Runtime::set_mock_handler(testing::MockHandler handler) {
   auto shared = handler ? std::make_shared<const testing::MockHandler>(std::move(handler)) : nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   mock_ = std::move(shared);
 }
 
 transport::EventLoop& Runtime::loop() {
   // Acquire pairs with the release below: a thread that sees the pointer sees the loop built.
   if (transport::EventLoop* existing = loop_ptr_.load(std::memory_order_acquire)) return *existing;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!loop_) {
     loop_ = std::make_unique<transport::EventLoop>(*clock_, virtual_clock_.get(),
                                                    options_.caller_loop
@@ -101,7 +101,7 @@ bool Runtime::on_loop_thread() const {
 }
 
 bool Runtime::has_mock() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return mock_ != nullptr;
 }
 
@@ -114,7 +114,7 @@ Result<std::unique_ptr<transport::Transport>> Runtime::make_transport(transport:
 Result<std::unique_ptr<transport::Transport>> Runtime::make_base_transport(transport::TransportConfig config) {
   std::shared_ptr<const testing::MockHandler> mock;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     mock = mock_;
   }
   if (mock) {

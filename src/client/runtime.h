@@ -4,13 +4,13 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "common/status.h"
 #include "telemetry/telemetry.h"
@@ -75,10 +75,10 @@ class Runtime {
   Random* random_;
   Instant started_at_;
   telemetry::Telemetry telemetry_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const testing::MockHandler> mock_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<const testing::MockHandler> mock_ GUARDED_BY(mu_);
   // Declared last: destroyed (stopped and joined) first, while the clock it may sleep on still exists.
-  std::unique_ptr<transport::EventLoop> loop_;        // created under mu_; never replaced
+  std::unique_ptr<transport::EventLoop> loop_ GUARDED_BY(mu_);  // made on first use; never replaced
   std::atomic<transport::EventLoop*> loop_ptr_{nullptr};
 };
 

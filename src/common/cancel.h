@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace humus {
 
@@ -19,7 +19,7 @@ class CancelToken {
     // Release pairs with the acquire in cancelled(): a woken poller that sees the flag sees it for good.
     cancelled_.store(true, std::memory_order_release);
     signal_.notify();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (waker_) waker_();
     for (auto& [id, listener] : listeners_) listener();
   }
@@ -31,11 +31,11 @@ class CancelToken {
   // While set, cancel() calls `waker` (under the token's lock, so clear_waker() returning means no call is in
   // progress and the waker's target may go away).
   void set_waker(std::function<void()> waker) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     waker_ = std::move(waker);
   }
   void clear_waker() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     waker_ = nullptr;
   }
 
@@ -45,7 +45,7 @@ class CancelToken {
   // unsubscribe; after unsubscribe() returns it is not running and never runs again.
   uint64_t subscribe(std::function<void()> listener) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!cancelled()) {
         listeners_.emplace(++last_id_, std::move(listener));
         return last_id_;
@@ -55,17 +55,17 @@ class CancelToken {
     return 0;
   }
   void unsubscribe(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     listeners_.erase(id);
   }
 
  private:
   std::atomic<bool> cancelled_{false};
   Signal signal_;
-  std::mutex mu_;
-  std::function<void()> waker_;  // guarded by mu_
-  std::map<uint64_t, std::function<void()>> listeners_;  // guarded by mu_
-  uint64_t last_id_ = 0;                                 // guarded by mu_
+  Mutex mu_;
+  std::function<void()> waker_ GUARDED_BY(mu_);
+  std::map<uint64_t, std::function<void()>> listeners_ GUARDED_BY(mu_);
+  uint64_t last_id_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace humus

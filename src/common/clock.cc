@@ -4,25 +4,25 @@ namespace humus {
 
 void Signal::notify() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     notified_ = true;
   }
   cv_.notify_all();
 }
 
 bool Signal::notified() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return notified_;
 }
 
 void Signal::reset() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   notified_ = false;
 }
 
 void Signal::poke() {
   // Taking the lock orders the poke after a waiter's predicate check, so the wake-up is never lost.
-  { std::lock_guard<std::mutex> lock(mu_); }
+  { MutexLock lock(mu_); }
   cv_.notify_all();
 }
 

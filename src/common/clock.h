@@ -3,9 +3,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace humus {
 
@@ -24,13 +24,14 @@ class Signal {
   // For clocks: wait for notify() or until `pred` (checked under the signal's lock) holds, with a real-time
   // bound when `until` is set. Returns notified().
   template <typename Pred>
-  bool wait(Pred pred, const Instant* until) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto done = [&] { return notified_ || pred(); };
-    if (until != nullptr) {
-      cv_.wait_until(lock, *until, done);
-    } else {
-      cv_.wait(lock, done);
+  bool wait(Pred pred, const Instant* until) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    while (!notified_ && !pred()) {
+      if (until == nullptr) {
+        cv_.wait(mu_);
+      } else if (cv_.wait_until(mu_, *until) == std::cv_status::timeout) {
+        break;  // timed out: notified_ still tells whether a notify() came as well
+      }
     }
     return notified_;
   }
@@ -39,9 +40,9 @@ class Signal {
   void poke();
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool notified_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool notified_ GUARDED_BY(mu_) = false;
 };
 
 class Clock {

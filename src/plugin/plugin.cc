@@ -3,12 +3,12 @@
 #include <dlfcn.h>
 
 #include <map>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/text.h"
 #include "humus_http.h"
 
@@ -31,9 +31,9 @@ class Library {
 // The open libraries by path, and whether loading is forbidden. Never destroyed: settings freed during exit
 // may still close their library.
 struct Registry {
-  std::mutex mu;
-  std::map<std::string, std::weak_ptr<Library>, std::less<>> open;  // guarded by mu
-  std::optional<std::string> forbidden;                             // guarded by mu
+  Mutex mu;
+  std::map<std::string, std::weak_ptr<Library>, std::less<>> open GUARDED_BY(mu);
+  std::optional<std::string> forbidden GUARDED_BY(mu);
 };
 Registry& registry() {
   static Registry* const instance = new Registry;
@@ -77,7 +77,7 @@ void make_own_symbols_global() {
 // which would bind the plugin's malloc to a copy of its own rather than the process's).
 Result<std::shared_ptr<Library>> open_library(std::string_view key, const std::string& path) {
   Registry& r = registry();
-  const std::lock_guard<std::mutex> lock(r.mu);
+  const MutexLock lock(r.mu);
   if (r.forbidden) return config_problem(key, "plugin", "not loaded: " + *r.forbidden);
   if (auto it = r.open.find(path); it != r.open.end()) {
     if (std::shared_ptr<Library> held = it->second.lock()) return held;
@@ -226,7 +226,7 @@ Result<std::shared_ptr<const breaker::Policy>> load_breaker_policy(const Spec& s
 
 void forbid_loading(std::string why) {
   Registry& r = registry();
-  const std::lock_guard<std::mutex> lock(r.mu);
+  const MutexLock lock(r.mu);
   r.forbidden = std::move(why);
 }
 

@@ -97,13 +97,13 @@ int64_t RatioBudget::headroom_units(const Totals& totals) const {
 
 void RatioBudget::on_request() {
   const int64_t epoch = epoch_now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++current_locked(epoch).requests;
 }
 
 bool RatioBudget::try_withdraw(const Charge& /*charge*/) {
   const int64_t epoch = epoch_now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Counting this retry, the window's retries must stay within the allowance: Finagle's "balance covers
   // one withdrawal", so the share is a cap never crossed, not a threshold crossed by a fraction.
   if (headroom_units(totals_locked(epoch)) < kBudgetUnitsPerToken) return false;
@@ -113,14 +113,14 @@ bool RatioBudget::try_withdraw(const Charge& /*charge*/) {
 
 void RatioBudget::refund() {
   const int64_t epoch = epoch_now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Bucket& bucket = current_locked(epoch);
   if (bucket.retries > 0) --bucket.retries;
 }
 
 double RatioBudget::tokens() const {
   const int64_t epoch = epoch_now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const int64_t headroom = headroom_units(totals_locked(epoch));
   // Requests can leave the window before the retries they paid for: the balance shown never goes below 0.
   return static_cast<double>(std::max<int64_t>(headroom, 0)) / static_cast<double>(kBudgetUnitsPerToken);

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace humus::retry {
@@ -110,8 +110,8 @@ class RatioBudget final : public Budget {
   int64_t epoch_now() const;
   // The bucket for the current epoch, reset if it still holds an older slice. Time never goes back: a
   // thread that read the clock before another one had advanced the buckets counts in the newest slice.
-  Bucket& current_locked(int64_t epoch);
-  Totals totals_locked(int64_t epoch) const;
+  Bucket& current_locked(int64_t epoch) REQUIRES(mu_);
+  Totals totals_locked(int64_t epoch) const REQUIRES(mu_);
   // ratio × requests + floor − retries, in millionths of a retry.
   int64_t headroom_units(const Totals& totals) const;
 
@@ -120,9 +120,9 @@ class RatioBudget final : public Budget {
   const int64_t reserve_units_;  // min_per_second × window-seconds
   const Duration width_;         // window / kBuckets, at least 1 ns
   const Instant origin_;
-  mutable std::mutex mu_;
-  mutable int64_t latest_epoch_ = 0;        // guarded by mu_
-  std::array<Bucket, kBuckets> buckets_{};  // guarded by mu_
+  mutable Mutex mu_;
+  mutable int64_t latest_epoch_ GUARDED_BY(mu_) = 0;
+  std::array<Bucket, kBuckets> buckets_ GUARDED_BY(mu_){};
 };
 
 enum class BudgetPolicy : int32_t { kTokenBucket, kRatio };

@@ -166,12 +166,12 @@ OriginSeries& series_for(std::vector<OriginSeries>& all, const std::string& addr
 }  // namespace
 
 void MetricsRegistry::add(const ClientMetrics& metrics, breaker::Breaker& breaker, std::string origin) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(mu_);
   live_.push_back(Entry{&metrics, &breaker, std::move(origin)});
 }
 
 void MetricsRegistry::remove(const ClientMetrics& metrics) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = std::find_if(live_.begin(), live_.end(), [&](const Entry& e) { return e.metrics == &metrics; });
   if (it == live_.end()) return;
   metrics.read_into(series_for(retired_, metrics.address(), metrics.port()));
@@ -180,7 +180,7 @@ void MetricsRegistry::remove(const ClientMetrics& metrics) {
 
 Snapshot MetricsRegistry::collect() {
   Snapshot snap;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(mu_);
   snap.origins = retired_;
   for (OriginSeries& s : snap.origins) s.breakers = {};  // a gone client has no breaker
   // Indexing by position: a log sink reached from a breaker read may run a nested collect on this thread.
@@ -203,7 +203,7 @@ Snapshot MetricsRegistry::collect() {
 
 std::vector<BreakerView> MetricsRegistry::breakers() {
   std::vector<BreakerView> out;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(mu_);
   out.reserve(live_.size());
   for (const Entry& e : live_) out.push_back(view_of(*e.breaker, e.origin));
   return out;

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +16,7 @@
 
 #include "breaker/breaker.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "retry/decision.h"
 
@@ -207,9 +207,9 @@ class MetricsRegistry {
     breaker::Breaker* breaker;
     std::string origin;
   };
-  std::recursive_mutex mu_;
-  std::vector<Entry> live_;            // guarded by mu_
-  std::vector<OriginSeries> retired_;  // guarded by mu_: counts of clients gone, per origin
+  RecursiveMutex mu_;
+  std::vector<Entry> live_ GUARDED_BY(mu_);
+  std::vector<OriginSeries> retired_ GUARDED_BY(mu_);  // counts of clients gone, per origin
 };
 
 }  // namespace humus::telemetry

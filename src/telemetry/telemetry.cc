@@ -21,7 +21,7 @@ void Telemetry::set_log_sink(LogSink sink) {
   std::shared_ptr<const LogSink> next;
   if (sink) next = std::make_shared<const LogSink>(std::move(sink));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     log_sink_.swap(next);
   }
   // `next` holds the old sink: released here, outside the lock (its destroy may run user code).
@@ -30,7 +30,7 @@ void Telemetry::set_log_sink(LogSink sink) {
 void Telemetry::log(const LogRecord& record) {
   std::shared_ptr<const LogSink> sink;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     sink = log_sink_;
   }
   if (!sink) return;
@@ -45,7 +45,7 @@ void Telemetry::set_span_sink(SpanSink sink) {
   std::shared_ptr<const SpanSink> next;
   if (sink) next = std::make_shared<const SpanSink>(std::move(sink));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     span_sink_.swap(next);
     has_span_sink_.store(span_sink_ != nullptr, std::memory_order_release);
   }
@@ -53,7 +53,7 @@ void Telemetry::set_span_sink(SpanSink sink) {
 
 std::shared_ptr<const SpanSink> Telemetry::span_sink() const {
   if (!has_span_sink_.load(std::memory_order_acquire)) return nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return span_sink_;
 }
 

@@ -6,12 +6,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "breaker/breaker.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "telemetry/metrics.h"
 #include "telemetry/span.h"
 
@@ -58,10 +58,10 @@ class Telemetry {
 
  private:
   MetricsRegistry metrics_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const LogSink> log_sink_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<const LogSink> log_sink_ GUARDED_BY(mu_);
   // Read on every call: an atomic shared_ptr would cost as much as the lock, so a flag skips both when unset.
-  std::shared_ptr<const SpanSink> span_sink_;  // guarded by mu_
+  std::shared_ptr<const SpanSink> span_sink_ GUARDED_BY(mu_);
   std::atomic<bool> has_span_sink_{false};
 };
 

@@ -32,7 +32,7 @@ WallTime VirtualClock::wall_now() const {
 bool VirtualClock::sleep_until(Instant deadline, Signal& wake) {
   std::list<Sleeper>::iterator self;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (now() >= deadline || wake.notified()) return wake.notified();
     self = sleepers_.emplace(sleepers_.end());
     self->deadline = deadline;
@@ -43,7 +43,7 @@ bool VirtualClock::sleep_until(Instant deadline, Signal& wake) {
     maybe_auto_advance_locked();
   }
   wake.wait([&] { return self->due.load(std::memory_order_acquire); }, nullptr);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   parked_holds_ -= self->parked_holds;
   sleepers_.erase(self);
   sleepers_changed_.notify_all();
@@ -52,13 +52,13 @@ bool VirtualClock::sleep_until(Instant deadline, Signal& wake) {
 
 void VirtualClock::advance(Duration by) {
   if (by <= Duration::zero()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   offset_ns_.fetch_add(by.count(), std::memory_order_acq_rel);
   fire_due_locked();
 }
 
 void VirtualClock::advance_to(Instant to) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Duration by = to - now();
   if (by <= Duration::zero()) return;
   offset_ns_.fetch_add(by.count(), std::memory_order_acq_rel);
@@ -66,7 +66,7 @@ void VirtualClock::advance_to(Instant to) {
 }
 
 void VirtualClock::set_auto_advance(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto_advance_ = on;
   maybe_auto_advance_locked();
 }
@@ -95,26 +95,31 @@ void VirtualClock::maybe_auto_advance_locked() {
 }
 
 VirtualClock::Hold::Hold(VirtualClock& clock) : clock_(clock) {
-  std::lock_guard<std::mutex> lock(clock_.mu_);
+  MutexLock lock(clock_.mu_);
   ++clock_.holds_;
   ++thread_holds(&clock_);
 }
 
 VirtualClock::Hold::~Hold() {
-  std::lock_guard<std::mutex> lock(clock_.mu_);
+  MutexLock lock(clock_.mu_);
   --clock_.holds_;
   --thread_holds(&clock_);
   clock_.maybe_auto_advance_locked();
 }
 
 size_t VirtualClock::sleepers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return sleepers_.size();
 }
 
 bool VirtualClock::wait_for_sleepers(size_t n, std::chrono::milliseconds bound) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return sleepers_changed_.wait_for(lock, bound, [&] { return sleepers_.size() >= n; });
+  MutexLock lock(mu_);
+  // As std::condition_variable::wait_for with a predicate: the bound is on the steady clock.
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (sleepers_.size() < n) {
+    if (sleepers_changed_.wait_until(mu_, until) == std::cv_status::timeout) return sleepers_.size() >= n;
+  }
+  return true;
 }
 
 }  // namespace humus::testing

@@ -5,12 +5,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <list>
-#include <mutex>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace humus::testing {
 
@@ -58,18 +57,18 @@ class VirtualClock final : public Clock {
     int parked_holds;  // holds owned by the sleeping thread
   };
 
-  void fire_due_locked();
-  void maybe_auto_advance_locked();
+  void fire_due_locked() REQUIRES(mu_);
+  void maybe_auto_advance_locked() REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable sleepers_changed_;
+  mutable Mutex mu_;
+  mutable CondVar sleepers_changed_;
   std::atomic<int64_t> offset_ns_{0};  // time advanced so far; readers need no lock
   const Instant origin_;
   const WallTime wall_start_;
-  std::list<Sleeper> sleepers_;  // guarded by mu_
-  bool auto_advance_ = false;    // guarded by mu_
-  int holds_ = 0;                // guarded by mu_
-  int parked_holds_ = 0;         // guarded by mu_: holds whose owner is asleep
+  std::list<Sleeper> sleepers_ GUARDED_BY(mu_);
+  bool auto_advance_ GUARDED_BY(mu_) = false;
+  int holds_ GUARDED_BY(mu_) = 0;
+  int parked_holds_ GUARDED_BY(mu_) = 0;  // holds whose owner is asleep
 };
 
 }  // namespace humus::testing

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/mutex.h"
 #include "transport/curl_easy.h"
 #include "transport/curl_stream.h"
 #include "transport/system_roots.h"
@@ -806,23 +806,23 @@ class CurlTransport final : public Transport {
       if (async_loop_->on_loop_thread()) {
         async_.reset();
       } else {
-        std::mutex m;
-        std::condition_variable cv;
-        bool gone = false;
+        Mutex m;
+        CondVar cv;
+        bool gone = false;  // guarded by m (a local: GUARDED_BY applies to members only)
         async_loop_->post([&] {
           async_.reset();
-          std::lock_guard<std::mutex> lock(m);
+          MutexLock lock(m);
           gone = true;
           cv.notify_one();
         });
         if (async_loop_->caller_driven()) {
           async_loop_->drive_until([&] {
-            std::lock_guard<std::mutex> lock(m);
+            MutexLock lock(m);
             return gone;
           });
         } else {
-          std::unique_lock<std::mutex> lock(m);
-          cv.wait(lock, [&] { return gone; });
+          MutexLock lock(m);
+          while (!gone) cv.wait(m);
         }
       }
     }
@@ -894,7 +894,7 @@ class CurlTransport final : public Transport {
   std::unique_ptr<Lane> acquire() {
     std::vector<std::unique_ptr<Lane>> stale;  // closed outside the lock
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       const Instant now = std::chrono::steady_clock::now();
       while (!idle_.empty()) {
         std::unique_ptr<Lane> lane = std::move(idle_.back());
@@ -908,15 +908,15 @@ class CurlTransport final : public Transport {
 
   void release(std::unique_ptr<Lane> lane) {
     lane->last_used = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (idle_.size() < config_.max_idle_connections) idle_.push_back(std::move(lane));
   }
 
   TransportConfig config_;  // changed only by the destructor's wipe
   const Slist connect_to_;
   OriginMemory origin_;  // shared by every lane and the async multi
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Lane>> idle_;  // guarded by mu_; most recently used last
+  Mutex mu_;
+  std::vector<std::unique_ptr<Lane>> idle_ GUARDED_BY(mu_);  // most recently used last
   std::unique_ptr<AsyncMulti> async_;        // loop thread only
   EventLoop* async_loop_ = nullptr;          // loop thread only
 };

@@ -41,7 +41,7 @@ EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver 
   }
   if (driver_ == Driver::kCaller) return;
   // thread_id_ is written under mu_, which run() takes before anything else: the loop thread sees it too.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   try {
     thread_ = std::thread([this] { run(); });
   } catch (const std::system_error& e) {
@@ -66,18 +66,18 @@ EventLoop::~EventLoop() {
   // First: nothing is given back to a loop that is going, and what waits is freed here.
   if (free_on_loop_) free_on_loop_->detach();
   if (driver_ == Driver::kCaller) {
-    std::lock_guard<std::mutex> driving(drive_mu_);
+    MutexLock driving(drive_mu_);
     thread_id_ = std::this_thread::get_id();
     for (;;) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (tasks_.empty()) break;
       }
       run_tasks();
     }
   } else {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     wake();
@@ -90,7 +90,7 @@ EventLoop::~EventLoop() {
 void EventLoop::post(Task task) {
   bool was_empty = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     was_empty = tasks_.empty();
     tasks_.push_back(std::move(task));
   }
@@ -129,7 +129,7 @@ void EventLoop::unwatch(int fd) {
 }
 
 void EventLoop::run() {
-  { std::lock_guard<std::mutex> lock(mu_); }
+  { MutexLock lock(mu_); }
   // On the virtual clock the loop is a participant: time must not jump while it works, only while it
   // sleeps on a timer.
   std::optional<testing::VirtualClock::Hold> busy;
@@ -138,7 +138,7 @@ void EventLoop::run() {
     run_tasks();
     run_due_timers();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_ && tasks_.empty()) return;
       if (!tasks_.empty()) continue;
     }
@@ -162,7 +162,7 @@ void EventLoop::run_tasks() {
   constexpr size_t kKeptCapacity = 1024;
   std::vector<Task> batch = std::move(spare_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     batch.swap(tasks_);
   }
   for (Task& task : batch) task();
@@ -189,7 +189,7 @@ int EventLoop::dup_fd() const {
 }
 
 Instant EventLoop::run_ready() {
-  std::lock_guard<std::mutex> driving(drive_mu_);
+  MutexLock driving(drive_mu_);
   return run_ready_locked();
 }
 
@@ -204,7 +204,7 @@ Instant EventLoop::run_ready_locked() {
     // Until epoll finds nothing: a socket still readable after its handler ran is reported again by this
     // (level-triggered) set, but would not wake a caller that watches the set's descriptor edge-triggered.
     more = poll_sockets(0) > 0;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     more = more || !tasks_.empty();
   }
   thread_id_.store(std::thread::id(), std::memory_order_relaxed);
@@ -221,7 +221,7 @@ void EventLoop::drive_until(const std::function<bool()>& done) {
   while (!done()) {
     Instant next;
     {
-      std::lock_guard<std::mutex> driving(drive_mu_);
+      MutexLock driving(drive_mu_);
       next = run_ready_locked();
     }
     if (done()) return;
@@ -246,7 +246,7 @@ void EventLoop::wait_for_work() {
   if (virtual_clock_ != nullptr) {
     wake_signal_.reset();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!tasks_.empty() || stopping_) return;
     }
     virtual_clock_->sleep_until(next, wake_signal_);

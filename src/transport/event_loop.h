@@ -11,13 +11,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "testing/virtual_clock.h"
 #include "transport/free_on_loop.h"
 #include "transport/timer_heap.h"
@@ -88,7 +88,7 @@ class EventLoop {
   // One epoll_wait of at most `timeout_ms`, its events dispatched; how many there were.
   int poll_sockets(int timeout_ms);
   int timeout_ms_until(Instant next) const;
-  Instant run_ready_locked();
+  Instant run_ready_locked() REQUIRES(drive_mu_);
   void wake();
 
   Clock& clock_;
@@ -98,17 +98,17 @@ class EventLoop {
   int wake_fd_ = -1;          // eventfd: post() wakes epoll_wait through it
   Signal wake_signal_;        // the same on the virtual clock
 
-  std::mutex mu_;
-  std::vector<Task> tasks_;   // guarded by mu_
+  Mutex mu_;
+  std::vector<Task> tasks_ GUARDED_BY(mu_);
   std::vector<Task> spare_;   // the loop's: an empty queue, with capacity, for tasks_ to become next
-  bool stopping_ = false;     // guarded by mu_
+  bool stopping_ GUARDED_BY(mu_) = false;
 
   // Loop thread only.
   TimerHeap timers_;
   std::unordered_map<int, SocketHandler*> sockets_;
 
   std::shared_ptr<FreeOnLoop> free_on_loop_;  // real clock only
-  std::mutex drive_mu_;  // caller-driven: held by the thread running the loop
+  Mutex drive_mu_;       // caller-driven: held by the thread running the loop
   std::thread thread_;   // kOwnThread only
   std::atomic<std::thread::id> thread_id_{};
 };

@@ -11,7 +11,7 @@ std::shared_ptr<FreeOnLoop> FreeOnLoop::make(EventLoop& loop) {
 }
 
 bool FreeOnLoop::give_back(void* object, Destroy destroy) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (loop_ == nullptr || loop_->on_loop_thread()) return false;
   waiting_.emplace_back(object, destroy);
   // One task per batch: whatever is given back before it runs goes with it. Posted under mu_, so detach()
@@ -26,7 +26,7 @@ void FreeOnLoop::free_waiting() {
   constexpr size_t kKeptCapacity = 1024;
   std::vector<std::pair<void*, Destroy>> batch = std::move(spare_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     batch.swap(waiting_);
   }
   for (auto& [object, destroy] : batch) destroy(object);
@@ -37,7 +37,7 @@ void FreeOnLoop::free_waiting() {
 void FreeOnLoop::detach() {
   std::vector<std::pair<void*, Destroy>> batch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     loop_ = nullptr;
     batch.swap(waiting_);
   }

@@ -11,9 +11,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace humus::transport {
 
@@ -38,9 +39,9 @@ class FreeOnLoop {
   void free_waiting();  // the loop thread
 
   std::weak_ptr<FreeOnLoop> self_;
-  std::mutex mu_;
-  EventLoop* loop_;                                  // guarded by mu_; null once detached
-  std::vector<std::pair<void*, Destroy>> waiting_;  // guarded by mu_
+  Mutex mu_;
+  EventLoop* loop_ GUARDED_BY(mu_);  // null once detached
+  std::vector<std::pair<void*, Destroy>> waiting_ GUARDED_BY(mu_);
   std::vector<std::pair<void*, Destroy>> spare_;    // free_waiting's alone: an empty list for waiting_ to become
 };
 

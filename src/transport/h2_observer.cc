@@ -6,16 +6,18 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <unordered_map>
+
+#include "common/mutex.h"
 
 namespace humus::transport::h2 {
 namespace {
 
 // Every watched easy handle's facts. One lock for all: it is taken a few times per request (the request's
-// HEADERS, its last frame, the stream's close) and per attempt, never while calling out.
-std::mutex registry_mu;
-std::unordered_map<const void*, StreamFacts>& registry() {
+// HEADERS, its last frame, the stream's close) and per attempt, never while calling out. The maps are reached
+// through functions that require their lock: a GUARDED_BY cannot annotate a function's static.
+Mutex registry_mu;
+std::unordered_map<const void*, StreamFacts>& registry() REQUIRES(registry_mu) {
   static auto* watched = new std::unordered_map<const void*, StreamFacts>();  // never freed: used at exit
   return *watched;
 }
@@ -31,12 +33,12 @@ struct SessionAge {
   Clock::time_point last_stream{Clock::time_point::max()};  // no new stream from then on
   bool counted = false;                                        // sessions_aged() counts it already
 };
-std::mutex sessions_mu;
-std::unordered_map<const void*, Clock::duration>& lifetimes() {  // easy → lifetime; sessions_mu held
+Mutex sessions_mu;
+std::unordered_map<const void*, Clock::duration>& lifetimes() REQUIRES(sessions_mu) {  // easy → lifetime
   static auto* m = new std::unordered_map<const void*, Clock::duration>();  // never freed: used at exit
   return *m;
 }
-std::unordered_map<const nghttp2_session*, SessionAge>& sessions() {  // sessions_mu held
+std::unordered_map<const nghttp2_session*, SessionAge>& sessions() REQUIRES(sessions_mu) {
   static auto* m = new std::unordered_map<const nghttp2_session*, SessionAge>();
   return *m;
 }
@@ -44,13 +46,13 @@ std::atomic<uint64_t> aged_sessions{0};
 
 // The session sent a frame: its first (the client's SETTINGS) is its birth.
 void note_session_frame(const nghttp2_session* session) {
-  std::lock_guard<std::mutex> lock(sessions_mu);
+  MutexLock lock(sessions_mu);
   sessions().try_emplace(session, SessionAge{Clock::now()});
 }
 
 // `easy`'s request opened a stream on `session`: the session's first watched stream sets its last moment.
 void note_session_stream(const nghttp2_session* session, const void* easy) {
-  std::lock_guard<std::mutex> lock(sessions_mu);
+  MutexLock lock(sessions_mu);
   const auto life = lifetimes().find(easy);
   if (life == lifetimes().end()) return;
   const auto it = sessions().try_emplace(session, SessionAge{Clock::now()}).first;
@@ -59,7 +61,7 @@ void note_session_stream(const nghttp2_session* session, const void* easy) {
 
 // Whether `session` has reached its lifetime.
 bool session_aged(const nghttp2_session* session) {
-  std::lock_guard<std::mutex> lock(sessions_mu);
+  MutexLock lock(sessions_mu);
   const auto it = sessions().find(session);
   if (it == sessions().end() || it->second.last_stream == Clock::time_point::max() ||
       Clock::now() < it->second.last_stream) {
@@ -73,7 +75,7 @@ bool session_aged(const nghttp2_session* session) {
 }
 
 void forget_session(const nghttp2_session* session) {
-  std::lock_guard<std::mutex> lock(sessions_mu);
+  MutexLock lock(sessions_mu);
   sessions().erase(session);
 }
 
@@ -95,15 +97,15 @@ void* stream_user_data(nghttp2_session* session, int32_t stream_id) {
   return get != nullptr && stream_id > 0 ? get(session, stream_id) : nullptr;
 }
 
-// The easy handle a stream belongs to, when it is watched; registry_mu held.
-StreamFacts* watched_stream(nghttp2_session* session, int32_t stream_id) {
+// The easy handle a stream belongs to, when it is watched.
+StreamFacts* watched_stream(nghttp2_session* session, int32_t stream_id) REQUIRES(registry_mu) {
   auto it = registry().find(stream_user_data(session, stream_id));
   return it == registry().end() ? nullptr : &it->second;
 }
 
 // nghttp2 ended `session`'s connection: every watched stream on it learns why.
 void connection_failed(nghttp2_session* session, int why) {
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   for (auto& [easy, facts] : registry()) {
     if (facts.seen && facts.connection_failure == 0 && stream_user_data(session, facts.stream_id) == easy) {
       facts.connection_failure = why;
@@ -117,7 +119,7 @@ void note_frame_sent(nghttp2_session* session, const nghttp2_frame* frame) {
   if (type == NGHTTP2_HEADERS || (type == NGHTTP2_DATA && ends_stream)) {
     const void* opened_by = nullptr;  // the watched easy handle whose request opened the stream
     {
-      std::lock_guard<std::mutex> lock(registry_mu);
+      MutexLock lock(registry_mu);
       if (StreamFacts* f = watched_stream(session, frame->hd.stream_id)) {
         f->seen = true;
         f->stream_id = frame->hd.stream_id;
@@ -129,7 +131,7 @@ void note_frame_sent(nghttp2_session* session, const nghttp2_frame* frame) {
   } else if (type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
     note_session_frame(session);
   } else if (type == NGHTTP2_RST_STREAM) {
-    std::lock_guard<std::mutex> lock(registry_mu);
+    MutexLock lock(registry_mu);
     if (StreamFacts* f = watched_stream(session, frame->hd.stream_id)) {
       f->reset_by_client = true;
       f->client_reset_code = frame->rst_stream.error_code;
@@ -141,7 +143,7 @@ void note_frame_sent(nghttp2_session* session, const nghttp2_frame* frame) {
 }
 
 void note_stream_closed(nghttp2_session* session, int32_t stream_id, uint32_t error_code) {
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   if (StreamFacts* f = watched_stream(session, stream_id)) {
     f->closed = true;
     f->close_code = error_code;
@@ -177,26 +179,26 @@ int observe_then_stream_close(nghttp2_session* session, int32_t stream_id, uint3
 }  // namespace
 
 void watch(const void* easy) {
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   registry()[easy] = StreamFacts{};
 }
 
 void unwatch(const void* easy) {
   {
-    std::lock_guard<std::mutex> lock(registry_mu);
+    MutexLock lock(registry_mu);
     registry().erase(easy);
   }
-  std::lock_guard<std::mutex> lock(sessions_mu);
+  MutexLock lock(sessions_mu);
   lifetimes().erase(easy);
 }
 
 void clear(const void* easy) {
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   if (auto it = registry().find(easy); it != registry().end()) it->second = StreamFacts{};
 }
 
 StreamFacts facts(const void* easy) {
-  std::lock_guard<std::mutex> lock(registry_mu);
+  MutexLock lock(registry_mu);
   auto it = registry().find(easy);
   return it == registry().end() ? StreamFacts{} : it->second;
 }
@@ -204,7 +206,7 @@ StreamFacts facts(const void* easy) {
 bool active() { return wrapped.load(std::memory_order_relaxed); }
 
 void set_lifetime(const void* easy, std::chrono::steady_clock::duration lifetime) {
-  std::lock_guard<std::mutex> lock(sessions_mu);
+  MutexLock lock(sessions_mu);
   lifetimes()[easy] = lifetime;
 }
 
