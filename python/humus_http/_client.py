@@ -6,7 +6,7 @@ import json as jsonlib
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Self, TypedDict, Unpack
+from typing import Any, Self, TypedDict, Unpack, cast
 
 from . import _native
 from ._at_exit import CloseAtExit
@@ -16,7 +16,8 @@ from ._closing import Closing
 from ._context import ContextTypes, context_parts
 from ._errors import ConfigError, from_native
 from ._forms import CookieTypes, DataTypes, FilesTypes, cookie_header, encode_form
-from ._hooks import AttemptHooks
+from ._client_gen import ClientArguments
+from ._hooks import AttemptHooks, EventHooks
 from ._response import (
     BodyReader,
     ContentTypes,
@@ -30,17 +31,11 @@ from ._response import (
 )
 from ._settings import (
     _STATES,
-    TLS,
-    Breaker,
     BreakerCounts,
     BreakerPolicy,
-    Bulkhead,
     Classifier,
     Duration,
-    Probe,
-    RetryBudget,
     Runtime,
-    Trip,
     check_settings_mapping,
     classifier_adapter,
     default_runtime,
@@ -55,11 +50,6 @@ __all__ = ["BodyOptions", "CallOptions", "Client", "EventHooks", "QueryParams"]
 #: What ``params=`` accepts: a mapping (a value may be a sequence for repeated keys), (key, value) pairs, or an
 #: already encoded query string.
 QueryParams = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
-
-#: What ``event_hooks=`` accepts: ``{"request": [hook, ...], "response": [hook, ...]}``; a request hook is called
-#: with the Request of every attempt, a response hook with the Response of every attempt (an AsyncClient awaits
-#: an ``async def`` hook, once per call).
-EventHooks = Mapping[str, Sequence[Callable[..., Any]]]
 
 _RETRY_MODES = {None: 0, False: 1, True: 2}  # HUMUS_RETRY_MODE_DEFAULT, _FORBID, _FORCE
 _ABSOLUTE = ("http://", "https://", "HTTP://", "HTTPS://")
@@ -203,45 +193,32 @@ class _Call:
         self.timeout_ms = timeout_ms
 
 
-class _BaseClient:
-    """What Client and AsyncClient share: building the native client and encoding requests."""
+class _BaseClient(ClientArguments):
+    """What Client and AsyncClient share: building the native client and encoding requests. Their keyword
+    arguments, one per settings key, are generated from the core's schema (_client_gen.py)."""
 
     #: Whether calls follow redirects within the origin (docs/origin.md §2) unless a call says otherwise.
     follow_redirects: bool
 
-    def __init__(self, base_url: str, *, timeout: Duration | Timeout | UseClientDefault = USE_CLIENT_DEFAULT,
-                 attempt_timeout: Duration | None = None,
-                 connect_timeout: Duration | None = None, max_attempts: int | None = None,
-                 backoff_base: Duration | None = None, backoff_max: Duration | None = None,
-                 max_retry_after: Duration | None = None, retry_budget: RetryBudget | None = None,
-                 breaker: Breaker | None = None, trip: Trip | None = None, probe: Probe | None = None,
-                 bulkhead: Bulkhead | None = None, max_idle_connections: int | None = None,
-                 idle_timeout: Duration | None = None, max_connection_lifetime: Duration | None = None,
-                 max_response_headers: int | None = None, max_response_body: int | None = None,
-                 decompress: bool | None = None, tls: TLS | None = None,
-                 http_version: Literal["auto", "1.1", "2"] | None = None, headers: Mapping[str, str] | None = None,
-                 classify: Literal["humus", "jfast", "strict"] | Classifier | None = None,
-                 breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
-                 forward_authorization: bool | None = None, forward_scenario: bool | None = None,
-                 auth: AuthTypes | None = None, follow_redirects: bool = True,
-                 event_hooks: EventHooks | None = None) -> None:
-        total, attempt_timeout, connect_timeout = _timeout_settings(timeout, attempt_timeout, connect_timeout)
+    def _configure(self, base_url: str, settings: dict[str, object], *, runtime: Runtime | None,
+                   auth: AuthTypes | None, follow_redirects: bool, event_hooks: EventHooks | None) -> None:
+        """Builds the client from its keyword arguments (``settings``: every settings key, None where not
+        given)."""
+        total, attempt_timeout, connect_timeout = _timeout_settings(
+            cast("Duration | Timeout | UseClientDefault | None", settings["timeout"]),
+            cast("Duration | None", settings["attempt_timeout"]), cast("Duration | None", settings["connect_timeout"]))
         # None is "not given": the core applies its defaults (docs/settings.md §3) and checks exactly what was given.
-        values: dict[str, object] = {
-            "timeout": total, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout,
-            "max_attempts": max_attempts, "backoff_base": backoff_base, "backoff_max": backoff_max,
-            "max_retry_after": max_retry_after, "retry_budget": retry_budget, "breaker": breaker, "trip": trip,
-            "probe": probe, "bulkhead": bulkhead, "max_idle_connections": max_idle_connections,
-            "idle_timeout": idle_timeout, "max_connection_lifetime": max_connection_lifetime,
-            "max_response_headers": max_response_headers, "max_response_body": max_response_body,
-            "decompress": decompress, "tls": tls, "http_version": http_version, "headers": headers,
-            "forward_authorization": forward_authorization, "forward_scenario": forward_scenario,
-        }
+        values = {**settings, "timeout": total, "attempt_timeout": attempt_timeout, "connect_timeout": connect_timeout}
+        # What JSON cannot carry is handed to the core beside the document: a Python classifier, a breaker policy.
+        classify = values.pop("classify")
+        breaker_policy = cast("BreakerPolicy | None", values.pop("breaker_policy"))
         if isinstance(classify, str):
             values["classify"] = classify
             classify = None
-        self._options(auth, follow_redirects, event_hooks, headers)
-        self._build(base_url, settings_json(base_url, values), classify, breaker_policy, runtime)
+        headers = values["headers"]
+        self._options(auth, follow_redirects, event_hooks, headers if isinstance(headers, Mapping) else None)
+        self._build(base_url, settings_json(base_url, values), cast("Classifier | None", classify), breaker_policy,
+                    runtime)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, classify: Classifier | None = None,

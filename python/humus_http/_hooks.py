@@ -12,14 +12,19 @@ the caller: from ``before`` the core ends the call with HUMUS_E_CALLBACK and the
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._response import Request, Response
 
-__all__ = ["AttemptHooks"]
+__all__ = ["AttemptHooks", "EventHooks"]
 
 Hook = Callable[..., Any]
+
+#: What ``event_hooks=`` accepts: ``{"request": [hook, ...], "response": [hook, ...]}``; a request hook is called
+#: with the Request of every attempt, a response hook with the Response of every attempt (an AsyncClient awaits
+#: an ``async def`` hook, once per call).
+EventHooks = Mapping[str, Sequence[Callable[..., Any]]]
 
 
 def _not_awaitable(result: object, hook: Hook) -> None:

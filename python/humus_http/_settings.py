@@ -10,16 +10,19 @@ from __future__ import annotations
 import enum
 import json
 import math
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _native
 from ._errors import ConfigError, from_native
 from ._mock import MockHandler, adapter
+from ._settings_gen import DURATION_KEYS, TLS, Breaker, Bulkhead, Probe, RetryBudget, Trip
+from ._settings_values import Duration as Duration  # the name callers import from here
+from ._settings_values import Group
+from ._settings_values import duration_json as _duration
+from ._settings_values import json_value as _json_value
 
 if TYPE_CHECKING:
     from ._telemetry import LogSink, SpanSink
@@ -42,149 +45,10 @@ __all__ = [
     "preset_classify",
 ]
 
-#: A duration: seconds (int or float), a ``timedelta``, or the settings' string form (``"250ms"``, ``"5s"``).
-Duration = float | int | timedelta | str
-
 Attempt = _native.Attempt
 """One attempt as a classifier sees it (``method``, ``status`` — 0 when no response came —, ``header(name)``,
 ``error`` — the C status name when no response came, else None —, ``error_message``, ``number`` — 1 for the
 first attempt). Valid only during the classifier call that received it; read it on that thread."""
-
-
-def _duration(value: object) -> object:
-    """The JSON form of a duration; values of other types are passed on for the core to refuse by key."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            return str(value)
-        ms = value * 1000
-        if ms == int(ms):
-            return f"{int(ms)}ms"
-        return f"{round(value * 1e9)}ns"
-    if isinstance(value, str):
-        return value
-    return repr(value)
-
-
-def _json_value(value: object) -> object:
-    """Values JSON cannot carry become their repr, which the core then refuses naming the key."""
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
-
-
-def _drop_none(d: dict[str, object]) -> dict[str, object]:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-@dataclass(frozen=True)
-class TLS:
-    """TLS for an https dependency (docs/transport.md §10.3): trust only the given CA (file or PEM text) instead of the system
-    roots, a client certificate and key for mTLS, and the lowest TLS version (``"1.2"`` or ``"1.3"``).
-    Verification is always on. A frozen value: share it between threads freely."""
-
-    ca_file: str | os.PathLike[str] | None = None
-    ca_pem: str | None = None
-    cert_file: str | os.PathLike[str] | None = None
-    cert_pem: str | None = None
-    key_file: str | os.PathLike[str] | None = None
-    key_pem: str | None = None
-    min_version: Literal["1.2", "1.3"] | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The the docs' JSON form (``"tls"`` object)."""
-        def path(p: str | os.PathLike[str] | None) -> str | None:
-            return None if p is None else os.fspath(p)
-        return _drop_none({"ca_file": path(self.ca_file), "ca_pem": self.ca_pem, "cert_file": path(self.cert_file),
-                           "cert_pem": self.cert_pem, "key_file": path(self.key_file), "key_pem": self.key_pem,
-                           "min_version": self.min_version})
-
-
-@dataclass(frozen=True)
-class RetryBudget:
-    """The retry budget shared by every call of a client (docs/retries.md §6.4): ``"token_bucket"`` (``tokens``, ``ratio``
-    refilled per success) or ``"ratio"`` (``ratio`` of the requests of the last ``window``, plus
-    ``min_per_second``). Fields left None take the core's defaults.
-    A frozen value: share it between threads freely."""
-
-    policy: Literal["token_bucket", "ratio"] = "token_bucket"
-    tokens: float | None = None
-    ratio: float | None = None
-    min_per_second: int | None = None
-    window: Duration | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The the docs' JSON form (``"retry_budget"`` object)."""
-        return _drop_none({"policy": self.policy, "tokens": _json_value(self.tokens), "ratio": _json_value(self.ratio),
-                           "min_per_second": _json_value(self.min_per_second),
-                           "window": None if self.window is None else _duration(self.window)})
-
-
-@dataclass(frozen=True)
-class Breaker:
-    """The circuit breaker's shape (docs/breaker.md §9): the last ``window`` results, open for ``open_for`` seconds, at most
-    ``probes`` probes in flight in half-open, a probe's slot freed after ``probe_timeout``.
-    A frozen value: share it between threads freely."""
-
-    window: int | None = None
-    open_for: Duration | None = None
-    probes: int | None = None
-    probe_timeout: Duration | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The the docs' JSON form (``"breaker"`` object)."""
-        return _drop_none({"window": _json_value(self.window),
-                           "open_for": None if self.open_for is None else _duration(self.open_for),
-                           "probes": _json_value(self.probes),
-                           "probe_timeout": None if self.probe_timeout is None else _duration(self.probe_timeout)})
-
-
-@dataclass(frozen=True)
-class Trip:
-    """Parameters of the built-in trip policy: open after ``consecutive_failures`` in a row, or when at least
-    ``failure_rate`` of the last ``min_results`` (or more) results failed.
-    A frozen value: share it between threads freely."""
-
-    consecutive_failures: int | None = None
-    failure_rate: float | None = None
-    min_results: int | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The the docs' JSON form (``"trip"`` object)."""
-        return _drop_none({"consecutive_failures": _json_value(self.consecutive_failures),
-                           "failure_rate": _json_value(self.failure_rate),
-                           "min_results": _json_value(self.min_results)})
-
-
-@dataclass(frozen=True)
-class Probe:
-    """Parameters of the built-in probe policy: ``successes_to_close`` successful probes close the breaker.
-    A frozen value: share it between threads freely."""
-
-    successes_to_close: int | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The the docs' JSON form (``"probe"`` object)."""
-        return _drop_none({"successes_to_close": _json_value(self.successes_to_close)})
-
-
-@dataclass(frozen=True)
-class Bulkhead:
-    """At most ``max_concurrent`` calls of a client in flight; the next waits up to ``wait`` for a slot
-    (docs/bulkhead.md §11). A frozen value: share it between threads freely."""
-
-    max_concurrent: int | None = None
-    wait: Duration | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The the docs' JSON form (``"bulkhead"`` object)."""
-        return _drop_none({"max_concurrent": _json_value(self.max_concurrent),
-                           "wait": None if self.wait is None else _duration(self.wait)})
 
 
 class ProbeDecision(enum.IntEnum):
@@ -528,11 +392,6 @@ def default_runtime() -> Runtime:
         return _default
 
 
-#: The keys whose values are durations (written in the settings' string form).
-_DURATIONS = frozenset({"timeout", "attempt_timeout", "connect_timeout", "backoff_base", "backoff_max",
-                        "max_retry_after", "idle_timeout", "max_connection_lifetime"})
-
-
 def settings_json(base_url: str, values: Mapping[str, object]) -> dict[str, object]:
     """The the docs' JSON form of a client's keyword arguments: exactly the keys the caller gave (None means "not
     given"), so the core alone applies its defaults and checks what was given, as every binding does
@@ -542,9 +401,9 @@ def settings_json(base_url: str, values: Mapping[str, object]) -> dict[str, obje
     for key, value in values.items():
         if value is None:
             continue
-        if isinstance(value, (TLS, RetryBudget, Breaker, Trip, Probe, Bulkhead)):
+        if isinstance(value, Group):
             out[key] = value.to_json()
-        elif key in _DURATIONS:
+        elif key in DURATION_KEYS:
             out[key] = _duration(value)
         elif isinstance(value, Mapping):
             out[key] = {str(k): _json_value(v) for k, v in value.items()}
