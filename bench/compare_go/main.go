@@ -11,7 +11,7 @@
 // http.Client whose Transport keeps CONCURRENCY idle connections per host (its default of 2 would reconnect
 // under load, which no careful user leaves) and, with --h2, speaks HTTP/2 over TLS. --netpoller gives the
 // humus modes a runtime whose event loop runs on Go's netpoller (RuntimeOptions.LoopOnNetpoller) instead of
-// a thread of its own, to measure one design against the other (bench/README.md). After WARMUP_SECONDS it
+// a thread of its own, to measure one design against the other (bench/HISTORY.md). After WARMUP_SECONDS it
 // runs for SECONDS and prints one JSON line: requests, errors, wall and CPU seconds of this process. It
 // never judges the numbers.
 package main

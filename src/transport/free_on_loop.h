@@ -3,7 +3,7 @@
 // it. glibc's allocator serves that pattern badly: the freeing thread's cache fills with chunks it never
 // allocates itself, the rest go back to the loop's arena under its lock, and the loop, whose cache never
 // sees them again, allocates every next response the slow way, consolidating fragments as it goes
-// (bench/README.md, 2026-12-04 session 19: an allocator that handles it, jemalloc, made the Python
+// (bench/HISTORY.md, 2026-12-04 session 19: an allocator that handles it, jemalloc, made the Python
 // AsyncClient 30 % faster). Given back, the memory is freed on the loop thread, in batches, by a task posted
 // to the loop, and its next allocations find it in its own cache.
 //

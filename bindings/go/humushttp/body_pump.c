@@ -1,8 +1,8 @@
 /* A streamed body read ahead on the event loop into a bounded ring, for Go to copy out of (see glue.h).
  *
  * Why: a Read that blocks in C holds an OS thread per call and pays a thread hand-off each time it waits
- * (bench/README.md "The Go boundary"). Here the loop keeps the ring filled while Go copies the previous bytes
- * out, so Go crosses into C only for short calls, and waits — when it must — on a channel.
+ * (bench/HISTORY.md "The Go boundary"). Here the loop keeps the ring filled while Go copies the previous
+ * bytes out, so Go crosses into C only for short calls, and waits — when it must — on a channel.
  *
  * Every field below is guarded by `mu`. Who runs what: on_headers and on_read on the event-loop thread;
  * humusgo_body_take and humusgo_body_close on a Go thread, one at a time. A read is issued with `mu` held,

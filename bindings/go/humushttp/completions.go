@@ -16,7 +16,7 @@ import (
 // waits on that eventfd through Go's netpoller (a nonblocking *os.File: no OS thread sits in a read) and
 // delivers whatever it finds in batches of one cgo crossing each. Measured against the design it replaced
 // (each completion a cgo callback into Go on the event-loop thread, which then waits for a P of its own
-// while goroutines hold them) in bench/README.md "The Go boundary".
+// while goroutines hold them) in bench/HISTORY.md "The Go boundary".
 //
 // A virtual-clock runtime keeps the callback: its completions must run at the loop's moment, before the
 // clock moves on (a done callback reads Runtime.ElapsedMs, as the conformance vectors do).

@@ -105,7 +105,7 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 }
 
 // onLoop says whether a Do runs on the event loop (loop_body.go) rather than blocking in C. Measured
-// (bench/README.md "The Go boundary"): alone, a call is cheapest on its own thread, which reads its socket
+// (bench/HISTORY.md "The Go boundary"): alone, a call is cheapest on its own thread, which reads its socket
 // itself. Joining others, the loop costs less CPU per call than threads blocking in C: half over HTTP/2,
 // where they share one connection, and a third less over HTTP/1.1 for a body that reaches Go whole with
 // its headers (under HUMUSGO_WHOLE_BODY). A body that flows through the ring costs the loop more over

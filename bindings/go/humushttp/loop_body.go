@@ -19,7 +19,7 @@ import (
 // A streamed Do whose attempts and body reads run on the runtime's event loop (body_pump.c): the call is
 // submitted with humus_client_submit_open, its headers come back through the completion queue, and the
 // loop reads the body ahead into a bounded ring that Read copies out of. No OS thread waits for the
-// server, which is what a blocking cgo call per call in flight costs (bench/README.md "The Go boundary").
+// server, which is what a blocking cgo call per call in flight costs (bench/HISTORY.md "The Go boundary").
 //
 // Do takes this path for a call that joins others (clientCore.onLoop) when nothing in the call
 // needs the caller's thread: a real clock, no Go callback on the client or the runtime (a classifier, a

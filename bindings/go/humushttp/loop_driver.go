@@ -18,7 +18,7 @@ import (
 // library's (the runtime's "loop": "caller", humus_runtime_loop_run; docs/bindings.md §17.1). One goroutine per
 // runtime waits for the loop's descriptor to turn readable, or for the loop's next timer, then runs the loop in
 // one short cgo call that also takes the completions the run queued, and delivers them itself: no thread
-// hand-off between a call and its completion (bench/README.md, "The Go boundary, 2026-12-04").
+// hand-off between a call and its completion (bench/HISTORY.md, "The Go boundary, 2026-12-04").
 //
 // Anything else that waits for the loop (a body closed, a client freed with calls in flight) runs the loop
 // on its own thread while it waits (the C ABI does so), so no wait depends on this goroutine getting a P.

@@ -106,7 +106,7 @@ func FollowRedirects(follow bool) CallOption {
 // BufferBody makes Client.Do (and so a call through *http.Client, with WithCallOptions) read the response
 // body whole before it returns, as Client.Start does, instead of streaming it: the call then runs on the
 // runtime's event loop and the goroutine waits without an OS thread blocked in C for it, which is cheaper
-// under concurrency (bench/README.md "The Go boundary"). For responses known to be small: the body is held
+// under concurrency (bench/HISTORY.md "The Go boundary"). For responses known to be small: the body is held
 // in memory, and one past the setting max_response_body fails with ErrTooLarge; req.Body is read whole
 // first, as Start reads it. A plain value.
 func BufferBody() CallOption { return callOptionFunc(func(o *callOptions) { o.buffer = true }) }

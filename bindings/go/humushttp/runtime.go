@@ -33,7 +33,7 @@ type RuntimeOptions struct {
 	// LoopOnNetpoller runs the event loop of the runtime's asynchronous calls (Start, and Do when it joins
 	// other calls) on Go's netpoller, driven by a goroutine, instead of on a thread of the library's
 	// ("loop": "caller", docs/bindings.md §17.1). Without that thread, a call crosses no thread hand-off:
-	// measured (bench/README.md, "The Go boundary, 2026-12-04"), Start costs 10-15 % less CPU a call
+	// measured (bench/HISTORY.md, "The Go boundary, 2026-12-04"), Start costs 10-15 % less CPU a call
 	// sequentially and at 16 goroutines, but at 64 calls in flight the loop thread running beside the
 	// goroutines is faster, so it is not the default. A real clock only (ignored with VirtualClock).
 	LoopOnNetpoller bool

@@ -16,7 +16,7 @@ import (
 // socketWait is how a streamed body's Read waits for bytes in Go's netpoller rather than inside C
 // (humus_response_read_ready, docs/bodies.md §7): a cgo call that waits holds an OS thread and, past
 // sysmon's 20 µs tick, has its P taken and handed on, which on one CPU costs a context switch per wait
-// (bench/README.md, "stream_bench.py"). A goroutine parked in the netpoller costs neither. It watches a
+// (bench/HISTORY.md, "stream_bench.py"). A goroutine parked in the netpoller costs neither. It watches a
 // duplicate of the transfer's socket: the library's descriptor is lent and never closed here.
 type socketWait struct {
 	fd   C.int // the library's descriptor this duplicates
