@@ -57,7 +57,8 @@ extern "C" {
 #define HUMUS_VERSION_NUMBER (HUMUS_VERSION_MAJOR * 10000 + HUMUS_VERSION_MINOR * 100 + HUMUS_VERSION_PATCH)
 #define HUMUS_VERSION_STRING "0.1.0"
 /* The ABI major: the SONAME's number (libhumus_http.so.1). A library of another ABI major cannot be used with
- * this header. */
+ * this header. Adding a function or growing a versioned struct keeps it; removing or changing an exported
+ * function, or a struct's layout, takes the next one (CHANGELOG.md). */
 #define HUMUS_ABI_VERSION 1
 
 /* The version of the library loaded at run time: MAJOR*10000 + MINOR*100 + PATCH. Any thread. */
@@ -153,7 +154,9 @@ HUMUS_API humus_status humus_error_new(humus_status status, const char *message,
 /* Deprecated, kept for callers of the first ABI: the error of the last failed humus_* call on this thread,
  * or NULL. Borrowed: valid until this thread's next failing humus_* call. Every fallible function reports
  * through its own err (or its status says everything), so new code, and every binding, reads that instead:
- * a thread-local slot would make Go pin its OS thread around each call. Any thread. */
+ * a thread-local slot would make Go pin its OS thread around each call. Kept rather than removed because
+ * removing an exported function takes a new ABI major, which one deprecated function does not justify: it
+ * goes with the next major. Any thread. */
 HUMUS_API const humus_error *humus_last_error(void);
 
 /* ==== Settings =================================================================================== */
@@ -180,7 +183,8 @@ HUMUS_API void humus_settings_free(humus_settings *s);
  * HUMUS_E_INVALID_ARGUMENT if key or value_json is NULL. Any thread. */
 HUMUS_API humus_status humus_settings_check_field(const char *key, const char *value_json, size_t len,
                                                   humus_error **err);
-/* The first name of humus_settings_check_field: the same function. */
+/* The first name of humus_settings_check_field: the same function, kept as the ABI's first name for it
+ * (docs/settings.md §3.1 and the fuzz target use it; removing it would take a new ABI major). */
 HUMUS_API humus_status humus_settings_check(const char *key, const char *value_json, size_t len,
                                             humus_error **err);
 
