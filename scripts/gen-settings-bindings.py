@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,7 +167,7 @@ def schema_from_library(library: str) -> dict[str, Any]:
     if status != 0:
         raise SystemExit(f"{SOURCE}: humus_settings_schema_json returned {status}")
     try:
-        document: dict[str, Any] = json.loads(ctypes.string_at(text.value, size.value).decode())
+        document: dict[str, Any] = json.loads(ctypes.string_at(text, size.value).decode())
     finally:
         lib.humus_string_free(text)
     return document
@@ -211,10 +210,10 @@ package humushttp
 """
 
 GO_SETTINGS_DOC = """\
-// Settings are one dependency's settings (docs/settings.md §3), in the JSON form every binding shares: the JSON tags are
-// the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the library's
-// default applies; the fields whose zero is a valid value of its own (a wait of 0, no idle connection, false
-// where the default is true) are pointers for that reason. Only what is set reaches the library, which alone
+// Settings are one dependency's settings (docs/settings.md §3), in the JSON form every binding shares: the JSON
+// tags are the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the
+// library's default applies; the fields whose zero is a valid value of its own (a wait of 0, no idle
+// connection, false where the default is true) are pointers for that reason. Only what is set reaches the library, which alone
 // holds the defaults (SettingsSchemaJSON lists them) and checks the values set against each other.
 // The library checks every value when a client is built and reports every bad one at once (ErrConfig,
 // Error.Fields naming the keys).
@@ -505,8 +504,8 @@ def generate_python_client(top: list[Key]) -> str:
     out += ["from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault", "",
             '__all__ = ["ClientArguments"]', "", "",
             "class ClientArguments(abc.ABC):",
-            '    """The constructor of the clients: its keyword arguments are the settings of docs/settings.md §3 (see',
-            '    Client) and the options the Python client applies itself (runtime, auth, follow_redirects,',
+            '    """The constructor of the clients: its keyword arguments are the settings of docs/settings.md §3',
+            '    (see Client) and the options the Python client applies itself (runtime, auth, follow_redirects,',
             '    event_hooks)."""', ""]
     signature = wrap_signature("    def __init__(", ["self", "base_url: str", "*", *params], ") -> None:")
     out += signature

@@ -19,8 +19,8 @@ __all__ = ["ClientArguments"]
 
 
 class ClientArguments(abc.ABC):
-    """The constructor of the clients: its keyword arguments are the settings of docs/settings.md §3 (see
-    Client) and the options the Python client applies itself (runtime, auth, follow_redirects,
+    """The constructor of the clients: its keyword arguments are the settings of docs/settings.md §3
+    (see Client) and the options the Python client applies itself (runtime, auth, follow_redirects,
     event_hooks)."""
 
     def __init__(self, base_url: str, *, timeout: Duration | Timeout | UseClientDefault = USE_CLIENT_DEFAULT,

@@ -1,6 +1,6 @@
-"""The bindings' settings surfaces are generated from the core's schema (docs/settings.md §3.4): the committed files are
-what scripts/gen-settings-bindings.py writes, the committed schema is the library's, and a key added to the
-schema appears in the Go, Rust and Python surfaces with no other edit."""
+"""The bindings' settings surfaces are generated from the core's schema (docs/settings.md §3.4): the committed
+files are what scripts/gen-settings-bindings.py writes, the committed schema is the library's, and a key added to
+the schema appears in the Go, Rust and Python surfaces with no other edit."""
 from __future__ import annotations
 
 import json
