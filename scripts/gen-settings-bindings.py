@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_DUMP = "docs/settings-schema.json"
 GO_OUT = "bindings/go/humushttp/settings_gen.go"
 RUST_OUT = "bindings/rust/humus-http/src/settings_gen.rs"
+RUST_TEST_OUT = "bindings/rust/humus-http/tests/generated/settings_setters.rs"
 PY_VALUES_OUT = "python/humus_http/_settings_gen.py"
 PY_CLIENT_OUT = "python/humus_http/_client_gen.py"
 SOURCE = "scripts/gen-settings-bindings.py"
@@ -47,6 +48,9 @@ RUST_GROUP_VALUES = {"tls": "Tls"}
 # depend on its policy (the RetryBudget enum).
 RUST_HAND_WRITTEN = {"retry_budget", "retry_budget.policy", "retry_budget.tokens", "retry_budget.ratio",
                      "retry_budget.min_per_second", "retry_budget.window"}
+# The coverage test's sample values where the key's check wants more than any text (constants of
+# tests/settings.rs); other text keys are given "x", paths "/etc/x.pem".
+RUST_TEST_SAMPLES = {"tls.ca_pem": "CERT", "tls.cert_pem": "CERT", "tls.key_pem": "KEY"}
 
 # Python: the helper class of each group when it is not the group's name in CamelCase.
 PY_GROUP_CLASSES = {"tls": "TLS"}
@@ -213,9 +217,9 @@ GO_SETTINGS_DOC = """\
 // Settings are one dependency's settings (docs/settings.md §3), in the JSON form every binding shares: the JSON
 // tags are the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the
 // library's default applies; the fields whose zero is a valid value of its own (a wait of 0, no idle
-// connection, false where the default is true) are pointers for that reason. Only what is set reaches the library, which alone
-// holds the defaults (SettingsSchemaJSON lists them) and checks the values set against each other.
-// The library checks every value when a client is built and reports every bad one at once (ErrConfig,
+// connection, false where the default is true) are pointers for that reason. Only what is set reaches the
+// library, which alone holds the defaults (SettingsSchemaJSON lists them) and checks the values set against
+// each other. The library checks every value when a client is built and reports every bad one at once (ErrConfig,
 // Error.Fields naming the keys).
 //
 // Settings are plain values: build them on one goroutine, then share them read-only.
@@ -364,6 +368,59 @@ def generate_rust(top: list[Key]) -> str:
                 out.append("")
             out += ["    " + line for line in method]
         out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def rust_test_row(key: Key, call: str) -> list[str]:
+    """The coverage test's row for a generated setter: `call` is how a builder `b` reaches it, `{}` its value."""
+    def row(setter: str) -> list[str]:
+        return [f'("{key.path}", {setter}),']
+
+    if key.kind == "duration":
+        return row(f"Duration(|b, d| {call.format('d')})")
+    if key.kind == "count":
+        return row(f"Count(|b, n| {call.format('n')})")
+    if key.kind == "bytes":
+        return row(f"Bytes(|b, n| {call.format('n' if key.wide() else 'n.try_into().unwrap()')})")
+    if key.kind in ("number", "share"):
+        return row(f"{key.kind.capitalize()}(|b, x| {call.format('x')})")
+    if key.kind == "bool":
+        return row(f"Bool(|b, on| {call.format('on')})")
+    if key.kind == "enum":
+        choices = [f'    ("{c}", |b| {call.format(json.dumps(c))}),' for c in key.choices]
+        return ["(", f'    "{key.path}",', "    Enum(&[", *["    " + c for c in choices], "    ]),", "),"]
+    sample = RUST_TEST_SAMPLES.get(key.path, '"/etc/x.pem"' if key.is_path else '"x"')
+    return row(f"Text(|b, s| {call.format('s')}, {sample})")
+
+
+def generate_rust_test(top: list[Key]) -> str:
+    """The rows of tests/settings.rs's coverage table for the generated setters (the hand-written ones, typed by
+    hand, have their rows there): every key is set through its method, read back and checked by the library."""
+    rows: list[str] = []
+    for key in top:
+        if key.required or key.kind == "plugin" or key.path in RUST_ENUMS:
+            continue
+        if key.kind == "map":
+            rows += [f'("{key.path}", Map(|b, name, value| b.{key.path.removesuffix("s")}(name, value))),']
+        elif key.kind == "object":
+            value_type = RUST_GROUP_VALUES.get(key.path)
+            if key.path not in RUST_HAND_WRITTEN and value_type is None:
+                rows.append(f'("{key.path}", Object),')
+            for child in key.children:
+                if child.path in RUST_HAND_WRITTEN or child.path in RUST_ENUMS:
+                    continue
+                call = (f"b.{key.path}(&{value_type}::new().{child.leaf}({{}}))" if value_type else
+                        f"b.{rust_ident(child.path)}({{}})")
+                rows += rust_test_row(child, call)
+        elif key.path not in RUST_HAND_WRITTEN:
+            rows += rust_test_row(key, f"b.{key.path}({{}})")
+    out = [*generated_header("// "), "",
+           "/// The coverage table's rows of the setters generated from the schema (src/settings_gen.rs).",
+           "fn generated_setters() -> Vec<(&'static str, Setter)> {",
+           "    use Setter::*;",
+           "    vec!["]
+    out += ["        " + row for row in rows]
+    out += ["    ]", "}"]
     return "\n".join(out) + "\n"
 
 
@@ -550,8 +607,8 @@ def wrap_signature(head: str, params: list[str], tail: str) -> list[str]:
 
 def outputs(document: dict[str, Any]) -> dict[str, str]:
     top = load_tree(document)
-    return {GO_OUT: generate_go(top), RUST_OUT: generate_rust(top), PY_VALUES_OUT: generate_python_values(top),
-            PY_CLIENT_OUT: generate_python_client(top)}
+    return {GO_OUT: generate_go(top), RUST_OUT: generate_rust(top), RUST_TEST_OUT: generate_rust_test(top),
+            PY_VALUES_OUT: generate_python_values(top), PY_CLIENT_OUT: generate_python_client(top)}
 
 
 def main() -> int:

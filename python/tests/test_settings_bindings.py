@@ -73,6 +73,11 @@ def test_a_key_added_to_the_schema_appears_in_every_binding(tmp_path: Path) -> N
     assert "pub fn proxy_mode(self, text: &str) -> SettingsBuilder {" in rust
     assert "pub fn dns_cache(self, on: bool) -> SettingsBuilder {" in rust
     assert 'self.nested("breaker", "slow_call_threshold", Json::duration(d))' in rust
+    # ... and in the Rust coverage test's table, which sets each through its method and has the library check it.
+    rust_test = (tmp_path / "bindings/rust/humus-http/tests/generated/settings_setters.rs").read_text(encoding="utf-8")
+    assert '("hedge_after", Duration(|b, d| b.hedge_after(d))),' in rust_test
+    assert '("breaker.slow_call_threshold", Duration(|b, d| b.breaker_slow_call_threshold(d))),' in rust_test
+    assert '("connect", |b| b.proxy_mode("connect")),' in rust_test
 
     values = (tmp_path / "python/humus_http/_settings_gen.py").read_text(encoding="utf-8")
     client = (tmp_path / "python/humus_http/_client_gen.py").read_text(encoding="utf-8")

@@ -10,9 +10,9 @@ import "time"
 // Settings are one dependency's settings (docs/settings.md §3), in the JSON form every binding shares: the JSON
 // tags are the §3 names, durations travel as strings such as "250ms". A zero field is left out, so the
 // library's default applies; the fields whose zero is a valid value of its own (a wait of 0, no idle
-// connection, false where the default is true) are pointers for that reason. Only what is set reaches the library, which alone
-// holds the defaults (SettingsSchemaJSON lists them) and checks the values set against each other.
-// The library checks every value when a client is built and reports every bad one at once (ErrConfig,
+// connection, false where the default is true) are pointers for that reason. Only what is set reaches the
+// library, which alone holds the defaults (SettingsSchemaJSON lists them) and checks the values set against
+// each other. The library checks every value when a client is built and reports every bad one at once (ErrConfig,
 // Error.Fields naming the keys).
 //
 // Settings are plain values: build them on one goroutine, then share them read-only.

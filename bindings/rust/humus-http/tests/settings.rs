@@ -273,19 +273,18 @@ impl Setter {
 const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
 
+// The rows of the setters generated from the schema: `generated_setters()`.
+include!("generated/settings_setters.rs");
+
+/// The coverage table: the rows of the setters typed by hand (an enum of the crate's, the retry budget's
+/// policies, the Tls value), then the generated ones.
 fn setters() -> Vec<(&'static str, Setter)> {
     use Setter::*;
     fn ratio(b: SettingsBuilder, ratio: f64) -> SettingsBuilder {
         b.retry_budget(RetryBudget::TokenBucket { tokens: 10.0, ratio })
     }
-    vec![
+    let mut rows = vec![
         ("base_url", BaseUrl),
-        ("timeout", Duration(|b, d| b.timeout(d))),
-        ("attempt_timeout", Duration(|b, d| b.attempt_timeout(d))),
-        ("connect_timeout", Duration(|b, d| b.connect_timeout(d))),
-        ("max_attempts", Count(|b, n| b.max_attempts(n))),
-        ("backoff_base", Duration(|b, d| b.backoff_base(d))),
-        ("backoff_max", Duration(|b, d| b.backoff_max(d))),
         ("retry_budget", Object),
         (
             "retry_budget.policy",
@@ -316,34 +315,7 @@ fn setters() -> Vec<(&'static str, Setter)> {
             "retry_budget.window",
             Duration(|b, window| b.retry_budget(RetryBudget::Ratio { ratio: 0.2, min_per_second: 1, window })),
         ),
-        ("breaker", Object),
-        ("breaker.window", Count(|b, n| b.breaker_window(n))),
-        ("breaker.open_for", Duration(|b, d| b.breaker_open_for(d))),
-        ("breaker.probes", Count(|b, n| b.breaker_probes(n))),
-        ("breaker.probe_timeout", Duration(|b, d| b.breaker_probe_timeout(d))),
-        ("trip", Object),
-        ("trip.consecutive_failures", Count(|b, n| b.trip_consecutive_failures(n))),
-        ("trip.failure_rate", Share(|b, x| b.trip_failure_rate(x))),
-        ("trip.min_results", Count(|b, n| b.trip_min_results(n))),
-        ("probe", Object),
-        ("probe.successes_to_close", Count(|b, n| b.probe_successes_to_close(n))),
-        ("bulkhead", Object),
-        ("bulkhead.max_concurrent", Count(|b, n| b.bulkhead_max_concurrent(n))),
-        ("bulkhead.wait", Duration(|b, d| b.bulkhead_wait(d))),
-        ("max_retry_after", Duration(|b, d| b.max_retry_after(d))),
-        ("max_idle_connections", Count(|b, n| b.max_idle_connections(n))),
-        ("idle_timeout", Duration(|b, d| b.idle_timeout(d))),
-        ("max_connection_lifetime", Duration(|b, d| b.max_connection_lifetime(d))),
-        ("max_response_headers", Bytes(|b, n| b.max_response_headers(n.try_into().unwrap()))),
-        ("max_response_body", Bytes(|b, n| b.max_response_body(n))),
-        ("decompress", Bool(|b, on| b.decompress(on))),
         ("tls", Object),
-        ("tls.ca_file", Text(|b, s| b.tls(&Tls::new().ca_file(s)), "/etc/ca.pem")),
-        ("tls.ca_pem", Text(|b, s| b.tls(&Tls::new().ca_pem(s)), CERT)),
-        ("tls.cert_file", Text(|b, s| b.tls(&Tls::new().cert_file(s)), "/etc/c.pem")),
-        ("tls.cert_pem", Text(|b, s| b.tls(&Tls::new().cert_pem(s)), CERT)),
-        ("tls.key_file", Text(|b, s| b.tls(&Tls::new().key_file(s)), "/etc/k.pem")),
-        ("tls.key_pem", Text(|b, s| b.tls(&Tls::new().key_pem(s)), KEY)),
         (
             "tls.min_version",
             Enum(&[
@@ -359,9 +331,6 @@ fn setters() -> Vec<(&'static str, Setter)> {
                 ("2", |b| b.http_version(HttpVersion::Http2)),
             ]),
         ),
-        ("headers", Map(|b, name, value| b.header(name, value))),
-        ("forward_authorization", Bool(|b, on| b.forward_authorization(on))),
-        ("forward_scenario", Bool(|b, on| b.forward_scenario(on))),
         (
             "classify",
             Enum(&[
@@ -370,7 +339,9 @@ fn setters() -> Vec<(&'static str, Setter)> {
                 ("strict", |b| b.classify(ClassifierPreset::Strict)),
             ]),
         ),
-    ]
+    ];
+    rows.extend(generated_setters());
+    rows
 }
 
 /// The value the builder wrote at a key path ("breaker.window"), or null.
