@@ -1,6 +1,7 @@
 // What the translation units of humus_http._native share: holding the GIL from any thread, handing a
-// callback's Python exception back to the call it ended, raising a C ABI failure, and the registration of the
-// testing kit (testing.cpp) and of telemetry (telemetry.cpp). Everything else stays private to its .cpp file.
+// callback's Python exception back to the call it ended, raising a C ABI failure, and the registration of
+// each concern on the module by module.cpp's init. What a few files share besides lives in the header of its
+// concern (errors.h, runtime.h, response.h, bridge.h, ...); everything else stays private to its .cpp file.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -82,7 +83,7 @@ class Gil {
   PyGILState_STATE state_;
 };
 
-// GIL held, a Python error set: keeps it for the call that the failing callback ends (native.cpp), which
+// GIL held, a Python error set: keeps it for the call that the failing callback ends (errors.cpp), which
 // re-raises it. Clears the error indicator.
 void keep_callback_exception();
 
@@ -91,6 +92,26 @@ void keep_callback_exception();
 
 // GIL held: the C runtime of a humus_http._native.Runtime (pybind11's cast error for another object).
 humus_runtime* runtime_of(py::handle runtime);
+
+// What each file adds to the module, in the order module.cpp's init calls them.
+// errors.cpp: humus_http._native.Failure (and its translation from Failure) and ErrorInfo.
+void register_errors(py::module_& m);
+// runtime.cpp: Runtime.
+void register_runtime(py::module_& m);
+// callbacks.cpp: Attempt, classify_default and classify_preset.
+void register_callbacks(py::module_& m);
+// settings.cpp: settings_schema_json.
+void register_settings(py::module_& m);
+// response.cpp: Response.
+void register_response(py::module_& m);
+// bridge.cpp: Bridge.
+void register_bridge(py::module_& m);
+// cancel.cpp: Call and Cancel.
+void register_cancel(py::module_& m);
+// client.cpp: Client.
+void register_client(py::module_& m);
+// upstreams.cpp: Upstreams (docs/upstreams.md §15.1).
+void register_upstreams(py::module_& m);
 
 // testing.cpp: the mock transport (docs/testing-kit.md §16.2) and status names, added to the module.
 void register_testing(py::module_& m);

@@ -1,6 +1,6 @@
 // humus_http._native, telemetry (docs/telemetry.md §13) and readiness (docs/upstreams.md §15.2): the span and log sinks' callbacks into
-// Python, and the metrics and readiness reports as text. Registered on the module by native.cpp
-// (register_telemetry). Like native.cpp, it knows only the C header.
+// Python, and the metrics and readiness reports as text. Registered on the module by module.cpp
+// (register_telemetry). Like the other files of the module, it knows only the C header.
 //
 // The sinks run on whichever thread ends an attempt or changes a breaker (a caller's thread, the event-loop
 // thread), possibly several at once: each delivery takes the GIL. A sink cannot fail a call (the C ABI gives

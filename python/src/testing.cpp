@@ -1,6 +1,6 @@
 // humus_http._native, the testing kit (docs/testing-kit.md §16.2): the mock transport's callback into Python, the request
 // view it hands over, and the C status names the Python side maps reply errors through. Registered on the
-// module by native.cpp (register_testing). Like native.cpp, it knows only the C header.
+// module by module.cpp (register_testing). Like the other files of the module, it knows only the C header.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

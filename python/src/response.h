@@ -1,0 +1,151 @@
+// humus_http._native, responses: a Response over a humus_response (whole, or streamed by Client.open and
+// Client.submit_open), and the outcome of a call as a Python object. Registered on the module by
+// register_response (response.cpp).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "handles.h"
+#include "humus_http.h"
+#include "native.h"
+
+namespace humus_py {
+
+class ClientHandle;
+class Bridge;
+
+// The buffer a response of Client.submit_open lends to each humus_response_read_async: the response owns
+// it, and the read in flight shares it, since it stays lent until on_read ran even after a close().
+using ReadBuffer = std::shared_ptr<std::vector<char>>;
+
+// A response: whole in memory, or for Client.open its body still on its connection (read() hands out the
+// next bytes), or for Client.submit_open on its connection and read with read_async(). Read-only
+// accessors; close() frees it early. A streamed one keeps its client alive: the C ABI wants it freed before
+// its client.
+class Response {
+ public:
+  Response(humus_response* r, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr)
+      : client_(std::move(client)), r_(r), elapsed_us_(elapsed_us) {}
+  ~Response() {
+    // Closing a body may close its connection; the last share of a client waits for its calls.
+    if (r_ || client_) {
+      without_gil([this] {
+        r_.reset();
+        client_.reset();
+      });
+    }
+  }
+  const humus_response* get() const {
+    if (!r_) throw std::runtime_error("the response is closed");
+    return r_.get();
+  }
+  int32_t status() const { return humus_response_status(get()); }
+  int32_t attempts() const { return humus_response_attempts(get()); }
+  int64_t elapsed_us() const { return elapsed_us_; }
+  std::string http_version() const { return humus_response_http_version(get()); }
+  std::string url() const { return humus_response_url(get()); }
+  // The redirects the call followed, oldest first: (3xx status, URL of the request that got it).
+  py::list redirects() const {
+    const humus_response* r = get();
+    const size_t n = humus_response_redirect_count(r);
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) {
+      int32_t status = 0;
+      const char* url = nullptr;
+      if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) {
+        throw std::runtime_error("redirect index");
+      }
+      out[i] = py::make_tuple(status, py::str(url));
+    }
+    return out;
+  }
+  py::bytes body() const {
+    const void* data = nullptr;
+    size_t len = 0;
+    humus_error* err = nullptr;
+    const humus_status st = humus_response_body(const_cast<humus_response*>(get()), &data, &len, &err);
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    return py::bytes(static_cast<const char*>(data), len);
+  }
+  py::list headers() const {
+    const humus_response* r = get();
+    const size_t n = humus_response_header_count(r);
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      const char* value = nullptr;
+      if (humus_response_header_at(r, i, &name, &value) != HUMUS_OK) throw std::runtime_error("header index");
+      // Values are bytes on the wire: latin-1 maps each to one code point, as httpx does.
+      PyObject* v = PyUnicode_DecodeLatin1(
+          value, static_cast<Py_ssize_t>(std::char_traits<char>::length(value)), "strict");
+      if (v == nullptr) throw py::error_already_set();
+      out[i] = py::make_tuple(py::str(name), py::reinterpret_steal<py::object>(v));
+    }
+    return out;
+  }
+  // Up to `cap` next bytes of the body (b"" at its end), read without the GIL straight into the bytes object
+  // returned: until then it is this thread's alone, so no copy and no zero-fill (of 64 KiB per read) is needed.
+  py::bytes read(size_t cap) {
+    humus_response* r = const_cast<humus_response*>(get());
+    if (cap == 0) cap = 64 * 1024;
+    PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(cap));
+    if (out == nullptr) throw py::error_already_set();
+    auto owned = py::reinterpret_steal<py::bytes>(out);
+    size_t n = 0;
+    humus_error* err = nullptr;
+    humus_status st = HUMUS_OK;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_response_read(r, PyBytes_AS_STRING(out), cap, &n, &err);
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    if (n == cap) return owned;
+    out = owned.release().ptr();
+    if (_PyBytes_Resize(&out, static_cast<Py_ssize_t>(n)) != 0) throw py::error_already_set();  // out freed
+    return py::reinterpret_steal<py::bytes>(out);
+  }
+  // The rest of the body into memory, without the GIL (within max_response_body).
+  py::bytes read_rest() {
+    humus_response* r = const_cast<humus_response*>(get());
+    const void* data = nullptr;
+    size_t len = 0;
+    humus_error* err = nullptr;
+    humus_status st = HUMUS_OK;
+    {
+      py::gil_scoped_release nogil;
+      st = humus_response_body(r, &data, &len, &err);
+    }
+    if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+    return py::bytes(static_cast<const char*>(data), len);
+  }
+  void close() {
+    without_gil([this] {
+      r_.reset();
+      client_.reset();
+    });
+  }
+  // Starts the next read of a body from Client.submit_open (at most `cap` bytes into the buffer this
+  // response owns): `future` (an asyncio.Future of `bridge`'s loop) receives the bytes (b"" at the end) or
+  // an ErrorInfo. One read at a time (Failure HUMUS_E_MISUSE otherwise). Defined after Bridge.
+  void read_async(size_t cap, const std::shared_ptr<Bridge>& bridge, py::object future);
+
+ private:
+  std::shared_ptr<ClientHandle> client_;  // streamed only; declared first so the response goes first
+  ResponsePtr r_;
+  ReadBuffer buf_;  // read_async's buffer, grown to the largest cap asked
+  int64_t elapsed_us_;  // the call's duration on the runtime's clock (Runtime::now_us)
+};
+
+// GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo. `elapsed_us`: the call's
+// duration on the runtime's clock (Runtime::now_us).
+py::object outcome(humus_status status, humus_response* resp, humus_error* err, PyObject* callback_exception,
+                   int64_t elapsed_us);
+
+}  // namespace humus_py
