@@ -15,7 +15,6 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "humus_http.h"
 
 namespace humus::breaker {
 

@@ -5,14 +5,15 @@
 #include <memory>
 
 #include "common/status.h"
-#include "humus_http.h"
 
 namespace humus::breaker {
 
+// The numbers of State and ProbeDecision are the C ABI's HUMUS_CIRCUIT_* and HUMUS_PROBE_*
+// (the C ABI's abi_numbers.cc checks), so the counts and a C policy's answer convert by a cast.
 enum class State : int32_t {
-  kClosed = HUMUS_CIRCUIT_CLOSED,
-  kOpen = HUMUS_CIRCUIT_OPEN,
-  kHalfOpen = HUMUS_CIRCUIT_HALF_OPEN,
+  kClosed = 0,
+  kOpen = 1,
+  kHalfOpen = 2,
 };
 
 const char* state_name(State state);  // "closed", "open", "half_open"
@@ -30,9 +31,9 @@ struct Counts {
 };
 
 enum class ProbeDecision : int32_t {
-  kContinue = HUMUS_PROBE_CONTINUE,
-  kClose = HUMUS_PROBE_CLOSE,
-  kReopen = HUMUS_PROBE_REOPEN,
+  kContinue = 0,
+  kClose = 1,
+  kReopen = 2,
 };
 
 // Runs under the breaker's lock: must be fast, thread-safe, and must not call the client.
@@ -54,15 +55,5 @@ struct DefaultPolicyParams {
 };
 
 std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& params);
-
-// The counts as the C ABI carries them (policy callbacks, log records, humus_client_breaker_counts).
-humus_breaker_counts to_c_counts(const Counts& counts);
-// Copies `counts` into a caller's struct up to the size of the version the caller set in `out.version`;
-// kInvalidArgument naming "version" for 0 or a version newer than this library's.
-Status write_c_counts(const humus_breaker_counts& counts, humus_breaker_counts& out);
-
-// Adapts a C policy table (validated: HUMUS_E_PROGRAM for NULL callbacks). The returned policy owns
-// user_data: `destroy` runs once, when the last holder lets go.
-Result<std::shared_ptr<const Policy>> make_c_policy(const humus_breaker_policy& table);
 
 }  // namespace humus::breaker

@@ -6,11 +6,11 @@
 #include <memory>
 #include <string>
 
+#include "capi/attempt_hooks_adapter.h"
+#include "capi/attempt_request_view.h"
 #include "capi/client_capi.h"
 #include "capi/guard.h"
 #include "capi/settings_capi.h"
-#include "client/attempt_hooks.h"
-#include "client/c_attempt_request.h"
 #include "common/headers.h"
 
 using humus::Code;
@@ -24,9 +24,9 @@ using humus::capi::report;
 namespace {
 
 // A NULL table is a fault in code, as for the classifier (docs/settings.md §3.3).
-humus::Result<std::shared_ptr<const humus::client::AttemptHooks>> adapt(const humus_attempt_hooks* hooks) {
+humus::Result<std::shared_ptr<const humus::classify::AttemptHooks>> adapt(const humus_attempt_hooks* hooks) {
   if (hooks == nullptr) return Status(Code::kProgram, "attempt hooks: NULL table", {"attempt_hooks"});
-  return humus::client::make_c_attempt_hooks(*hooks);
+  return humus::capi::make_c_attempt_hooks(*hooks);
 }
 
 const humus::Headers::Field* field(const humus_attempt_request* r, size_t i) {
@@ -85,7 +85,7 @@ HUMUS_API humus_status humus_settings_set_attempt_hooks(humus_settings* s, const
                                                         humus_error** err) {
   return guard(err, [&]() -> humus_status {
     if (live(s) == nullptr) return bad_handle("humus_settings_set_attempt_hooks", "s", err);
-    humus::Result<std::shared_ptr<const humus::client::AttemptHooks>> adapted = adapt(hooks);
+    humus::Result<std::shared_ptr<const humus::classify::AttemptHooks>> adapted = adapt(hooks);
     if (!adapted.ok()) return report(adapted.status(), err);
     s->value.attempt_hooks = std::move(adapted).value();
     return HUMUS_OK;
@@ -96,7 +96,7 @@ HUMUS_API humus_status humus_request_set_attempt_hooks(humus_request* r, const h
                                                        humus_error** err) {
   return guard(err, [&]() -> humus_status {
     if (live(r) == nullptr) return bad_handle("humus_request_set_attempt_hooks", "r", err);
-    humus::Result<std::shared_ptr<const humus::client::AttemptHooks>> adapted = adapt(hooks);
+    humus::Result<std::shared_ptr<const humus::classify::AttemptHooks>> adapted = adapt(hooks);
     if (!adapted.ok()) return report(adapted.status(), err);
     r->request.attempt_hooks = std::move(adapted).value();
     return HUMUS_OK;

@@ -1,8 +1,8 @@
 // Code-supplied parts of settings (docs/settings.md §3.3): a classifier and a breaker policy from C callback tables.
-#include "breaker/policy.h"
+#include "capi/breaker_policy_adapter.h"
+#include "capi/classifier_adapter.h"
 #include "capi/guard.h"
 #include "capi/settings_capi.h"
-#include "classify/classification.h"
 
 extern "C" {
 
@@ -14,7 +14,7 @@ HUMUS_API humus_status humus_settings_set_classifier(humus_settings* s, const hu
       return humus::capi::report(humus::Status(humus::Code::kProgram, "classifier: NULL table", {"classify"}), err);
     }
     humus::Result<std::shared_ptr<const humus::classify::Classifier>> adapted =
-        humus::classify::make_c_classifier(*classifier);
+        humus::capi::make_c_classifier(*classifier);
     if (!adapted.ok()) return humus::capi::report(adapted.status(), err);
     s->value.classifier = std::move(adapted).value();
     s->value.classify_plugin.reset();  // code replaces a plugin the settings named
@@ -30,7 +30,7 @@ HUMUS_API humus_status humus_settings_set_breaker_policy(humus_settings* s, cons
       return humus::capi::report(humus::Status(humus::Code::kProgram, "breaker policy: NULL table", {"breaker_policy"}),
                                  err);
     }
-    humus::Result<std::shared_ptr<const humus::breaker::Policy>> adapted = humus::breaker::make_c_policy(*policy);
+    humus::Result<std::shared_ptr<const humus::breaker::Policy>> adapted = humus::capi::make_c_policy(*policy);
     if (!adapted.ok()) return humus::capi::report(adapted.status(), err);
     s->value.breaker_policy = std::move(adapted).value();
     s->value.breaker_policy_plugin.reset();  // code replaces a plugin the settings named

@@ -10,7 +10,7 @@
 
 #include "capi/error.h"
 #include "capi/guard.h"
-#include "classify/c_attempt.h"
+#include "capi/attempt_view.h"
 #include "classify/default_classifier.h"
 
 namespace {

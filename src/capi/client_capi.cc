@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "capi/breaker_policy_adapter.h"
 #include "capi/guard.h"
 #include "capi/settings_capi.h"
 
@@ -227,8 +228,8 @@ HUMUS_API humus_status humus_client_breaker_counts(humus_client* c, humus_breake
   return guard(nullptr, [&]() -> humus_status {
     if (live(c) == nullptr) return bad_handle("humus_client_breaker_counts", "c", nullptr);
     if (counts == nullptr) return null_argument("humus_client_breaker_counts", "counts", nullptr);
-    const humus_breaker_counts now = humus::breaker::to_c_counts(c->client->breaker().counts());
-    if (Status st = humus::breaker::write_c_counts(now, *counts); !st.ok()) return report(st, nullptr);
+    const humus_breaker_counts now = humus::capi::to_c_counts(c->client->breaker().counts());
+    if (Status st = humus::capi::write_c_counts(now, *counts); !st.ok()) return report(st, nullptr);
     return HUMUS_OK;
   });
 }

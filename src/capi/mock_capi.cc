@@ -4,7 +4,7 @@
 
 #include "capi/client_capi.h"
 #include "capi/guard.h"
-#include "common/c_tables.h"
+#include "capi/c_tables.h"
 #include "testing/mock_transport.h"
 
 // Both are lent to the callback on the stack (capi::Lent): live only while it runs.

@@ -5,7 +5,7 @@
 
 #include "capi/client_capi.h"
 #include "capi/guard.h"
-#include "common/c_tables.h"
+#include "capi/c_tables.h"
 #include "settings/settings.h"
 #include "transport/url.h"
 

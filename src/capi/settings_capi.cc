@@ -8,6 +8,7 @@
 
 #include "capi/error.h"
 #include "capi/guard.h"
+#include "capi/plugin_entry.h"
 #include "capi/text_out.h"
 #include "settings/schema.h"
 
@@ -18,6 +19,7 @@ HUMUS_API humus_status humus_settings_from_json(const char* json, size_t len, hu
   return humus::capi::guard(err, [&]() -> humus_status {
     if (json == nullptr) return humus::capi::null_argument("humus_settings_from_json", "json", err);
     if (out == nullptr) return humus::capi::null_argument("humus_settings_from_json", "out", err);
+    humus::capi::install_plugin_entry_points();  // the settings may name a plugin
     humus::Result<humus::settings::Settings> parsed = humus::settings::from_json(std::string_view(json, len));
     if (!parsed.ok()) return humus::capi::report(parsed.status(), err);
     auto made = std::make_unique<humus_settings>();
@@ -50,6 +52,7 @@ humus_status check_field(const char* function, const char* key, const char* valu
   return humus::capi::guard(err, [&]() -> humus_status {
     if (key == nullptr) return humus::capi::null_argument(function, "key", err);
     if (value_json == nullptr) return humus::capi::null_argument(function, "value_json", err);
+    humus::capi::install_plugin_entry_points();  // a "classify" or "breaker_policy" value may name a plugin
     const humus::Status status = humus::settings::check_field(key, std::string_view(value_json, len));
     if (!status.ok()) return humus::capi::report(status, err);
     return HUMUS_OK;

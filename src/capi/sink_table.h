@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "common/c_tables.h"
+#include "capi/c_tables.h"
 #include "common/status.h"
 
 namespace humus::capi {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "breaker/policy.h"
+#include "capi/breaker_policy_adapter.h"
 #include "capi/client_capi.h"
 #include "capi/guard.h"
 #include "capi/log_record_v1.h"
@@ -45,7 +45,7 @@ humus::capi::LogRecordV1 as_v1(const humus_log_record& c) {
 
 void deliver(const LogSinkTable& sink, const humus::telemetry::LogRecord& r) {
   const std::string event(r.event), message(r.message), address(r.server_address), upstream(r.upstream);
-  const humus_breaker_counts counts = humus::breaker::to_c_counts(r.counts);
+  const humus_breaker_counts counts = humus::capi::to_c_counts(r.counts);
   humus_log_record c{};
   c.version = HUMUS_LOG_RECORD_VERSION;
   c.event = event.c_str();

@@ -5,6 +5,7 @@
 
 #include "capi/client_capi.h"
 #include "capi/guard.h"
+#include "capi/plugin_entry.h"
 #include "capi/text_out.h"
 #include "upstreams/readiness.h"
 #include "upstreams/registry.h"
@@ -33,6 +34,7 @@ HUMUS_API humus_status humus_upstreams_from_json(humus_runtime* rt, const char* 
     if (live(rt) == nullptr) return bad_handle("humus_upstreams_from_json", "rt", err);
     if (json == nullptr && len > 0) return null_argument("humus_upstreams_from_json", "json", err);
     if (out == nullptr) return null_argument("humus_upstreams_from_json", "out", err);
+    humus::capi::install_plugin_entry_points();  // an upstream's settings may name a plugin
     humus::Result<std::vector<humus::upstreams::Upstream>> built = humus::upstreams::build_upstreams(
         rt->runtime, std::string_view(json == nullptr ? "" : json, len), humus::upstreams::process_environment());
     if (!built.ok()) return report(built.status(), err);

@@ -8,11 +8,11 @@
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
-#include "humus_http.h"
 
 namespace humus::classify {
 
-enum class RetryVerdict : int32_t { kDone = HUMUS_RETRY_DONE, kAgain = HUMUS_RETRY_AGAIN };
+// The numbers are the C ABI's HUMUS_RETRY_* (the C ABI's abi_numbers.cc checks).
+enum class RetryVerdict : int32_t { kDone = 1, kAgain = 2 };
 
 struct Classification {
   RetryVerdict retry = RetryVerdict::kDone;
@@ -46,9 +46,5 @@ namespace humus::classify {
 // The default classifier (docs/retries.md §5.3) and the presets "humus", "jfast", "strict" (§5.5); nullptr for an
 // unknown name. Shared, stateless, thread-safe.
 std::shared_ptr<const Classifier> preset(std::string_view name);
-
-// Adapts a C classifier table (validated: HUMUS_E_PROGRAM for a NULL callback). The returned classifier
-// owns user_data: `destroy` runs once, when the last holder lets go.
-Result<std::shared_ptr<const Classifier>> make_c_classifier(const humus_classifier& table);
 
 }  // namespace humus::classify

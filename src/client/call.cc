@@ -188,11 +188,11 @@ transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& bod
 }
 
 Status Call::run_before() {
-  const AttemptHooks* hooks[] = {env_.settings.attempt_hooks.get(), request_.attempt_hooks.get()};
+  const classify::AttemptHooks* hooks[] = {env_.settings.attempt_hooks.get(), request_.attempt_hooks.get()};
   if (hooks[0] == nullptr && hooks[1] == nullptr) return Status();
   Headers headers = wire_.headers;
-  AttemptRequest request{wire_.method, wire_.url, attempt_ + 1, headers};
-  for (const AttemptHooks* h : hooks) {
+  classify::AttemptRequest request{wire_.method, wire_.url, attempt_ + 1, headers};
+  for (const classify::AttemptHooks* h : hooks) {
     if (h == nullptr) continue;
     if (Status st = h->before(request); !st.ok()) return st;
   }

@@ -21,7 +21,4 @@ std::optional<transport::WireRequest> follow_redirect(const transport::WireReque
                                                       const Response& response,
                                                       const transport::Origin& origin);
 
-// Resolves a Location reference against the URL it came from (RFC 3986 §5).
-Result<std::string> resolve_reference(const std::string& base, const std::string& reference);
-
 }  // namespace humus::client

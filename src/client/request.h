@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "client/attempt_hooks.h"
+#include "classify/attempt_hooks.h"
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
@@ -38,7 +38,7 @@ struct Request {
   std::optional<Duration> timeout;  // the caller's bound on the whole call; the earlier of it and `timeout`
   CallContext context;
   // This call's own hooks (humus_request_set_attempt_hooks), run after the settings' ones; null: none.
-  std::shared_ptr<const AttemptHooks> attempt_hooks;
+  std::shared_ptr<const classify::AttemptHooks> attempt_hooks;
 };
 
 class ResponseStream;

@@ -10,7 +10,6 @@
 
 #include "common/mutex.h"
 #include "common/text.h"
-#include "humus_http.h"
 
 namespace humus::plugin {
 namespace {
@@ -34,6 +33,7 @@ struct Registry {
   Mutex mu;
   std::map<std::string, std::weak_ptr<Library>, std::less<>> open GUARDED_BY(mu);
   std::optional<std::string> forbidden GUARDED_BY(mu);
+  EntryPoints entry_points;                                         // guarded by mu
 };
 Registry& registry() {
   static Registry* const instance = new Registry;
@@ -58,13 +58,15 @@ std::string loader_message() {
 
 // The plugin resolves humus_* against the library that loads it, which may itself have been opened with
 // RTLD_LOCAL (a program using it through dlopen) or be linked into a Python extension module: its symbols are
-// made global first (RTLD_NOLOAD only changes the flags of an object already loaded). Where the core is
-// linked into an executable, dlopen finds no object by that name and nothing changes: an executable exports
-// humus_* only when linked with --export-dynamic. The handle is kept: the library cannot unload itself.
+// made global first (RTLD_NOLOAD only changes the flags of an object already loaded). The object is found by
+// the address of a function of this file: the core and the humus_* it exports are linked into the same one.
+// Where the core is linked into an executable, dlopen finds no object by that name and nothing changes: an
+// executable exports humus_* only when linked with --export-dynamic. The handle is kept: the library cannot
+// unload itself.
 void make_own_symbols_global() {
   static const bool done = [] {
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&humus_version_number), &info) != 0 && info.dli_fname != nullptr) {
+    if (dladdr(reinterpret_cast<void*>(&forbid_loading), &info) != 0 && info.dli_fname != nullptr) {
       (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
     }
     return true;
@@ -97,29 +99,34 @@ Result<std::shared_ptr<Library>> open_library(std::string_view key, const std::s
   }
 }
 
-// The C table type, its entry point's type and its adapter, per kind of plugin.
-template <typename Table>
+// The settings key of each kind of plugin, and its entry point's caller among the installed ones.
+template <typename Object>
 struct Kind;
 template <>
-struct Kind<humus_classifier> {
-  using Object = classify::Classifier;
+struct Kind<classify::Classifier> {
   static constexpr std::string_view kKey = "classify";
-  static constexpr uint32_t kNewest = HUMUS_CLASSIFIER_VERSION;
-  static humus_classifier fresh() { return HUMUS_CLASSIFIER_INIT; }
-  static Result<std::shared_ptr<const Object>> adapt(const humus_classifier& t) {
-    return classify::make_c_classifier(t);
-  }
+  static EntryCall<classify::Classifier> call(const EntryPoints& e) { return e.classifier; }
 };
 template <>
-struct Kind<humus_breaker_policy> {
-  using Object = breaker::Policy;
+struct Kind<breaker::Policy> {
   static constexpr std::string_view kKey = "breaker_policy";
-  static constexpr uint32_t kNewest = HUMUS_BREAKER_POLICY_VERSION;
-  static humus_breaker_policy fresh() { return HUMUS_BREAKER_POLICY_INIT; }
-  static Result<std::shared_ptr<const Object>> adapt(const humus_breaker_policy& t) {
-    return breaker::make_c_policy(t);
-  }
+  static EntryCall<breaker::Policy> call(const EntryPoints& e) { return e.breaker_policy; }
 };
+
+// The installed caller of this kind's entry points, into `call`; nothing is opened when loading is forbidden
+// or there is none, so a plugin's code never runs to no purpose.
+template <typename Object>
+Status entry_call(EntryCall<Object>& call) {
+  const std::string_view key = Kind<Object>::kKey;
+  Registry& r = registry();
+  const MutexLock lock(r.mu);
+  if (r.forbidden) return config_problem(key, "plugin", "not loaded: " + *r.forbidden);
+  call = Kind<Object>::call(r.entry_points);
+  if (call == nullptr) {
+    return config_problem(key, "plugin", "not loaded: plugins load through the C ABI (humus_settings_from_json)");
+  }
+  return Status();
+}
 
 // The object made from the table, then the library its code lives in: members are destroyed in reverse, so
 // the table's destroy runs while the library is still open.
@@ -129,12 +136,12 @@ struct Held {
   std::shared_ptr<const Object> object;
 };
 
-template <typename Table>
-Result<std::shared_ptr<const typename Kind<Table>::Object>> load(const Spec& spec) {
-  using K = Kind<Table>;
-  using Entry = humus_status (*)(const char*, size_t, Table*, humus_error**);
-  const std::string_view key = K::kKey;
+template <typename Object>
+Result<std::shared_ptr<const Object>> load(const Spec& spec) {
+  const std::string_view key = Kind<Object>::kKey;
   if (Status shape = check_spec(key, spec); !shape.ok()) return shape;
+  EntryCall<Object> call = nullptr;
+  if (Status none = entry_call<Object>(call); !none.ok()) return none;
   Result<std::shared_ptr<Library>> library = open_library(key, spec.path);
   if (!library.ok()) return library.status();
 
@@ -143,49 +150,19 @@ Result<std::shared_ptr<const typename Kind<Table>::Object>> load(const Spec& spe
   if (symbol == nullptr) {
     return config_problem(key, "symbol", "not found in the plugin: " + loader_message());
   }
-  const auto entry = reinterpret_cast<Entry>(symbol);
-  const std::string named = quote_for_message(spec.symbol);
-
-  Table table = K::fresh();
-  humus_error* reported = nullptr;
-  humus_status rc = HUMUS_OK;
-  try {
-    rc = entry(spec.config.c_str(), spec.config.size(), &table, &reported);
-  } catch (...) {
-    // A C entry point cannot throw, but one written in C++ can: contained here, as for callbacks.
-    humus_error_free(reported);
-    return config_problem(key, "symbol", "the entry point " + named + " threw an exception");
-  }
-  if (rc != HUMUS_OK) {
-    std::string rule = "the entry point " + named + " failed with " + humus_status_name(rc);
+  Result<std::shared_ptr<const Object>> made = call(symbol, spec.config);
+  if (!made.ok()) {
+    const Status& why = made.status();
+    if (why.code() == Code::kNoMemory) return Status(Code::kNoMemory, key_of(key, "symbol") + ": out of memory");
     std::vector<std::string> fields;
-    // Read through the accessors: a pointer that is no live error reads as none.
-    if (const std::string_view said = humus_error_message(reported); !said.empty())
-      rule += ": " + std::string(said);
-    for (size_t i = 0; i < humus_error_field_count(reported); ++i) {
-      fields.push_back(key_of(key, "config." + std::string(humus_error_field(reported, i))));
-    }
-    humus_error_free(reported);
-    return config_problem(key, "symbol", rule, std::move(fields));
-  }
-  humus_error_free(reported);  // an entry point that succeeded has nothing to say
-
-  Result<std::shared_ptr<const typename K::Object>> adapted = K::adapt(table);
-  if (!adapted.ok()) {
-    // The plugin handed its table over: nobody else can release its user_data. Its destroy sits at the same
-    // place in every version this library knows, so it is called when the version is one of them.
-    if (table.version >= 1 && table.version <= K::kNewest && table.destroy != nullptr) {
-      table.destroy(table.user_data);
-    }
-    return config_problem(
-        key, "symbol",
-        "the entry point " + named + " filled a table that is refused: " + adapted.status().message());
+    for (const std::string& f : why.fields()) fields.push_back(key_of(key, "config." + f));
+    return config_problem(key, "symbol", "the entry point " + quote_for_message(spec.symbol) + " " + why.message(),
+                          std::move(fields));
   }
   try {
-    auto held = std::make_shared<Held<typename K::Object>>(
-        Held<typename K::Object>{std::move(library).value(), std::move(adapted).value()});
-    const typename K::Object* object = held->object.get();
-    return std::shared_ptr<const typename K::Object>(std::move(held), object);
+    auto held = std::make_shared<Held<Object>>(Held<Object>{std::move(library).value(), std::move(made).value()});
+    const Object* object = held->object.get();
+    return std::shared_ptr<const Object>(std::move(held), object);
   } catch (const std::bad_alloc&) {
     return Status(Code::kNoMemory, key_of(key, "symbol") + ": out of memory");
   }
@@ -217,11 +194,17 @@ Status check_spec(std::string_view key, const Spec& spec) {
 }
 
 Result<std::shared_ptr<const classify::Classifier>> load_classifier(const Spec& spec) {
-  return load<humus_classifier>(spec);
+  return load<classify::Classifier>(spec);
 }
 
 Result<std::shared_ptr<const breaker::Policy>> load_breaker_policy(const Spec& spec) {
-  return load<humus_breaker_policy>(spec);
+  return load<breaker::Policy>(spec);
+}
+
+void install_entry_points(const EntryPoints& entry_points) {
+  Registry& r = registry();
+  const MutexLock lock(r.mu);
+  r.entry_points = entry_points;
 }
 
 void forbid_loading(std::string why) {

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "breaker/policy.h"
+#include "classify/attempt_hooks.h"
 #include "classify/classification.h"
-#include "client/attempt_hooks.h"
 #include "common/clock.h"
 #include "common/headers.h"
 #include "common/status.h"
@@ -97,7 +97,7 @@ struct Settings {
   std::shared_ptr<const humus::classify::Classifier> classifier;
   std::shared_ptr<const humus::breaker::Policy> breaker_policy;
   // Set by code only (humus_settings_set_attempt_hooks); null: none. Copies share it, as the ones above.
-  std::shared_ptr<const humus::client::AttemptHooks> attempt_hooks;
+  std::shared_ptr<const humus::classify::AttemptHooks> attempt_hooks;
 };
 
 // Key by key of the schema; callbacks set by code compare by identity, plugins by what the settings name

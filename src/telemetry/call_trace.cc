@@ -14,7 +14,7 @@ void deliver(const SpanSink& sink, const Span& span) {
 }
 
 std::string error_type_of(Code code) {
-  std::string name = humus_status_name(static_cast<humus_status>(code));
+  std::string name = code_name(code);
   constexpr std::string_view kPrefix = "HUMUS_E_";
   if (std::string_view(name).starts_with(kPrefix)) name.erase(0, kPrefix.size());
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

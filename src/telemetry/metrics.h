@@ -38,7 +38,9 @@ inline constexpr size_t kMaxBuckets = kSizeBounds.size() + 1;
 // humus.circuit.calls' series: how an admitted attempt counted with the breaker (a breaker::Outcome, in its
 // order), and a last one for the attempts the breaker rejected.
 inline constexpr size_t kCallOutcomes = 4;
-constexpr size_t call_series(breaker::Outcome o) { return static_cast<size_t>(o) - HUMUS_BREAKER_SUCCESS; }
+constexpr size_t call_series(breaker::Outcome o) { 
+  return static_cast<size_t>(o) - static_cast<size_t>(breaker::Outcome::kSuccess);
+}
 inline constexpr size_t kRejectedSeries = kCallOutcomes - 1;
 inline constexpr size_t kDecisions = 6;  // retry::Decision kDone..kStopped
 inline constexpr size_t kStates = 3;     // breaker::State kClosed, kOpen, kHalfOpen

@@ -94,17 +94,17 @@ void VirtualClock::maybe_auto_advance_locked() {
   fire_due_locked();
 }
 
-VirtualClock::Hold::Hold(VirtualClock& clock) : clock_(clock) {
-  MutexLock lock(clock_.mu_);
-  ++clock_.holds_;
-  ++thread_holds(&clock_);
+void VirtualClock::begin_busy() {
+  MutexLock lock(mu_);
+  ++holds_;
+  ++thread_holds(this);
 }
 
-VirtualClock::Hold::~Hold() {
-  MutexLock lock(clock_.mu_);
-  --clock_.holds_;
-  --thread_holds(&clock_);
-  clock_.maybe_auto_advance_locked();
+void VirtualClock::end_busy() {
+  MutexLock lock(mu_);
+  --holds_;
+  --thread_holds(this);
+  maybe_auto_advance_locked();
 }
 
 size_t VirtualClock::sleepers() const {

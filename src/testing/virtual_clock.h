@@ -10,10 +10,11 @@
 
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/stepped_clock.h"
 
 namespace humus::testing {
 
-class VirtualClock final : public Clock {
+class VirtualClock final : public SteppedClock {
  public:
   // Starts at an arbitrary monotonic instant and at the calendar time `wall_start`.
   explicit VirtualClock(WallTime wall_start = WallTime(std::chrono::seconds(1767225600)));  // 2026-01-01Z
@@ -33,16 +34,9 @@ class VirtualClock final : public Clock {
 
   // A busy participant: while a Hold is alive auto-advance does not move time, except while the thread that
   // owns it is asleep on this clock (a call in flight is busy between its waits).
-  class Hold {
-   public:
-    explicit Hold(VirtualClock& clock);
-    ~Hold();
-    Hold(const Hold&) = delete;
-    Hold& operator=(const Hold&) = delete;
-
-   private:
-    VirtualClock& clock_;
-  };
+  void begin_busy() override;
+  void end_busy() override;
+  using Hold = SteppedClock::Busy;
 
   // Number of threads asleep on this clock right now.
   size_t sleepers() const;

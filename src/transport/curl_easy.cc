@@ -608,7 +608,7 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     // No "Expect: 100-continue" round trip: the client's own timeouts bound a slow dependency.
     if (post_framed) lines.emplace_back("Expect:");
     // Sent as a plain header rather than CURLOPT_USERAGENT, which libcurl re-formats on every request.
-    if (!r.headers.contains("User-Agent")) lines.emplace_back("User-Agent: humus_http/" HUMUS_VERSION_STRING);
+    if (!r.headers.contains("User-Agent")) lines.emplace_back("User-Agent: humus_http/" HUMUS_CMAKE_VERSION_STRING);
     // libcurl labels every POST-framed body application/x-www-form-urlencoded; the client sends only the type
     // its caller gave, as net/http does (a PUT of a file is not a form). The two lines that take libcurl's
     // defaults away go only with a POST-framed request, since no other gets either: libcurl scans the whole

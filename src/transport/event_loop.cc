@@ -18,11 +18,11 @@
 
 namespace humus::transport {
 
-EventLoop::EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver driver)
+EventLoop::EventLoop(Clock& clock, SteppedClock* stepped_clock, Driver driver)
     : clock_(clock),
-      virtual_clock_(virtual_clock),
-      driver_(virtual_clock == nullptr ? driver : Driver::kOwnThread) {
-  if (virtual_clock_ == nullptr) {
+      stepped_clock_(stepped_clock),
+      driver_(stepped_clock == nullptr ? driver : Driver::kOwnThread) {
+  if (stepped_clock_ == nullptr) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     int failed = epoll_fd_ < 0 ? errno : 0;
     if (failed == 0) {
@@ -99,7 +99,7 @@ void EventLoop::post(Task task) {
 }
 
 void EventLoop::wake() {
-  if (virtual_clock_ != nullptr) {
+  if (stepped_clock_ != nullptr) {
     wake_signal_.notify();
     return;
   }
@@ -132,8 +132,8 @@ void EventLoop::run() {
   { MutexLock lock(mu_); }
   // On the virtual clock the loop is a participant: time must not jump while it works, only while it
   // sleeps on a timer.
-  std::optional<testing::VirtualClock::Hold> busy;
-  if (virtual_clock_ != nullptr) busy.emplace(*virtual_clock_);
+  std::optional<SteppedClock::Busy> busy;
+  if (stepped_clock_ != nullptr) busy.emplace(*stepped_clock_);
   for (;;) {
     run_tasks();
     run_due_timers();
@@ -142,11 +142,11 @@ void EventLoop::run() {
       if (stopping_ && tasks_.empty()) return;
       if (!tasks_.empty()) continue;
     }
-    if (virtual_clock_ != nullptr && timers_.empty()) {
+    if (stepped_clock_ != nullptr && timers_.empty()) {
       // Idle with nothing timed: not a participant until a task arrives.
       busy.reset();
       wake_signal_.wait([] { return false; }, nullptr);
-      busy.emplace(*virtual_clock_);
+      busy.emplace(*stepped_clock_);
       wake_signal_.reset();
       continue;
     }
@@ -243,13 +243,13 @@ int EventLoop::timeout_ms_until(Instant next) const {
 
 void EventLoop::wait_for_work() {
   const Instant next = timers_.next();
-  if (virtual_clock_ != nullptr) {
+  if (stepped_clock_ != nullptr) {
     wake_signal_.reset();
     {
       MutexLock lock(mu_);
       if (!tasks_.empty() || stopping_) return;
     }
-    virtual_clock_->sleep_until(next, wake_signal_);
+    stepped_clock_->sleep_until(next, wake_signal_);
     return;
   }
   poll_sockets(timeout_ms_until(next));

@@ -18,7 +18,7 @@
 
 #include "common/clock.h"
 #include "common/mutex.h"
-#include "testing/virtual_clock.h"
+#include "common/stepped_clock.h"
 #include "transport/free_on_loop.h"
 #include "transport/timer_heap.h"
 
@@ -38,8 +38,9 @@ class EventLoop {
 
   enum class Driver { kOwnThread, kCaller };
 
-  // `virtual_clock` non-null: time comes from it and there are no sockets (then `driver` must be kOwnThread).
-  EventLoop(Clock& clock, testing::VirtualClock* virtual_clock, Driver driver = Driver::kOwnThread);
+  // `stepped_clock` non-null (the virtual clock): time comes from it and there are no sockets (then `driver`
+  // must be kOwnThread).
+  EventLoop(Clock& clock, SteppedClock* stepped_clock, Driver driver = Driver::kOwnThread);
   // Stops and joins the thread (caller-driven: waits for a run_ready() in progress). Tasks still queued are
   // run first, on that thread; timers are dropped.
   ~EventLoop();
@@ -92,7 +93,7 @@ class EventLoop {
   void wake();
 
   Clock& clock_;
-  testing::VirtualClock* const virtual_clock_;
+  SteppedClock* const stepped_clock_;
   const Driver driver_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;          // eventfd: post() wakes epoll_wait through it

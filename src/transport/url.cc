@@ -238,4 +238,19 @@ Result<ClientUrl> ClientUrl::parse(std::string_view text) {
   return from(std::move(url).value());
 }
 
+Result<std::string> resolve_reference(const std::string& base, const std::string& reference) {
+  const CurlUrl u;
+  if (u.get() == nullptr) return Status(Code::kNoMemory, "out of memory");
+  // Setting a URL on a handle that holds one resolves it against that one (RFC 3986 §5.2).
+  if (curl_url_set(u.get(), CURLUPART_URL, base.c_str(), 0) != CURLUE_OK ||
+      curl_url_set(u.get(), CURLUPART_URL, reference.c_str(), 0) != CURLUE_OK) {
+    return Status(Code::kProtocol, "malformed Location \"" + reference + "\"");
+  }
+  std::string resolved;
+  if (get_part(u, CURLUPART_URL, 0, resolved) != CURLUE_OK) {
+    return Status(Code::kProtocol, "malformed Location \"" + reference + "\"");
+  }
+  return resolved;
+}
+
 }  // namespace humus::transport

@@ -49,6 +49,10 @@ struct Origin {
 
 Origin origin_of(const Url& url);
 
+// Resolves a reference (a redirect's Location) against the URL it came from (RFC 3986 §5), with the same
+// parser as parse_url. kProtocol "malformed Location" when either does not parse; kNoMemory.
+Result<std::string> resolve_reference(const std::string& base, const std::string& reference);
+
 // A URL a client may name — its base_url, a request's target, a redirect's Location (docs/origin.md §2): one
 // that parsed and carries no user-info, since a password in a URL would be repeated in every log and error.
 // from() and parse() are the only ways to make one, so that rule is checked there once, and nothing that

@@ -7,7 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "humus_http.h"
 #include "transport/curl_easy.h"
 
 namespace humus::transport {
@@ -66,7 +65,7 @@ std::string linked_versions_json() {
   ensure_curl_global();
   const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  j["humus_http"] = HUMUS_VERSION_STRING;
+  j["humus_http"] = HUMUS_CMAKE_VERSION_STRING;
   j["libcurl"] = info->version != nullptr ? info->version : "unknown";
   const auto add = [&](const char* key, const char* value) {
     if (value != nullptr && *value != '\0') j[key] = value;

@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "classify/c_attempt.h"
+#include "capi/attempt_view.h"
+#include "capi/classifier_adapter.h"
 #include "classify/classification.h"
 #include "humus_http.h"
 #include "retry/retry_after.h"
@@ -71,7 +72,7 @@ humus_classifier table_for(Script& s, decltype(humus_classifier::classify) fn = 
 }
 
 std::shared_ptr<const Classifier> make(const humus_classifier& t) {
-  Result<std::shared_ptr<const Classifier>> r = make_c_classifier(t);
+  Result<std::shared_ptr<const Classifier>> r = capi::make_c_classifier(t);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? std::move(r).value() : nullptr;
 }
@@ -103,7 +104,7 @@ TEST(CClassifier, NullClassifyIsProgramErrorAndKeepsUserData) {
   Script s;
   humus_classifier t = table_for(s);
   t.classify = nullptr;
-  const Result<std::shared_ptr<const Classifier>> r = make_c_classifier(t);
+  const Result<std::shared_ptr<const Classifier>> r = capi::make_c_classifier(t);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(static_cast<humus_status>(r.status().code()), HUMUS_E_PROGRAM);
   EXPECT_EQ(r.status().message(), "classifier: classify callback is NULL");
@@ -116,7 +117,7 @@ TEST(CClassifier, UnknownVersionIsInvalidArgument) {
   for (uint32_t v : {0u, 2u, 99u}) {
     humus_classifier t = table_for(s);
     t.version = v;
-    const Result<std::shared_ptr<const Classifier>> r = make_c_classifier(t);
+    const Result<std::shared_ptr<const Classifier>> r = capi::make_c_classifier(t);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
     EXPECT_NE(r.status().message().find("version " + std::to_string(v)), std::string::npos);

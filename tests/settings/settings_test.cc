@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/plugin_entry.h"
 #include "settings/schema.h"
 
 namespace humus::settings {
@@ -912,6 +913,7 @@ std::string example_plugin() {
 TEST(SettingsPlugin, LoadsWritesBackAndComparesByWhatIsNamed) {
   const std::string plugin = example_plugin();
   ASSERT_FALSE(plugin.empty()) << "HUMUS_TEST_PLUGIN must name the example plugin (ctest sets it)";
+  capi::install_plugin_entry_points();  // the example's entry points are C: the C ABI calls them
   const std::string doc = R"({"base_url": "http://p", "classify": {"plugin": ")" + plugin +
                           R"(", "symbol": "retry_409_classifier", "config": {"status": 409}},
       "breaker_policy": {"plugin": ")" +

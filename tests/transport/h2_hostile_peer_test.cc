@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "client/attempt_hooks.h"
+#include "classify/attempt_hooks.h"
 #include "client/client.h"
 #include "humus_http.h"
 #include "support/test_server.h"
@@ -55,9 +55,9 @@ std::string describe(const Way& w) {
 std::string name(Code code) { return humus_status_name(static_cast<humus_status>(code)); }
 
 // Each attempt's transport error, in order (kOk for an attempt that got an answer).
-class AttemptLog : public AttemptHooks {
+class AttemptLog : public classify::AttemptHooks {
  public:
-  Status before(AttemptRequest& /*request*/) const override { return Status::Ok(); }
+  Status before(classify::AttemptRequest& /*request*/) const override { return Status::Ok(); }
   void after(const classify::Attempt& attempt) const override {
     std::lock_guard<std::mutex> lock(mu_);
     errors_.push_back(attempt.error);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace humus::transport {
 namespace {
@@ -141,6 +142,31 @@ TEST(PlainHttpUrl, OnlyThePlainestSpellingsSkipTheFullParse) {
 TEST(ParseUrl, TruncatedPrefixesNeverCrash) {
   const std::string url = "https://user:pw@[fe80::1%25eth0]:8443/a/b?c=d&e=f#g";
   for (size_t n = 0; n <= url.size(); ++n) (void)parse_url(std::string_view(url).substr(0, n));
+}
+
+// A redirect's Location (docs/origin.md §2), resolved by the same parser as every other URL.
+TEST(ResolveReference, ResolvesAsRfc3986Says) {
+  const std::string base = "https://payments:8443/v1/orders/7?q=1";
+  const std::pair<const char*, const char*> cases[] = {
+      {"/v2/x", "https://payments:8443/v2/x"},
+      {"next", "https://payments:8443/v1/orders/next"},
+      {"../items?a=b", "https://payments:8443/v1/items?a=b"},
+      {"?page=2", "https://payments:8443/v1/orders/7?page=2"},
+      {"//other/x", "https://other/x"},
+      {"http://elsewhere:81/y", "http://elsewhere:81/y"},
+  };
+  for (const auto& [reference, want] : cases) {
+    Result<std::string> got = resolve_reference(base, reference);
+    ASSERT_TRUE(got.ok()) << reference << ": " << got.status().message();
+    EXPECT_EQ(*got, want) << reference;
+  }
+}
+
+TEST(ResolveReference, AMalformedLocationIsAProtocolError) {
+  const Result<std::string> got = resolve_reference("https://payments/", "http://[::1/");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kProtocol);
+  EXPECT_EQ(got.status().message(), "malformed Location \"http://[::1/\"");
 }
 
 }  // namespace HUMUS_UNITY_ID

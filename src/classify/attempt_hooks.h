@@ -1,17 +1,16 @@
 // Code that runs around every attempt a call makes (docs/retries.md §6.7): `before` sees, and may add headers
 // to, the request of one attempt just before it goes to the transport; `after` sees what that attempt got,
 // before the classifier does. The settings carry hooks for all calls of a client, a request its own call's.
+// Declared here, beside the Attempt the hooks see, so the settings hold them without reaching up to client/.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include "classify/classification.h"
 #include "common/headers.h"
 #include "common/status.h"
-#include "humus_http.h"
 
-namespace humus::client {
+namespace humus::classify {
 
 // One attempt's request as a `before` hook sees it. `headers` are this attempt's own copy: what a hook
 // changes goes on the wire with this attempt only.
@@ -29,12 +28,7 @@ class AttemptHooks {
   // A Status other than ok ends the call before this attempt is sent, with that Status.
   virtual Status before(AttemptRequest& request) const = 0;
   // Once per attempt that reached the transport.
-  virtual void after(const classify::Attempt& attempt) const = 0;
+  virtual void after(const Attempt& attempt) const = 0;
 };
 
-// A C table (humus_attempt_hooks) as AttemptHooks: owns user_data once made (destroy runs once, with the
-// last holder). kInvalidArgument naming humus_attempt_hooks for a bad version, kProgram when both callbacks
-// are NULL; on failure the caller keeps user_data.
-Result<std::shared_ptr<const AttemptHooks>> make_c_attempt_hooks(const humus_attempt_hooks& table);
-
-}  // namespace humus::client
+}  // namespace humus::classify

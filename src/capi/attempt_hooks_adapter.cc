@@ -1,17 +1,18 @@
-// A C attempt-hooks table (humus_attempt_hooks) as client::AttemptHooks: owns user_data, lends the callbacks
-// their views for the duration of the call, and turns a failing `before` into the call's kCallback.
+// A C attempt-hooks table (humus_attempt_hooks) as classify::AttemptHooks: owns user_data, lends the
+// callbacks their views for the duration of the call, and turns a failing `before` into the call's kCallback.
+#include "capi/attempt_hooks_adapter.h"
+
 #include <new>
 #include <string>
 
-#include "classify/c_attempt.h"
-#include "client/attempt_hooks.h"
-#include "client/c_attempt_request.h"
-#include "common/c_tables.h"
+#include "capi/attempt_request_view.h"
+#include "capi/attempt_view.h"
+#include "capi/c_tables.h"
 
-namespace humus::client {
+namespace humus::capi {
 namespace {
 
-class CAttemptHooks final : public AttemptHooks {
+class CAttemptHooks final : public classify::AttemptHooks {
  public:
   explicit CAttemptHooks(const humus_attempt_hooks& table) : table_(table) {}
   ~CAttemptHooks() override {
@@ -20,7 +21,7 @@ class CAttemptHooks final : public AttemptHooks {
   CAttemptHooks(const CAttemptHooks&) = delete;
   CAttemptHooks& operator=(const CAttemptHooks&) = delete;
 
-  Status before(AttemptRequest& request) const override {
+  Status before(classify::AttemptRequest& request) const override {
     if (table_.before == nullptr) return Status();
     try {
       humus_attempt_request view(request);
@@ -52,7 +53,8 @@ class CAttemptHooks final : public AttemptHooks {
 
 }  // namespace
 
-Result<std::shared_ptr<const AttemptHooks>> make_c_attempt_hooks(const humus_attempt_hooks& caller) {
+Result<std::shared_ptr<const classify::AttemptHooks>> make_c_attempt_hooks(
+    const humus_attempt_hooks& caller) {
   Result<humus_attempt_hooks> accepted = accept_table(caller);
   if (!accepted.ok()) return accepted.status();
   const humus_attempt_hooks& table = *accepted;
@@ -61,10 +63,10 @@ Result<std::shared_ptr<const AttemptHooks>> make_c_attempt_hooks(const humus_att
   }
   // On failure nothing owns user_data yet: the caller keeps it and destroy is not called.
   try {
-    return std::shared_ptr<const AttemptHooks>(std::make_shared<const CAttemptHooks>(table));
+    return std::shared_ptr<const classify::AttemptHooks>(std::make_shared<const CAttemptHooks>(table));
   } catch (const std::bad_alloc&) {
     return Status(Code::kNoMemory, "attempt hooks: out of memory");
   }
 }
 
-}  // namespace humus::client
+}  // namespace humus::capi

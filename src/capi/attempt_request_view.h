@@ -1,11 +1,11 @@
-// The humus_attempt_request a C `before` hook receives: a view of a client::AttemptRequest, with a
+// The humus_attempt_request a C `before` hook receives: a view of a classify::AttemptRequest, with a
 // NUL-terminated copy of the method (the URL and the headers are std::strings already).
 #pragma once
 
 #include <string>
 
 #include "capi/handle.h"
-#include "client/attempt_hooks.h"
+#include "classify/attempt_hooks.h"
 #include "humus_http.h"
 
 // Lent to the hook for its call only: live (capi/handle.h) from construction to destruction, so a pointer
@@ -13,7 +13,7 @@
 struct humus_attempt_request {
   static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kAttemptRequest;
 
-  explicit humus_attempt_request(humus::client::AttemptRequest& r) : request(r) {
+  explicit humus_attempt_request(humus::classify::AttemptRequest& r) : request(r) {
     humus::capi::publish(this);
   }
   ~humus_attempt_request() { (void)humus::capi::retire(this); }
@@ -22,5 +22,5 @@ struct humus_attempt_request {
   humus_attempt_request& operator=(const humus_attempt_request&) = delete;
 
   humus::capi::Magic magic = kMagic;
-  humus::client::AttemptRequest& request;
+  humus::classify::AttemptRequest& request;
 };

@@ -1,20 +1,21 @@
 // A C classifier table (humus_classifier) as a classify::Classifier: owns user_data, and checks what the
 // callback returns so a bad answer is HUMUS_E_PROGRAM, never undefined behaviour (docs/retries.md §5.4).
+#include "capi/classifier_adapter.h"
+
 #include <chrono>
 #include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "classify/c_attempt.h"
-#include "classify/classification.h"
-#include "common/c_tables.h"
+#include "capi/attempt_view.h"
+#include "capi/c_tables.h"
 #include "retry/retry_after.h"
 
-namespace humus::classify {
+namespace humus::capi {
 namespace {
 
-class CClassifier final : public Classifier {
+class CClassifier final : public classify::Classifier {
  public:
   explicit CClassifier(const humus_classifier& table) : table_(table) {}
   ~CClassifier() override {
@@ -23,7 +24,7 @@ class CClassifier final : public Classifier {
   CClassifier(const CClassifier&) = delete;
   CClassifier& operator=(const CClassifier&) = delete;
 
-  Result<Classification> classify(const Attempt& attempt) const override {
+  Result<classify::Classification> classify(const classify::Attempt& attempt) const override {
     try {
       const humus_attempt view(attempt);
       humus_classification out{0, 0, 0};
@@ -42,7 +43,7 @@ class CClassifier final : public Classifier {
   }
 
  private:
-  static Result<Classification> check(const humus_classification& out) {
+  static Result<classify::Classification> check(const humus_classification& out) {
     std::vector<std::string> bad;
     std::string message = "classifier: invalid classification:";
     if (out.retry != HUMUS_RETRY_DONE && out.retry != HUMUS_RETRY_AGAIN) {
@@ -63,8 +64,8 @@ class CClassifier final : public Classifier {
     }
     if (!bad.empty()) return Status(Code::kProgram, std::move(message), std::move(bad));
 
-    Classification c;
-    c.retry = static_cast<RetryVerdict>(out.retry);
+    classify::Classification c;
+    c.retry = static_cast<classify::RetryVerdict>(out.retry);
     c.breaker = static_cast<breaker::Outcome>(out.breaker);
     // Milliseconds to nanoseconds overflows past ~292 years: saturate as a parsed Retry-After does.
     constexpr int64_t kCapMs =
@@ -79,7 +80,7 @@ class CClassifier final : public Classifier {
 
 }  // namespace
 
-Result<std::shared_ptr<const Classifier>> make_c_classifier(const humus_classifier& caller) {
+Result<std::shared_ptr<const classify::Classifier>> make_c_classifier(const humus_classifier& caller) {
   Result<humus_classifier> accepted = accept_table(caller);
   if (!accepted.ok()) return accepted.status();
   const humus_classifier& table = *accepted;
@@ -88,10 +89,10 @@ Result<std::shared_ptr<const Classifier>> make_c_classifier(const humus_classifi
   }
   // On failure nothing owns user_data yet: the caller keeps it and destroy is not called.
   try {
-    return std::shared_ptr<const Classifier>(std::make_shared<const CClassifier>(table));
+    return std::shared_ptr<const classify::Classifier>(std::make_shared<const CClassifier>(table));
   } catch (const std::bad_alloc&) {
     return Status(Code::kNoMemory, "classifier: out of memory");
   }
 }
 
-}  // namespace humus::classify
+}  // namespace humus::capi
