@@ -64,6 +64,8 @@ await_background() {  # NAME: waits for it, prints its output, fails as it faile
   return $rc
 }
 background fuzz_build bash -c 'cmake --preset fuzz >/dev/null && cmake --build --preset fuzz'
+# A packager's build type, GCC -O2 -g with the tests (issue 39): built only, its code is the other presets'.
+background relwithdebinfo_build scripts/build.sh relwithdebinfo
 # The Python module with warnings as errors too (HUMUS_WERROR: off for a packager's plain build).
 background wheel env SKBUILD_CMAKE_ARGS=-DHUMUS_WERROR=ON scripts/wheel.sh build/wheel
 
@@ -80,6 +82,9 @@ done
 stage "release: GCC -O3 build with tests and benchmarks (warnings are errors), its unit and wire tests"
 scripts/build.sh release
 ctest --preset release -E '^(cli|install|docs|faults)\.|^NetnsFaultTest\.'
+
+stage "relwithdebinfo: GCC -O2 -g with tests, warnings as errors (built in the background)"
+await_background relwithdebinfo_build
 
 # Users of the bindings link whatever libcurl their system has (issue 35): the wire suites run again against
 # Debian's libcurl 8.14.1, unpacked from bookworm-backports into build/libcurl-8.14 (an apt source is added,
