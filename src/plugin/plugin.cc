@@ -33,7 +33,7 @@ struct Registry {
   Mutex mu;
   std::map<std::string, std::weak_ptr<Library>, std::less<>> open GUARDED_BY(mu);
   std::optional<std::string> forbidden GUARDED_BY(mu);
-  EntryPoints entry_points;                                         // guarded by mu
+  EntryPoints entry_points GUARDED_BY(mu);
 };
 Registry& registry() {
   static Registry* const instance = new Registry;
