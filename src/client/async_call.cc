@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "client/body_stream.h"
+#include "client/read_ahead.h"
 
 namespace humus::client {
 
@@ -75,9 +76,9 @@ void AsyncCall::advance(Step step) {
       if (stream_) {
         attempt_ = transport_.start_open(
             loop_, call_.wire(), step.limits,
-            [self = shared_from_this()](transport::WireResult sent, std::unique_ptr<transport::AsyncBody> body) {
+            [self = shared_from_this()](transport::WireResult sent, std::unique_ptr<transport::ResponseBody> body) {
               self->attempt_.reset();
-              self->advance(self->call_.on_opened(std::move(sent), std::move(body)));
+              self->advance(self->call_.on_sent(std::move(sent), std::move(body)));
             });
         return;
       }
@@ -88,7 +89,7 @@ void AsyncCall::advance(Step step) {
       return;
     case Step::Kind::kReadAhead:
       phase_ = Phase::kReadingAhead;
-      read_ahead();
+      read_ahead(call_, [self = shared_from_this()](Step next) { self->advance(std::move(next)); });
       return;
     case Step::Kind::kWait:
       if (token_.cancelled()) {  // cancelled while the attempt's outcome was already on its way
@@ -108,21 +109,6 @@ void AsyncCall::advance(Step step) {
       finish(std::move(step.result));
       return;
   }
-}
-
-void AsyncCall::read_ahead() {
-  std::string& into = call_.held_bytes();
-  const size_t at = into.size();
-  into.resize(kReadAheadBytes);
-  call_.held_body().read(into.data() + at, kReadAheadBytes - at, [self = shared_from_this(), at](transport::BodyRead r) {
-    std::string& bytes = self->call_.held_bytes();
-    bytes.resize(at + r.n);
-    if (r.error == Code::kOk && r.n > 0 && bytes.size() < kReadAheadBytes) {
-      self->read_ahead();
-      return;
-    }
-    self->advance(self->call_.on_read_ahead(std::move(r)));
-  });
 }
 
 void AsyncCall::on_cancel() {

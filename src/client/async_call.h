@@ -43,7 +43,6 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void begin();
   void advance(Step step);
   void queue(Instant deadline);  // waits for a bulkhead slot as a queued waiter, bounded by a loop timer
-  void read_ahead();  // kReadAhead: one read of the held body at a time, onto the call's buffer
   void finish(CallResult result);
   void on_cancel();
   static void granted(void* self);  // the bulkhead handed over a slot (any thread, bulkhead lock held)

@@ -4,13 +4,9 @@
 
 namespace humus::client {
 
-ResponseStream::ResponseStream(std::unique_ptr<transport::BodyStream> wire, PendingVerdict verdict,
+ResponseStream::ResponseStream(std::unique_ptr<transport::ResponseBody> body, PendingVerdict verdict,
                                CancelToken* cancel, bulkhead::Slot slot)
-    : asynchronous_(false), wire_(std::move(wire)), verdict_(verdict), cancel_(cancel), slot_(std::move(slot)) {}
-
-ResponseStream::ResponseStream(std::unique_ptr<transport::AsyncBody> body, PendingVerdict verdict,
-                               bulkhead::Slot slot)
-    : asynchronous_(true), async_(std::move(body)), verdict_(verdict), cancel_(nullptr), slot_(std::move(slot)) {}
+    : body_(std::move(body)), verdict_(verdict), cancel_(cancel), slot_(std::move(slot)) {}
 
 ResponseStream::~ResponseStream() {
   // After unsubscribe() returns the listener is not running and never runs again (cancel.h).
@@ -21,15 +17,13 @@ ResponseStream::~ResponseStream() {
 void ResponseStream::settle(breaker::Outcome outcome) {
   if (settled_) return;
   settled_ = true;
-  // A failing breaker policy already counted the result as a failure (breaker.h); there is no call left to
+  // A failing breaker policy counted a failure, as it does for a buffered response; there is no call left to
   // end with its error.
-  (void)verdict_.breaker->record(verdict_.permit, outcome);
-  verdict_.metrics->outcome(outcome);
+  (void)verdict_.result.record(outcome);
 }
 
 void ResponseStream::drop_body() {
-  wire_.reset();  // at the end the connection goes back to the pool; before it, it is closed
-  async_.reset();
+  body_.reset();  // at the end the connection goes back to the pool; before it, it is closed
   slot_ = bulkhead::Slot();
 }
 
@@ -55,24 +49,24 @@ Result<size_t> ResponseStream::took(transport::BodyRead r) {
 
 Result<size_t> ResponseStream::read(char* buf, size_t cap) {
   if (!failure_.ok()) return failure_;
-  if (wire_ == nullptr) return size_t{0};
-  transport::BodyRead r = wire_->read(buf, cap);
-  if (r.error == Code::kOk && r.n == 0 && cap == 0) return size_t{0};
+  if (body_ == nullptr || cap == 0) return size_t{0};
+  transport::BodyRead r;
+  body_->read(buf, cap, [&r](transport::BodyRead got) { r = std::move(got); });  // completes in place
   return took(std::move(r));
 }
 
 Result<size_t> ResponseStream::read_ready(char* buf, size_t cap, transport::BodyWait* wait) {
   *wait = transport::BodyWait{};
   if (!failure_.ok()) return failure_;
-  if (wire_ == nullptr) return size_t{0};
-  transport::BodyRead r = wire_->read_ready(buf, cap, wait);
+  if (body_ == nullptr) return size_t{0};
+  transport::BodyRead r = body_->read_ready(buf, cap, wait);
   if (r.error == Code::kOk && r.n == 0 && wait->fd >= 0) return size_t{0};  // nothing yet, not the end
   *wait = transport::BodyWait{};
   return took(std::move(r));
 }
 
 void ResponseStream::read_async(char* buf, size_t cap, ReadDone done) {
-  if (!failure_.ok() || async_ == nullptr) {
+  if (!failure_.ok() || body_ == nullptr) {
     // Failed or ended already: told as a task of its own, as a read of the wire would be.
     Result<size_t> now = failure_.ok() ? Result<size_t>(size_t{0}) : Result<size_t>(failure_);
     loop_->post([done = std::move(done), now = std::move(now)] { done(now); });
@@ -80,7 +74,7 @@ void ResponseStream::read_async(char* buf, size_t cap, ReadDone done) {
   }
   pending_ = std::move(done);
   // Weak: a body closed while its read was on its way has told the reader already (close()).
-  async_->read(buf, cap, [weak = weak_from_this()](transport::BodyRead r) {
+  body_->read(buf, cap, [weak = weak_from_this()](transport::BodyRead r) {
     std::shared_ptr<ResponseStream> self = weak.lock();
     if (self == nullptr || !self->pending_) return;
     ReadDone reader = std::move(self->pending_);
@@ -91,6 +85,7 @@ void ResponseStream::read_async(char* buf, size_t cap, ReadDone done) {
 
 void ResponseStream::attach(transport::EventLoop& loop, std::shared_ptr<CancelToken> token) {
   loop_ = &loop;
+  cancel_ = nullptr;  // the call's own token goes with the call
   if (token == nullptr) return;
   watched_ = std::move(token);
   cancel_ = watched_.get();
@@ -98,8 +93,8 @@ void ResponseStream::attach(transport::EventLoop& loop, std::shared_ptr<CancelTo
   // its last reference is never dropped elsewhere.
   watch_id_ = watched_->subscribe([weak = weak_from_this(), &loop] {
     loop.post([weak] {
-      if (std::shared_ptr<ResponseStream> self = weak.lock(); self != nullptr && self->async_ != nullptr) {
-        self->async_->cancel();
+      if (std::shared_ptr<ResponseStream> self = weak.lock(); self != nullptr && self->body_ != nullptr) {
+        self->body_->cancel();
       }
     });
   });  // cancelled already: the listener ran now
@@ -107,7 +102,7 @@ void ResponseStream::attach(transport::EventLoop& loop, std::shared_ptr<CancelTo
 
 Status ResponseStream::read_rest(std::string& body, uint64_t limit) {
   constexpr size_t kPiece = 64 * 1024;
-  while (wire_ != nullptr || !failure_.ok()) {
+  while (body_ != nullptr || !failure_.ok()) {
     if (body.size() >= limit) {
       // One byte more tells a body of exactly `limit` from a longer one.
       char probe = 0;

@@ -11,6 +11,7 @@
 
 #include "breaker/breaker.h"
 #include "bulkhead/bulkhead.h"
+#include "client/attempt_result.h"
 #include "common/cancel.h"
 #include "common/status.h"
 #include "telemetry/metrics.h"
@@ -20,34 +21,31 @@
 
 namespace humus::client {
 
-// What the breaker will be told when the body ends: the attempt's permit and how it was classified.
+// What the breaker will be told when the body ends: where the attempt's result goes, and how it was classified.
 struct PendingVerdict {
-  breaker::Breaker* breaker = nullptr;
-  telemetry::ClientMetrics* metrics = nullptr;
-  breaker::Permit permit;
+  AttemptResult result;
   breaker::Outcome outcome = breaker::Outcome::kSuccess;
 };
 
-// A blocking stream (humus_client_open) is read on the caller's thread: not thread-safe, one reader at a time.
-// An asynchronous one (humus_client_submit_open) lives on the runtime's event loop: every member is called on
-// the loop thread only, destruction included. Must not outlive its client (it holds the client's connection,
-// breaker and bulkhead slot).
+// One body of either driver (transport::ResponseBody). A blocking stream (humus_client_open) is read on the
+// caller's thread: not thread-safe, one reader at a time. An asynchronous one (humus_client_submit_open) lives
+// on the runtime's event loop: every member is called on the loop thread only, destruction included. Must not
+// outlive its client (it holds the client's connection, breaker and bulkhead slot).
 class ResponseStream : public std::enable_shared_from_this<ResponseStream> {
  public:
-  ResponseStream(std::unique_ptr<transport::BodyStream> wire, PendingVerdict verdict, CancelToken* cancel,
+  // `cancel`: the call's token, which a blocking stream's reads heed (null: none); an asynchronous stream
+  // takes the caller's in attach() instead.
+  ResponseStream(std::unique_ptr<transport::ResponseBody> body, PendingVerdict verdict, CancelToken* cancel,
                  bulkhead::Slot slot);
-  ResponseStream(std::unique_ptr<transport::AsyncBody> body, PendingVerdict verdict, bulkhead::Slot slot);
   ~ResponseStream();
   ResponseStream(const ResponseStream&) = delete;
   ResponseStream& operator=(const ResponseStream&) = delete;
-
-  bool asynchronous() const { return asynchronous_; }
 
   // The next bytes of the body (at least one, at most `cap`), or 0 at its end, which counts the result.
   // A failure (kConnectionLost; kTimeout at the call's deadline; kCancelled) counts a breaker failure, or
   // nothing when the caller cancelled, and every later read fails the same way. Blocking streams only.
   Result<size_t> read(char* buf, size_t cap);
-  // As read(), without waiting for the network (transport::BodyStream::read_ready): 0 with `wait->fd` >= 0
+  // As read(), without waiting for the network (transport::ResponseBody::read_ready): 0 with `wait->fd` >= 0
   // is "nothing yet", not the end. Blocking streams only.
   Result<size_t> read_ready(char* buf, size_t cap, transport::BodyWait* wait);
   // Reads the rest onto `body` while the whole stays within `limit` bytes. Past it: kTooLarge, the body is
@@ -67,20 +65,18 @@ class ResponseStream : public std::enable_shared_from_this<ResponseStream> {
   // Closes the body before its end (its connection with it) and counts the result as it was classified.
   // Nothing once the body ended. A pending asynchronous read completes first, with kCancelled.
   void close();
-  bool ended() const { return wire_ == nullptr && async_ == nullptr; }
+  bool ended() const { return body_ == nullptr; }
 
  private:
-  void settle(breaker::Outcome outcome);  // the breaker verdict and its metric, once
+  void settle(breaker::Outcome outcome);  // the attempt's result, recorded once
   // What a read of the wire brought, counted: its bytes, the end (0, the result counted), or the failure.
   Result<size_t> took(transport::BodyRead r);
   void drop_body();  // the body's end or failure: connection and bulkhead slot go
 
-  const bool asynchronous_;
-  std::unique_ptr<transport::BodyStream> wire_;  // blocking: nullptr once ended or closed
-  std::unique_ptr<transport::AsyncBody> async_;  // asynchronous: nullptr once ended or closed
+  std::unique_ptr<transport::ResponseBody> body_;  // nullptr once ended or closed
   PendingVerdict verdict_;
   bool settled_ = false;
-  CancelToken* cancel_;                   // the caller's token, or null
+  CancelToken* cancel_;                   // the caller's token, or null (asynchronous: set by attach())
   transport::EventLoop* loop_ = nullptr;  // asynchronous: set by attach()
   std::shared_ptr<CancelToken> watched_;  // asynchronous: the same token, held
   uint64_t watch_id_ = 0;

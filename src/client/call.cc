@@ -145,9 +145,10 @@ Step Call::admit() {
   return s;
 }
 
+AttemptResult Call::attempt_result() const { return AttemptResult{&env_.breaker, &env_.metrics, permit_}; }
+
 Status Call::count(breaker::Outcome outcome) {
-  Status st = env_.breaker.record(permit_, outcome);
-  env_.metrics.outcome(st.ok() ? outcome : breaker::Outcome::kFailure);  // a failing policy counted a failure
+  Status st = attempt_result().record(outcome);
   if (!st.ok()) env_.metrics.decision(retry::Decision::kStopped);
   return st;
 }
@@ -171,20 +172,6 @@ uint64_t Call::body_size() const {
   if (wire_.body) return wire_.body->size();
   if (wire_.body_source && wire_.body_source->length() > 0) return static_cast<uint64_t>(wire_.body_source->length());
   return 0;
-}
-
-transport::BodyRead Call::read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into) {
-  constexpr size_t kAhead = kReadAheadBytes;
-  transport::BodyRead r;
-  while (body != nullptr && into.size() < kAhead) {
-    const size_t at = into.size();
-    into.resize(kAhead);
-    r = body->read(into.data() + at, kAhead - at);
-    into.resize(at + r.n);
-    if (r.error != Code::kOk) return r;
-    if (r.n == 0) body.reset();  // read to its end: the connection is free again
-  }
-  return r;
 }
 
 Status Call::run_before() {
@@ -223,14 +210,9 @@ Instant Call::attempt_ended(const transport::WireResult& sent) {
   return after;
 }
 
-Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body) {
+Step Call::on_sent(transport::WireResult sent, std::unique_ptr<transport::ResponseBody> body) {
   const Instant after = attempt_ended(sent);
-  return judge(std::move(sent), Body{std::move(body), nullptr}, after, false);
-}
-
-Step Call::on_opened(transport::WireResult sent, std::unique_ptr<transport::AsyncBody> body) {
-  const Instant after = attempt_ended(sent);
-  return judge(std::move(sent), Body{nullptr, std::move(body)}, after, false);
+  return judge(std::move(sent), std::move(body), after, false);
 }
 
 Step Call::on_read_ahead(transport::BodyRead last) {
@@ -241,58 +223,47 @@ Step Call::on_read_ahead(transport::BodyRead last) {
     held.sent = transport::WireResult{};
     held.sent.error = last.error;
     held.sent.message = std::move(last.message);
-    return judge(std::move(held.sent), Body{}, held.after, true);
+    return judge(std::move(held.sent), nullptr, held.after, true);
   }
   if (last.n == 0) held.body.reset();  // read to its end: the connection is free again
-  return on_classified(held.verdict, std::move(held.sent), Body{nullptr, std::move(held.body)}, held.after);
+  return on_classified(held.verdict, std::move(held.sent), std::move(held.body), held.after);
 }
 
 Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read_ahead_done) {
-  for (;;) {
-    if (sent.error != Code::kOk) body.reset();
-    classify::Attempt seen;
-    seen.method = wire_.method;
-    seen.number = attempt_;
-    seen.now = env_.clock.wall_now();
-    if (sent.error == Code::kOk) {
-      seen.status = sent.response.status;
-      seen.headers = &sent.response.headers;
-    } else {
-      seen.error = sent.error;
-      seen.error_message = sent.message;
-    }
-    // Once per attempt, with what it first brought: a body read ahead that breaks off comes back here
-    // (read_ahead_done) as a lost connection for the classifier only.
-    if (!read_ahead_done) run_after(seen);
-    if (sent.error != Code::kOk) {
-      if (std::optional<Step> ended = ended_by_client(sent, after)) return std::move(*ended);
-    }
-    Result<classify::Classification> verdict = env_.classifier.classify(seen);
-    if (!verdict.ok()) {
-      body.reset();
-      end_attempt(breaker::Outcome::kFailure, retry::Decision::kStopped);
-      return fail(verdict.status());
-    }
-    if (body && verdict->retry == classify::RetryVerdict::kAgain && !read_ahead_done) {
-      // This response may be replaced by a retry: its body is read now, up to 64 KiB (docs/bodies.md §7). A body that
-      // breaks off makes the attempt a lost connection, classified as such.
-      read_ahead_done = true;
-      if (body.async != nullptr) {
-        held_ = Held{std::move(sent), std::move(body.async), *verdict, after};
-        Step s;
-        s.kind = Step::Kind::kReadAhead;
-        return s;
-      }
-      transport::BodyRead r = read_ahead(body.blocking, sent.response.body);
-      if (r.error != Code::kOk) {
-        sent = transport::WireResult{};
-        sent.error = r.error;
-        sent.message = std::move(r.message);
-        continue;
-      }
-    }
-    return on_classified(*verdict, std::move(sent), std::move(body), after);
+  if (sent.error != Code::kOk) body.reset();
+  classify::Attempt seen;
+  seen.method = wire_.method;
+  seen.number = attempt_;
+  seen.now = env_.clock.wall_now();
+  if (sent.error == Code::kOk) {
+    seen.status = sent.response.status;
+    seen.headers = &sent.response.headers;
+  } else {
+    seen.error = sent.error;
+    seen.error_message = sent.message;
   }
+  // Once per attempt, with what it first brought: a body read ahead that breaks off comes back here
+  // (read_ahead_done) as a lost connection for the classifier only.
+  if (!read_ahead_done) run_after(seen);
+  if (sent.error != Code::kOk) {
+    if (std::optional<Step> ended = ended_by_client(sent, after)) return std::move(*ended);
+  }
+  Result<classify::Classification> verdict = env_.classifier.classify(seen);
+  if (!verdict.ok()) {
+    body.reset();
+    end_attempt(breaker::Outcome::kFailure, retry::Decision::kStopped);
+    return fail(verdict.status());
+  }
+  if (body && !read_ahead_done && (verdict->retry == classify::RetryVerdict::kAgain || follows(sent))) {
+    // This response may be replaced by a retry or a redirect: the driver reads its body now, up to 64 KiB
+    // (docs/bodies.md §7), so a short one frees its connection; on_read_ahead() goes on. A body that breaks
+    // off makes the attempt a lost connection, classified as such.
+    held_ = Held{std::move(sent), std::move(body), *verdict, after};
+    Step s;
+    s.kind = Step::Kind::kReadAhead;
+    return s;
+  }
+  return on_classified(*verdict, std::move(sent), std::move(body), after);
 }
 
 std::optional<Step> Call::ended_by_client(transport::WireResult& sent, Instant after) {
@@ -322,7 +293,7 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
   in.may_send_twice = may_send_twice_ || (sent.error == Code::kStreamRefused && unprocessed_may_resend_);
   // A body still on its connection here was read ahead past what may be buffered, or is not retryable
   // anyway: so a streamed response is never retried, and never dropped with its verdict unrecorded.
-  in.body_too_large = static_cast<bool>(body) || (sent.error == Code::kOk && sent.response.body.size() > kRetryBufferLimit);
+  in.body_too_large = body != nullptr || (sent.error == Code::kOk && sent.response.body.size() > kRetryBufferLimit);
   in.attempt = attempt_;
   in.max_attempts = env_.settings.max_attempts;
   in.now = after;
@@ -338,15 +309,9 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
     outcome.error = Status(sent.error, std::move(sent.message));
   }
   std::optional<transport::WireRequest> next = redirect_of(outcome);
-  if (body && next) {
-    std::string drained;
-    // A short body frees its connection; a longer one is closed. An asynchronous one is closed: the loop
-    // thread does not wait for it.
-    if (body.blocking != nullptr) (void)read_ahead(body.blocking, drained);
-    body.reset();
-  }
+  if (next) body.reset();  // read ahead already: a body still on its connection here is longer, and closed
   // A streamed response that ends the call counts its result when its body ends (docs/bodies.md §7).
-  const bool streamed = static_cast<bool>(body);
+  const bool streamed = body != nullptr;
   Result<retry::DecisionResult> decision = end_attempt(streamed ? std::nullopt : std::optional(c.breaker), in);
   if (!decision.ok()) return fail(decision.status());
 
@@ -359,13 +324,19 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
   }
   if (next) return follow(std::move(*next), outcome.response->status);
   if (streamed) {
-    PendingVerdict pending{&env_.breaker, &env_.metrics, permit_, c.breaker};
-    outcome.response->stream =
-        body.blocking != nullptr
-            ? std::make_shared<ResponseStream>(std::move(body.blocking), pending, cancel_, std::move(slot_))
-            : std::make_shared<ResponseStream>(std::move(body.async), pending, std::move(slot_));
+    PendingVerdict pending{attempt_result(), c.breaker};
+    outcome.response->stream = std::make_shared<ResponseStream>(std::move(body), pending, cancel_, std::move(slot_));
   }
   return done(std::move(outcome));
+}
+
+bool Call::follows(const transport::WireResult& sent) const {
+  if (sent.error != Code::kOk || sent.response.status < 300 || sent.response.status > 399) return false;
+  CallResult outcome;
+  Response& resp = outcome.response.emplace();
+  static_cast<transport::WireResponse&>(resp) = sent.response;
+  resp.url = wire_.url;
+  return redirect_of(outcome).has_value();
 }
 
 std::optional<transport::WireRequest> Call::redirect_of(const CallResult& outcome) const {

@@ -1,15 +1,16 @@
 // One call's progress through its bulkhead slot, attempts, waits and redirects, as a state machine that neither
-// sends nor sleeps itself: it says what comes next (take a bulkhead slot, send this attempt, wait until then,
-// follow a redirect, or done). The blocking driver (Client::execute and Client::open) and the asynchronous one
-// (async_call.h) run the same machine, so both obey the same rules: the docs/retries.md §6 order of bulkhead →
-// admission → send → classify → breaker result → retry decision → wait, each attempt's end recorded in one
-// place (end_attempt).
+// sends, reads nor sleeps itself: it says what comes next (take a bulkhead slot, send this attempt, read a body
+// ahead, wait until then, follow a redirect, or done). The blocking driver (Client::execute and Client::open)
+// and the asynchronous one (async_call.h) run the same machine, so both obey the same rules: the
+// docs/retries.md §6 order of bulkhead → admission → send → classify → breaker result → retry decision → wait,
+// each attempt's end recorded in one place (end_attempt).
 #pragma once
 
 #include <optional>
 
 #include "breaker/breaker.h"
 #include "bulkhead/bulkhead.h"
+#include "client/attempt_result.h"
 #include "client/call_env.h"
 #include "client/request.h"
 #include "common/cancel.h"
@@ -30,8 +31,7 @@ struct Step {
     kAcquire,   // take a bulkhead slot, waiting until `until` at the latest (the call's deadline), then on_slot()
     kSend,      // send wire() within `limits`, then on_sent()
     kWait,      // wait until `until` (or a cancel), then on_waited()
-    kReadAhead, // asynchronous streaming only: read held_body() onto held_bytes() up to kReadAheadBytes,
-                // then on_read_ahead()
+    kReadAhead, // read held_body() onto held_bytes() up to kReadAheadBytes (read_ahead.h), then on_read_ahead()
     kRedirect,  // a redirect within the origin is followed: admit() its first attempt
     kDone,      // `result` is the call's outcome
   } kind = Kind::kDone;
@@ -53,16 +53,14 @@ class Call {
   Step on_slot(Result<bulkhead::Slot> slot);
   // The next attempt: kSend with the breaker's permit taken, or kDone (rejected, cancelled, deadline).
   Step admit();
-  // What the attempt that admit() sent brought back: kWait before a retry, kRedirect, or kDone. `body`: the
-  // rest of a streamed response's body (Transport::open); a response that ends the call keeps it, and its
-  // breaker result waits for its end.
-  Step on_sent(transport::WireResult sent, std::unique_ptr<transport::BodyStream> body = nullptr);
-  // The same for an attempt the asynchronous driver opened (Transport::start_open): a body that may be
-  // replaced by a retry is read ahead by the driver (kReadAhead), since the loop thread cannot block on it.
-  Step on_opened(transport::WireResult sent, std::unique_ptr<transport::AsyncBody> body);
+  // What the attempt that admit() sent brought back: kWait before a retry, kRedirect, kReadAhead, or kDone.
+  // `body`: the rest of a streamed response's body (Transport::open or start_open); one that may be replaced by
+  // a retry or a redirect is read ahead by the driver first (kReadAhead); a response that ends the call keeps
+  // it, and its breaker result waits for its end.
+  Step on_sent(transport::WireResult sent, std::unique_ptr<transport::ResponseBody> body = nullptr);
   // After kReadAhead: `last` is the last read (its n == 0 at the body's end, or its failure).
   Step on_read_ahead(transport::BodyRead last);
-  transport::AsyncBody& held_body() { return *held_->body; }
+  transport::ResponseBody& held_body() { return *held_->body; }
   std::string& held_bytes() { return held_->sent.response.body; }
   // The wait of a kWait ended; `cut_short`: by the cancel token rather than the clock.
   Step on_waited(bool cut_short);
@@ -87,27 +85,18 @@ class Call {
   // budget. A failing breaker policy's status is not the call's error here: the call ends anyway.
   void end_attempt(breaker::Outcome outcome, retry::Decision decision);
   Status count(breaker::Outcome outcome);  // the verdict and its metric; a failing policy stops the call
+  AttemptResult attempt_result() const;    // where the current attempt's result goes
 
   // The end of a failed attempt when the client decides it (cancelled, past the deadline, its own limits).
   std::optional<Step> ended_by_client(transport::WireResult& sent, Instant after);
   // What comes after an attempt the classifier judged: its end recorded, then a retry, redirect or the end.
-  // A streamed body of either driver, while the call decides what becomes of it.
-  struct Body {
-    std::unique_ptr<transport::BodyStream> blocking;
-    std::unique_ptr<transport::AsyncBody> async;
-    explicit operator bool() const { return blocking != nullptr || async != nullptr; }
-    void reset() {
-      blocking.reset();
-      async.reset();
-    }
-  };
+  using Body = std::unique_ptr<transport::ResponseBody>;  // a streamed body, while the call decides its fate
   Instant attempt_ended(const transport::WireResult& sent);  // its duration metric and span end; now
-  // What the attempt brought, classified: read ahead first when it may be retried, then on_classified().
+  // What the attempt brought, classified: read ahead first when it may be replaced, then on_classified().
   Step judge(transport::WireResult sent, Body body, Instant after, bool read_ahead_done);
   Step on_classified(const classify::Classification& c, transport::WireResult sent, Body body, Instant after);
-  // Reads a streamed body that may be replaced by a retry into `into`, up to one byte past the 64 KiB
-  // that may be buffered (docs/bodies.md §7); `body` is reset when it ended. A failed read is returned.
-  transport::BodyRead read_ahead(std::unique_ptr<transport::BodyStream>& body, std::string& into);
+  // Whether a response is a redirect this call follows (redirect_of), whose body then goes before it is.
+  bool follows(const transport::WireResult& sent) const;
   // The request a response asks to be sent next, within the origin and the redirect limit, or nothing.
   std::optional<transport::WireRequest> redirect_of(const CallResult& outcome) const;
   Step follow(transport::WireRequest next, int status);  // status: of the 3xx that asked for it
@@ -134,9 +123,9 @@ class Call {
   breaker::Permit permit_;
   std::optional<CallResult> last_;  // the previous attempt's outcome, buffered during a wait (docs/bodies.md §7)
   std::optional<Headers> unhooked_headers_;  // wire_'s own headers while an attempt sends its hooks' copy
-  struct Held {  // an asynchronous attempt's response during kReadAhead
+  struct Held {  // an attempt's response during kReadAhead
     transport::WireResult sent;
-    std::unique_ptr<transport::AsyncBody> body;
+    Body body;
     classify::Classification verdict;
     Instant after{};
   };

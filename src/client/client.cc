@@ -1,8 +1,10 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "client/call.h"
+#include "client/read_ahead.h"
 #include "faults/scenario.h"
 
 namespace humus::client {
@@ -216,10 +218,11 @@ CallResult Client::run(const Request& request, CancelToken* cancel, bool stream)
       case Step::Kind::kRedirect:
         step = call.admit();
         break;
-      case Step::Kind::kReadAhead: {  // only for an asynchronous body (Call::on_opened), never opened here
-        CallResult broken;
-        broken.error = Status(Code::kInternal, "a blocking call was asked to read an asynchronous body ahead");
-        return broken;
+      case Step::Kind::kReadAhead: {
+        std::optional<Step> next;
+        read_ahead(call, [&next](Step s) { next = std::move(s); });  // a blocking body's reads complete in place
+        step = std::move(*next);
+        break;
       }
       case Step::Kind::kDone:
         return std::move(step.result);

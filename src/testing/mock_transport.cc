@@ -81,29 +81,26 @@ transport::WireResult MockTransport::perform(const transport::WireRequest& reque
 namespace {
 
 // A response body served from memory, in the reader's pieces, breaking off where its reply said.
-class MockBody final : public transport::BodyStream {
+class MockBody final : public transport::ResponseBody {
  public:
   MockBody(std::string body, size_t end, Code error, std::string message, CancelToken* cancel)
       : body_(std::move(body)), end_(end), error_(error), message_(std::move(message)), cancel_(cancel) {}
 
-  transport::BodyRead read(char* buf, size_t cap) override {
+  // Served from memory: always ready, so a read completes at once and never names a socket to wait on.
+  void read(char* buf, size_t cap, ReadDone done) override {
     transport::BodyRead r;
     if (cancel_ != nullptr && cancel_->cancelled()) {
       r.error = Code::kCancelled;
       r.message = "the call was cancelled";
-      return r;
-    }
-    if (at_ < end_) {
+    } else if (at_ < end_) {
       r.n = std::min(cap, end_ - at_);
       std::memcpy(buf, body_.data() + at_, r.n);
       at_ += r.n;
-      return r;
-    }
-    if (error_ != Code::kOk) {
+    } else if (error_ != Code::kOk) {
       r.error = error_;
       r.message = message_;
     }
-    return r;
+    done(std::move(r));
   }
 
  private:

@@ -8,6 +8,13 @@
 
 namespace humus::transport {
 
+BodyRead ResponseBody::read_ready(char* buf, size_t cap, BodyWait* wait) {
+  *wait = BodyWait{};
+  BodyRead got;
+  read(buf, cap, [&got](BodyRead r) { got = std::move(r); });
+  return got;
+}
+
 void BodySink::buffer_into(std::string* body, uint64_t limit) {
   streaming_ = false;
   body_ = body;

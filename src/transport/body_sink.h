@@ -1,11 +1,12 @@
 // Bodies that do not sit whole in memory (docs/bodies.md §7): a request body the caller streams (BodySource), a
-// response body read in pieces after its headers (BodyStream), and where libcurl's write callback puts the
+// response body read in pieces after its headers (ResponseBody), and where libcurl's write callback puts the
 // bytes it hands over (BodySink): into a buffer capped at max_response_body, or into the reader's own buffer,
 // pausing the transfer while that buffer is full.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/headers.h"
@@ -35,29 +36,38 @@ struct BodyRead {
   std::string message;
 };
 
-// What a read that must not wait found to wait for when no byte was there yet (BodyStream::read_ready).
+// What a read that must not wait found to wait for when no byte was there yet (ResponseBody::read_ready).
 struct BodyWait {
   int fd = -1;      // a socket to poll readable, or -1: nothing to wait for
   int64_t ms = -1;  // the longest wait before reading again (the call's deadline), or -1
 };
 
-// A response body still on its connection, once the headers are in. Not thread-safe.
-class BodyStream {
+// A response body still on its connection once its headers are in (Transport::open, Transport::start_open): one
+// type for both drivers, read in pieces the reader's buffer lends. A body a blocking attempt opened is read on
+// the caller's thread, each read completing before it returns; one opened on the event loop is read there, each
+// read completing later as a task of its own, its transfer paused while nobody reads (docs/bodies.md §7). Not
+// thread-safe; a body opened on the loop is used on the loop thread only, destruction included.
+class ResponseBody {
  public:
-  // Closes the body: a connection not read to the end is closed, not reused.
-  virtual ~BodyStream() = default;
-  // Blocks until at least one byte (up to `cap`) is in `buf`, the body ends (n == 0), or the transfer fails
-  // (kConnectionLost, kTimeout at the call's deadline, kCancelled). After a failure every read fails so.
-  virtual BodyRead read(char* buf, size_t cap) = 0;
-  // As read(), but without waiting for the network: with no byte there yet it returns n == 0 and kOk with
-  // `wait->fd` set to the socket to wait on (readable) for at most `wait->ms` (-1: no bound) before reading
-  // again, so a caller with a poller of its own (Go's netpoller) waits there instead of in the library.
-  // wait->fd < 0 with n == 0 and kOk is the end, as for read(). A body that cannot say what to wait for
-  // waits inside, as read() does.
-  virtual BodyRead read_ready(char* buf, size_t cap, BodyWait* wait) {
-    *wait = BodyWait{};
-    return read(buf, cap);
-  }
+  using ReadDone = std::function<void(BodyRead)>;
+  // Closes the body: a transfer not read to its end is stopped (its HTTP/1.1 connection closed, its HTTP/2
+  // stream reset). A read still pending never gets its `done`.
+  virtual ~ResponseBody() = default;
+  // Lends `buf` (`cap` > 0) until `done` runs, exactly once: at least one byte in `buf`, the end (n == 0), or
+  // the failure (kConnectionLost, kTimeout at the call's deadline, kCancelled); after a failure every read
+  // fails so. One read at a time. A blocking body waits for the network within the call's deadline and cancel
+  // token and runs `done` as its last act before returning (so `done` may destroy it); a body on the loop
+  // posts it.
+  virtual void read(char* buf, size_t cap, ReadDone done) = 0;
+  // Blocking bodies: as read(), but without waiting for the network. With no byte there yet it returns n == 0
+  // and kOk with `wait->fd` set to the socket to wait on (readable) for at most `wait->ms` (-1: no bound)
+  // before reading again, so a caller with a poller of its own (Go's netpoller) waits there instead of in the
+  // library. wait->fd < 0 with n == 0 and kOk is the end. A body that cannot say what to wait for waits
+  // inside, as read() does (this default).
+  virtual BodyRead read_ready(char* buf, size_t cap, BodyWait* wait);
+  // Ends the body now with kCancelled: a pending read completes so. A blocking body sees its call's cancel
+  // token at its next read instead (this default does nothing).
+  virtual void cancel() {}
 };
 
 // The bytes of libcurl's write callback. Buffered: appended to a string, at most `limit` bytes, its capacity

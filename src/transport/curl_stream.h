@@ -30,7 +30,7 @@ struct LaneProgress {
 void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, CancelToken* cancel,
                 const std::function<bool()>& enough, LaneProgress& progress, bool wait = true);
 
-class CurlStream final : public BodyStream {
+class CurlStream final : public ResponseBody {
  public:
   // `release(ended)` runs once, from the destructor, after the handle left the multi: `ended` is true when
   // libcurl finished the transfer (its connection may be reused), false when it was cut short (the connection
@@ -45,7 +45,7 @@ class CurlStream final : public BodyStream {
   // Sends the request and returns once the headers are in (the response head, no body), or the attempt's
   // failure as perform() would report it.
   WireResult open(const WireRequest& request);
-  BodyRead read(char* buf, size_t cap) override { return read_or_wait(buf, cap, nullptr); }
+  void read(char* buf, size_t cap, ReadDone done) override { done(read_or_wait(buf, cap, nullptr)); }
   BodyRead read_ready(char* buf, size_t cap, BodyWait* wait) override { return read_or_wait(buf, cap, wait); }
 
  private:

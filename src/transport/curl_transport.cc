@@ -537,7 +537,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
   }
 
   // The body's handle.
-  void read(char* buf, size_t cap, AsyncBody::ReadDone done) {
+  void read(char* buf, size_t cap, ResponseBody::ReadDone done) {
     BodySink& sink = easy_->sink();
     if (!failed_ && in_multi_ && std::chrono::steady_clock::now() >= limits_.call_deadline) {
       stop(Interrupt::kCallTimeout);  // a reader coming back late is bounded by the deadline too (docs/timeouts.md §8)
@@ -703,15 +703,23 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
     return failure_;
   }
 
-  void post_read(AsyncBody::ReadDone done, BodyRead r) {
+  void post_read(ResponseBody::ReadDone done, BodyRead r) {
     multi_.loop().post([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
   }
 
-  class Body final : public AsyncBody {
+  class Body final : public ResponseBody {
    public:
     explicit Body(std::shared_ptr<StreamTransfer> t) : t_(std::move(t)) {}
     ~Body() override { t_->close(); }
     void read(char* buf, size_t cap, ReadDone done) override { t_->read(buf, cap, std::move(done)); }
+    BodyRead read_ready(char*, size_t, BodyWait* wait) override {
+      // The loop thread must not wait inside, and libcurl reads this transfer's socket on the loop.
+      *wait = BodyWait{};
+      BodyRead refused;
+      refused.error = Code::kMisuse;
+      refused.message = "a body on the event loop is read with read(), its completion posted";
+      return refused;
+    }
     void cancel() override { t_->cancel_body(); }
 
    private:
@@ -731,7 +739,7 @@ class StreamTransfer final : public MultiEntry, public std::enable_shared_from_t
   Interrupt interrupt_ = Interrupt::kNone;
   // The pending read: its buffer (lent to the sink past read_drained_ bytes of kept ones) and its done.
   bool reading_ = false;
-  AsyncBody::ReadDone read_done_;
+  ResponseBody::ReadDone read_done_;
   size_t read_drained_ = 0;
   bool failed_ = false;
   BodyRead failure_;

@@ -22,25 +22,7 @@ class AsyncAttempt {
 };
 
 using AttemptDone = std::function<void(WireResult)>;
-
-// A response body on the event loop once its headers are in (Transport::start_open), its transfer paused
-// while nobody reads: what a read lends is filled by libcurl's write callback, and between reads at most one
-// write is kept (docs/bodies.md §7). Loop thread only.
-class AsyncBody {
- public:
-  using ReadDone = std::function<void(BodyRead)>;
-  // Closes the body: a transfer not read to its end is stopped (its HTTP/1.1 connection closed, its HTTP/2
-  // stream reset). A read still pending never gets its `done`.
-  virtual ~AsyncBody() = default;
-  // Lends `buf` (`cap` > 0) until `done` runs, posted as a task of its own, exactly once: at least one byte in
-  // `buf`, the end (n == 0), or the failure (kConnectionLost, kTimeout at the call's deadline, kCancelled);
-  // after a failure every read fails so. One read at a time.
-  virtual void read(char* buf, size_t cap, ReadDone done) = 0;
-  // Ends the body now with kCancelled: a pending read completes so.
-  virtual void cancel() = 0;
-};
-
-using OpenDone = std::function<void(WireResult, std::unique_ptr<AsyncBody>)>;
+using OpenDone = std::function<void(WireResult, std::unique_ptr<ResponseBody>)>;
 
 class Transport {
  public:
@@ -54,7 +36,7 @@ class Transport {
   // connection until it is read to the end or destroyed.
   struct Opened {
     WireResult result;
-    std::unique_ptr<BodyStream> body;
+    std::unique_ptr<ResponseBody> body;  // read on the caller's thread
   };
   // Sends one attempt and returns once its response headers are in (or it failed), within `limits`; the
   // body's reads go on within limits.call_deadline and are cancelled by `cancel`, which must outlive the
@@ -72,9 +54,9 @@ class Transport {
                                               const AttemptLimits& limits, AttemptDone done) = 0;
 
   // As start(), but `done` comes once the response headers are in, with the body still on its connection
-  // (`body`, nullptr when `result` failed or holds the whole body). The body's reads go on within
-  // limits.call_deadline. A body must not outlive the transport. By default the whole body is read first
-  // (the mock transport has nothing to stream).
+  // (`body`, nullptr when `result` failed or holds the whole body; read on the loop). The body's reads go on
+  // within limits.call_deadline. A body must not outlive the transport. By default the whole body is read
+  // first (the mock transport has nothing to stream).
   virtual std::unique_ptr<AsyncAttempt> start_open(EventLoop& loop, const WireRequest& request,
                                                    const AttemptLimits& limits, OpenDone done) {
     return start(loop, request, limits, [done = std::move(done)](WireResult r) { done(std::move(r), nullptr); });
