@@ -63,6 +63,7 @@ Admission Breaker::admit() {
   if (state_ == State::kClosed) {  // the hot path: closed has nothing time-driven, so no clock read
     admission.admitted = true;
     admission.permit = Permit{generation_, next_id_++, false};
+    admission.at = Position{state_, generation_};
     return admission;
   }
   const Instant now = clock_.now();
@@ -75,15 +76,19 @@ Admission Breaker::admit() {
   } else {
     admission.retry_after = retry_after_locked(now);
   }
+  admission.at = Position{state_, generation_};
   if (!pending_.empty()) deliver();
   return admission;
 }
 
-Status Breaker::record(const Permit& permit, Outcome outcome) {
+Status Breaker::record(const Permit& permit, Outcome outcome, Position* after) {
   MutexLock lock(mu_);
   Status status;
   if (state_ == State::kClosed) {
-    if (permit.generation != generation_) return status;  // stale: admitted before a transition
+    if (permit.generation != generation_) {  // stale: admitted before a transition
+      if (after != nullptr) *after = Position{state_, generation_};
+      return status;
+    }
     status = record_closed_locked(outcome);
   } else {
     // Time first: a probe whose timeout has passed is gone even if no admit() has looked since, so its late
@@ -94,6 +99,7 @@ Status Breaker::record(const Permit& permit, Outcome outcome) {
       status = record_half_open_locked(outcome);
     }
   }
+  if (after != nullptr) *after = Position{state_, generation_};
   if (!pending_.empty()) deliver();
   return status;
 }

@@ -27,9 +27,16 @@ struct Permit {
   bool probe = false;       // admitted in half-open: holds a probe slot until recorded or timed out
 };
 
+// Where the breaker stood at a moment: its state and that state's generation (docs/trace.md).
+struct Position {
+  State state = State::kClosed;
+  uint64_t generation = 0;
+};
+
 struct Admission {
   bool admitted = false;
   Permit permit;  // when admitted
+  Position at;    // the state the attempt was admitted or rejected in
   // When rejected: in open, how much longer it stays open; in half-open with every probe slot taken, the
   // time until the oldest probe times out (a slot is certain to free by then, maybe sooner). Always > 0 for
   // a rejection.
@@ -73,7 +80,8 @@ class Breaker {
   // the breaker stays consistent (half-open reopens; closed stays closed) and the policy's error
   // (kCallback / kProgram) is returned so the caller can end the call with it. Record each permit once:
   // closed-state permits are not tracked (that would cost the hot path), so a second record counts again.
-  Status record(const Permit& permit, Outcome outcome);
+  // `after`, when given, receives the state the breaker is in once the result was counted.
+  Status record(const Permit& permit, Outcome outcome, Position* after = nullptr);
 
   // The current state, after any lazy advance that is due.
   State state();

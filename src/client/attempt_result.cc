@@ -2,8 +2,8 @@
 
 namespace humus::client {
 
-Status AttemptResult::record(breaker::Outcome outcome) const {
-  Status st = breaker->record(permit, outcome);
+Status AttemptResult::record(breaker::Outcome outcome, breaker::Position* after) const {
+  Status st = breaker->record(permit, outcome, after);
   metrics->outcome(st.ok() ? outcome : breaker::Outcome::kFailure);
   return st;
 }

@@ -18,7 +18,8 @@ struct AttemptResult {
 
   // Tells the breaker `outcome` and counts it. A breaker policy that fails made the breaker count a failure
   // (docs/breaker.md §9.4), and the metric says so too; its status is returned, for a call to end with.
-  Status record(breaker::Outcome outcome) const;
+  // `after`, when given, receives where the breaker stands once the result was counted (the decision trace).
+  Status record(breaker::Outcome outcome, breaker::Position* after = nullptr) const;
 };
 
 }  // namespace humus::client

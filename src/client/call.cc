@@ -20,9 +20,11 @@ Call::Call(const CallEnv& env, const Request& request, CancelToken* cancel)
 
 Step Call::done(CallResult result) {
   result.attempts = attempts_;
+  result.trace = decisions_.take();
   if (result.response) {
     result.response->attempts = attempts_;
     result.response->history = std::move(history_);
+    result.response->trace = result.trace;
   }
   slot_.release();  // before the caller hears of the outcome
   Step s;
@@ -45,6 +47,7 @@ Step Call::give_up(Status why) {
 
 Step Call::stop(retry::Decision decision, Status why) {
   env_.metrics.decision(decision);
+  decisions_.not_sent(env_.clock.now(), why.code(), decision, false, std::nullopt, env_.budget.tokens());
   return give_up(std::move(why));
 }
 
@@ -54,7 +57,9 @@ Step Call::start() {
   if (timeout <= Duration::zero()) {
     return fail(Status(Code::kInvalidArgument, "timeout: a call's deadline must be in the future", {"timeout"}));
   }
-  deadline_ = env_.clock.now() + timeout;
+  const Instant now = env_.clock.now();
+  deadline_ = now + timeout;
+  decisions_.start(now, deadline_, request_.method, request_.url);
 
   if (!env_.spelling.matches(request_.url)) {
     Result<transport::ClientUrl> url = transport::ClientUrl::parse(request_.url);
@@ -123,6 +128,7 @@ Step Call::admit() {
     // holds a response from an earlier attempt returns it (docs/retries.md §6.6: only a call that got none fails).
     env_.metrics.rejected();
     env_.metrics.decision(retry::Decision::kStopped);
+    decisions_.not_sent(now, Code::kRejected, retry::Decision::kStopped, true, admission.at, env_.budget.tokens());
     if (trace_.active()) trace_.rejected(attempt_span(env_.clock.wall_now()));
     if (last_ && last_->ok()) return done(std::move(*last_));
     return fail(Status(Code::kRejected, "circuit open for " + env_.origin.to_string() + ": nothing was sent"),
@@ -132,6 +138,7 @@ Step Call::admit() {
   if (Status st = run_before(); !st.ok()) {
     // Nothing was sent: the permit goes back without a verdict, no budget is charged, no retry follows.
     end_attempt(breaker::Outcome::kIgnored, retry::Decision::kStopped);
+    decisions_.not_sent(now, st.code(), retry::Decision::kStopped, false, admission.at, env_.budget.tokens());
     return fail(std::move(st));
   }
   attempt_started_ = now;
@@ -139,6 +146,7 @@ Step Call::admit() {
   if (trace_.active()) wire_.headers.set("traceparent", trace_.begin(attempt_span(env_.clock.wall_now())));
   ++attempt_;
   ++attempts_;
+  decisions_.admitted(now, attempt_, admission.at, env_.budget.tokens());
   Step s;
   s.kind = Step::Kind::kSend;
   s.limits = {std::min(now + env_.settings.attempt_timeout, deadline_), deadline_};
@@ -148,23 +156,33 @@ Step Call::admit() {
 AttemptResult Call::attempt_result() const { return AttemptResult{&env_.breaker, &env_.metrics, permit_}; }
 
 Status Call::count(breaker::Outcome outcome) {
-  Status st = attempt_result().record(outcome);
+  Status st = attempt_result().record(outcome, &counted_.emplace());
   if (!st.ok()) env_.metrics.decision(retry::Decision::kStopped);
   return st;
 }
 
 void Call::end_attempt(breaker::Outcome outcome, retry::Decision decision) {
-  if (count(outcome).ok()) env_.metrics.decision(decision);
+  counted_.reset();
+  const bool counted = count(outcome).ok();
+  if (counted) env_.metrics.decision(decision);
+  decisions_.decided(env_.clock.now(), counted ? decision : retry::Decision::kStopped, Duration::zero(),
+                     retry::WaitSource::kNone, counted_, env_.budget.tokens());
 }
 
 Result<retry::DecisionResult> Call::end_attempt(std::optional<breaker::Outcome> outcome,
                                                 const retry::DecisionInput& in) {
+  counted_.reset();
   if (outcome) {
-    if (Status st = count(*outcome); !st.ok()) return st;
+    if (Status st = count(*outcome); !st.ok()) {
+      decisions_.decided(in.now, retry::Decision::kStopped, Duration::zero(), retry::WaitSource::kNone, counted_,
+                         env_.budget.tokens());
+      return st;
+    }
   }
   if (in.classification.breaker == breaker::Outcome::kSuccess) env_.budget.on_success();
   const retry::DecisionResult decision = retry::decide(in, env_.backoff, env_.budget, env_.random);
   env_.metrics.decision(decision.decision);
+  decisions_.decided(in.now, decision.decision, decision.wait, decision.source, counted_, env_.budget.tokens());
   return decision;
 }
 
@@ -199,6 +217,7 @@ Instant Call::attempt_ended(const transport::WireResult& sent) {
     unhooked_headers_.reset();
   }
   const Instant after = env_.clock.now();
+  decisions_.ended(after - attempt_started_, sent.wire_sends);
   env_.metrics.attempt(after - attempt_started_, body_size(),
                        telemetry::AttemptAttributes::of(wire_.method, sent.response.status,
                                                         sent.response.http_version, sent.error));
@@ -235,6 +254,7 @@ Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read
   seen.method = wire_.method;
   seen.number = attempt_;
   seen.now = env_.clock.wall_now();
+  decisions_.outcome(sent.response.status, sent.error);
   if (sent.error == Code::kOk) {
     seen.status = sent.response.status;
     seen.headers = &sent.response.headers;
@@ -254,6 +274,7 @@ Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read
     end_attempt(breaker::Outcome::kFailure, retry::Decision::kStopped);
     return fail(verdict.status());
   }
+  decisions_.classified(*verdict, seen.headers != nullptr && seen.headers->contains("retry-after"));
   if (body && !read_ahead_done && (verdict->retry == classify::RetryVerdict::kAgain || follows(sent))) {
     // This response may be replaced by a retry or a redirect: the driver reads its body now, up to 64 KiB
     // (docs/bodies.md §7), so a short one frees its connection; on_read_ahead() goes on. A body that breaks
@@ -350,6 +371,7 @@ std::optional<transport::WireRequest> Call::redirect_of(const CallResult& outcom
 Step Call::follow(transport::WireRequest next, int status) {
   history_.push_back(Redirect{status, wire_.url});
   wire_ = std::move(next);
+  decisions_.redirect(wire_.method, wire_.url);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, wire_.body_source == nullptr || body_replayable_,
                                           request_.retry);
   attempt_ = 0;

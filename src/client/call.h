@@ -12,6 +12,7 @@
 #include "bulkhead/bulkhead.h"
 #include "client/attempt_result.h"
 #include "client/call_env.h"
+#include "client/decision_trace.h"
 #include "client/request.h"
 #include "common/cancel.h"
 #include "faults/scenario.h"
@@ -133,6 +134,8 @@ class Call {
   bulkhead::Slot slot_;
   bool started_budget_ = false;
   telemetry::CallTrace trace_;              // inactive without a span sink
+  TraceRecorder decisions_;                 // the call's decision trace (docs/trace.md), always recorded
+  std::optional<breaker::Position> counted_;  // where count() left the breaker, for the trace
   std::optional<faults::Scenario> scenario_;  // the humus.fault baggage member, when the runtime injects faults
 };
 

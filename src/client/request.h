@@ -42,6 +42,7 @@ struct Request {
 };
 
 class ResponseStream;
+struct DecisionTrace;
 
 // A redirect the call followed: the 3xx status and the URL of the request that got it.
 struct Redirect {
@@ -59,6 +60,7 @@ struct Response : transport::WireResponse {
   // The rest of the body, still on its connection (Client::open only); nullptr when `body` is all of it.
   // Shared so a Response stays a copyable value; copies read one stream.
   std::shared_ptr<ResponseStream> stream;
+  std::shared_ptr<const DecisionTrace> trace;  // one record per attempt (docs/trace.md)
 };
 
 // How a call ends: a response the dependency sent, or an error when it got none (docs/retries.md §6.6).
@@ -67,6 +69,7 @@ struct CallResult {
   Status error;                  // set when response is empty
   int attempts = 0;
   Duration retry_after{};        // for kRejected: how much longer the breaker stays open
+  std::shared_ptr<const DecisionTrace> trace;  // one record per attempt (docs/trace.md); also in response
   bool ok() const { return response.has_value(); }
 };
 

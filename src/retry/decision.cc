@@ -22,6 +22,20 @@ const char* decision_name(Decision decision) {
   return "unknown";
 }
 
+const char* wait_source_name(WaitSource source) {
+  switch (source) {
+    case WaitSource::kNone:
+      return "none";
+    case WaitSource::kBackoff:
+      return "backoff";
+    case WaitSource::kCapped:
+      return "capped";
+    case WaitSource::kRetryAfter:
+      return "retry_after";
+  }
+  return "unknown";
+}
+
 DecisionResult decide(const DecisionInput& input, const Backoff& backoff, Budget& budget, Random& random) {
   if (input.classification.retry != classify::RetryVerdict::kAgain) return {Decision::kDone, {}};
   const Budget::Charge charge = budget.on_retryable();
@@ -33,13 +47,20 @@ DecisionResult decide(const DecisionInput& input, const Backoff& backoff, Budget
     budget.refund();
     return {Decision::kDone, {}};
   }
-  const Duration wait = std::max(backoff.draw(input.attempt, random), retry_after);
+  const Duration drawn = backoff.draw(input.attempt, random);
+  const Duration wait = std::max(drawn, retry_after);
   // Compared as durations, so a far deadline cannot overflow now + wait.
   if (input.deadline <= input.now || wait >= input.deadline - input.now) {
     budget.refund();
     return {Decision::kExpired, {}};
   }
-  return {Decision::kAgain, wait};
+  WaitSource source = WaitSource::kBackoff;
+  if (retry_after > drawn) {
+    source = WaitSource::kRetryAfter;
+  } else if (backoff.cap(input.attempt) >= backoff.max()) {
+    source = WaitSource::kCapped;
+  }
+  return {Decision::kAgain, wait, source};
 }
 
 }  // namespace humus::retry

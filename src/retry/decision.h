@@ -37,9 +37,18 @@ struct DecisionInput {
   Duration max_retry_after{};  // §3: the longest Retry-After worth waiting for
 };
 
+// What set a kAgain's wait (docs/trace.md): the backoff's draw; the backoff's draw from a range that
+// reached backoff.max (the attempt number no longer lengthens the wait); the dependency's Retry-After,
+// longer than the draw. kNone for every other decision.
+enum class WaitSource : int32_t { kNone, kBackoff, kCapped, kRetryAfter };
+
+// "none", "backoff", "capped", "retry_after".
+const char* wait_source_name(WaitSource source);
+
 struct DecisionResult {
   Decision decision = Decision::kDone;
   Duration wait = Duration::zero();  // kAgain: the wait before the next attempt; zero otherwise
+  WaitSource source = WaitSource::kNone;
 };
 
 // Decides, in this order (the first that applies wins):

@@ -1,0 +1,81 @@
+#include "client/decision_trace.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "telemetry/redact.h"
+
+namespace humus::client {
+
+void TraceRecorder::start(Instant now, Instant deadline, const std::string& method, const std::string& url) {
+  started_ = now;
+  deadline_ = deadline;
+  redirect(method, url);
+}
+
+void TraceRecorder::redirect(const std::string& method, const std::string& url) {
+  trace_->hops.push_back(TraceHop{method, telemetry::redacted_url(url)});
+}
+
+void TraceRecorder::admitted(Instant now, int attempt, breaker::Position at, double budget) {
+  AttemptRecord& r = open_.emplace();
+  r.start = now - started_;
+  r.hop = static_cast<int>(trace_->hops.size()) - 1;
+  r.resend = attempt > 1;
+  r.breaker_at = at;
+  r.budget_before = budget;
+}
+
+void TraceRecorder::not_sent(Instant now, Code why, retry::Decision decision, bool rejected,
+                             std::optional<breaker::Position> at, double budget) {
+  AttemptRecord r;
+  r.start = now - started_;
+  r.hop = static_cast<int>(trace_->hops.size()) - 1;
+  r.resend = !trace_->attempts.empty() && trace_->attempts.back().hop == r.hop;
+  r.error = why;
+  r.breaker_at = at;
+  r.budget_before = r.budget_after = budget;
+  r.rejected = rejected;
+  r.decision = decision;
+  r.deadline_left = std::max(deadline_ - now, Duration::zero());
+  open_.reset();
+  trace_->attempts.push_back(std::move(r));
+}
+
+void TraceRecorder::ended(Duration took, int wire_sends) {
+  if (!open_) return;
+  open_->duration = took;
+  open_->wire_sends = wire_sends;
+}
+
+void TraceRecorder::outcome(int status, Code error) {
+  if (!open_) return;
+  open_->status = error == Code::kOk ? status : 0;
+  open_->error = error;
+}
+
+void TraceRecorder::classified(const classify::Classification& c, bool retry_after_header) {
+  if (!open_) return;
+  open_->classified = true;
+  open_->verdict = c;
+  if (c.retry_after > Duration::zero()) {
+    open_->retry_after_source = retry_after_header ? RetryAfterSource::kHeader : RetryAfterSource::kClassifier;
+  }
+}
+
+void TraceRecorder::decided(Instant now, retry::Decision decision, Duration wait, retry::WaitSource source,
+                            std::optional<breaker::Position> after, double budget) {
+  if (!open_) return;
+  open_->decision = decision;
+  open_->wait = wait;
+  open_->wait_source = source;
+  open_->breaker_after = after;
+  open_->budget_after = budget;
+  open_->deadline_left = std::max(deadline_ - now, Duration::zero());
+  trace_->attempts.push_back(std::move(*open_));
+  open_.reset();
+}
+
+std::shared_ptr<const DecisionTrace> TraceRecorder::take() { return std::move(trace_); }
+
+}  // namespace humus::client
