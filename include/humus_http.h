@@ -141,6 +141,11 @@ HUMUS_API size_t humus_error_field_count(const humus_error *e);
 HUMUS_API const char *humus_error_field(const humus_error *e, size_t i);
 /* For HUMUS_E_REJECTED: how much longer the breaker stays open, in milliseconds; otherwise 0. */
 HUMUS_API int64_t humus_error_retry_after_ms(const humus_error *e);
+/* The failed call's decision trace: a JSON array, one record per attempt (docs/trace.md), "[]" for an error
+ * that no call made. `*json` is NUL-terminated and the caller's to free with humus_string_free(); `*len`
+ * (may be NULL) excludes the NUL. HUMUS_E_INVALID_ARGUMENT for json NULL, HUMUS_E_MISUSE for a bad `e`,
+ * HUMUS_E_NO_MEMORY. Any thread, on an error no other thread frees. */
+HUMUS_API humus_status humus_error_trace(const humus_error *e, char **json, size_t *len);
 /* Frees an error; NULL, a freed error and humus_last_error()'s are ignored. Not concurrently with a reader. */
 HUMUS_API void humus_error_free(humus_error *e);
 /* Makes an error, for code that reports through a `humus_error **err` of its own: a plugin's entry point
@@ -633,6 +638,10 @@ HUMUS_API humus_status humus_response_read_ready(humus_response *resp, void *buf
  * reads as status 0, attempts 0, no header (NULL, count 0) and "" for strings. */
 HUMUS_API int32_t humus_response_status(const humus_response *resp);
 HUMUS_API int32_t humus_response_attempts(const humus_response *resp);
+/* The call's decision trace, as humus_error_trace: one record per attempt, the response's own last. Rendered
+ * on demand: a call whose trace nobody reads pays only for recording it. Errors: HUMUS_E_INVALID_ARGUMENT for
+ * json NULL, HUMUS_E_MISUSE for a bad `resp`, HUMUS_E_NO_MEMORY, each also in *err when err is not NULL. */
+HUMUS_API humus_status humus_response_trace(const humus_response *r, char **json, size_t *len, humus_error **err);
 /* The first value of a header (case-insensitive), or NULL if absent. */
 HUMUS_API const char *humus_response_header(const humus_response *resp, const char *name);
 HUMUS_API size_t humus_response_header_count(const humus_response *resp);

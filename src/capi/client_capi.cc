@@ -35,7 +35,7 @@ humus_status deliver(humus_client* c, const humus_request* r, humus::client::Cal
                      humus_response** out, humus_error** err) {
   if (!result.ok()) {
     const int64_t retry_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(result.retry_after).count();
-    return report(result.error, err, result.attempts, retry_after_ms);
+    return report(result.error, err, result.attempts, retry_after_ms, std::move(result.trace));
   }
   *out = new_response(std::move(*result.response), c->client->max_response_body(), r->cancel);
   return HUMUS_OK;
@@ -59,7 +59,7 @@ humus::client::CallDone completion(humus_client* c, humus_call_done on_done, voi
     }
     humus_error* error = nullptr;
     const int64_t retry_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(result.retry_after).count();
-    const humus_status status = report(result.error, &error, result.attempts, retry_after_ms);
+    const humus_status status = report(result.error, &error, result.attempts, retry_after_ms, std::move(result.trace));
     on_done(user_data, status, nullptr, error);
   };
 }

@@ -27,13 +27,15 @@ LastError& last_error_slot() {
 
 }  // namespace
 
-humus_status report(const Status& status, humus_error** err, int32_t attempts, int64_t retry_after_ms) {
+humus_status report(const Status& status, humus_error** err, int32_t attempts, int64_t retry_after_ms,
+                    std::shared_ptr<const client::DecisionTrace> trace) {
   auto error = std::make_unique<humus_error>();
   error->status = static_cast<humus_status>(status.code());
   error->message = status.message();
   error->fields = status.fields();
   error->attempts = attempts;
   error->retry_after_ms = retry_after_ms;
+  error->trace = std::move(trace);
   last_error_slot().reset(std::make_unique<humus_error>(*error));
   if (err != nullptr) *err = publish(error.release());
   return static_cast<humus_status>(status.code());
