@@ -70,19 +70,22 @@ from ._settings import (
 )
 from ._telemetry import LogRecord, LogSink, Span, SpanSink
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
+from ._trace import AttemptRecord, BreakerPosition
 from ._upstreams import Upstreams
 from ._urls import URL
 
 if TYPE_CHECKING:
-    from . import otel, prometheus
+    from . import httpx, otel, prometheus, requests
     from ._async import AsyncBodyOptions, AsyncClient
 
 #: Names imported on first use (PEP 562): the asyncio twin pulls in asyncio (with ssl, socket, logging and
 #: concurrent.futures), about a third of this package's import time, which a blocking program never needs.
 _LAZY = {"AsyncClient": "._async", "AsyncBodyOptions": "._async"}
-#: Submodules imported on first use the same way: the bridges to OpenTelemetry and prometheus_client, which a
-#: program without either never touches (``import humus_http.otel`` works as for any submodule).
-_LAZY_MODULES = frozenset(("otel", "prometheus"))
+#: Submodules imported on first use the same way: the bridges to OpenTelemetry and prometheus_client, and the
+#: httpx transport and requests adapter, which a program without those packages never touches (``import
+#: humus_http.otel`` works as for any submodule). The last two stay out of __all__: ``from humus_http import *``
+#: would shadow the caller's own ``httpx`` and ``requests``.
+_LAZY_MODULES = frozenset(("httpx", "otel", "prometheus", "requests"))
 
 
 def __dir__() -> list[str]:
@@ -100,6 +103,7 @@ __all__ = [
     "AsyncBodyOptions",
     "AsyncClient",
     "Attempt",
+    "AttemptRecord",
     "AuthTypes",
     "BasicAuth",
     "BearerAuth",
@@ -107,6 +111,7 @@ __all__ = [
     "Breaker",
     "BreakerCounts",
     "BreakerPolicy",
+    "BreakerPosition",
     "Bulkhead",
     "BulkheadFullError",
     "CallContext",

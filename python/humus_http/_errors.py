@@ -19,6 +19,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from . import _native
+from ._trace import AttemptRecord
+from ._trace import parse as parse_trace
 
 if TYPE_CHECKING:
     from ._response import Response
@@ -57,7 +59,8 @@ class UpstreamError(Exception):
     call made (0 when it failed before sending anything), ``fields`` the settings keys or header names the
     error is about, and ``elapsed`` how long the call took on its runtime's clock (to the microsecond;
     virtual time on a virtual clock), None when the error did not come from a call (settings, a request refused before
-    it was sent). Exceptions are plain values, safe to read from any thread.
+    it was sent). ``trace`` is the failed call's decision trace (docs/trace.md §20): one AttemptRecord per
+    attempt, empty for an error no call made. Exceptions are plain values, safe to read from any thread.
     """
 
     def __init__(self, message: str, *, status: str = "HUMUS_E_UNKNOWN", origin: str = "", attempts: int = 0,
@@ -69,6 +72,19 @@ class UpstreamError(Exception):
         self.attempts = attempts
         self.fields = fields
         self.elapsed = elapsed
+        #: Where the trace comes from until it is read: the native error's record, or None (no call made it).
+        self._trace_of: _native.ErrorInfo | None = None
+        self._trace: list[AttemptRecord] | None = None
+
+    @property
+    def trace(self) -> list[AttemptRecord]:
+        """The decision trace of the call that failed: one record per attempt, in order (docs/trace.md §20)."""
+        trace = self._trace
+        if trace is None:
+            source = self._trace_of
+            trace = self._trace = [] if source is None else parse_trace(source.trace_json())
+            self._trace_of = None
+        return trace
 
     def __str__(self) -> str:
         where = f" on {self.origin}" if self.origin else ""
@@ -193,6 +209,11 @@ class HTTPStatusError(UpstreamError):
         self.response = response
         self.status_code = response.status_code
 
+    @property
+    def trace(self) -> list[AttemptRecord]:
+        """The decision trace of the call that got the response."""
+        return self.response.trace
+
     def __str__(self) -> str:
         return self.message
 
@@ -244,14 +265,19 @@ def from_native(info: _native.ErrorInfo, origin: str) -> BaseException:
                      f"after {info.attempts} attempt(s)")
         record = UpstreamError(info.message, status=info.status_name, origin=origin, attempts=info.attempts,
                                fields=info.fields, elapsed=_elapsed(info))
+        record._trace_of = info
         try:
             setattr(exc, _CALL_ERROR, record)
         except (AttributeError, TypeError):  # an exception type that takes no attributes: the note remains
             pass
         return exc
+    error: UpstreamError
     if info.status_name == "HUMUS_E_REJECTED":
-        return CircuitOpenError(info.message, retry_after=info.retry_after_ms / 1000.0, status=info.status_name,
-                                origin=origin, attempts=info.attempts, fields=info.fields, elapsed=_elapsed(info))
-    kind = _KINDS.get(info.status_name, UpstreamError)
-    return kind(info.message, status=info.status_name, origin=origin, attempts=info.attempts, fields=info.fields,
-                elapsed=_elapsed(info))
+        error = CircuitOpenError(info.message, retry_after=info.retry_after_ms / 1000.0, status=info.status_name,
+                                 origin=origin, attempts=info.attempts, fields=info.fields, elapsed=_elapsed(info))
+    else:
+        kind = _KINDS.get(info.status_name, UpstreamError)
+        error = kind(info.message, status=info.status_name, origin=origin, attempts=info.attempts,
+                     fields=info.fields, elapsed=_elapsed(info))
+    error._trace_of = info
+    return error

@@ -36,6 +36,8 @@ class ErrorInfo:
         call."""
     @property
     def exception(self) -> BaseException | None: ...
+    def trace_json(self) -> str:
+        """The failed call's decision trace as JSON (humus_error_trace): "[]" when no call made the error."""
 
 class Runtime:
     """A humus_runtime: event loop, clock, name overrides."""
@@ -93,6 +95,8 @@ class Response:
         this response owns: ``future`` (an asyncio.Future of bridge's loop) receives up to ``cap`` bytes (b"" at
         the end) or an ErrorInfo. One read at a time; raises Failure when it cannot start."""
     def headers(self) -> list[tuple[str, str]]: ...
+    def trace_json(self) -> str:
+        """The call's decision trace as JSON (humus_response_trace); raises Failure."""
     def close(self) -> None: ...
 
 class Bridge:

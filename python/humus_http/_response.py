@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast, overload
 from . import _native
 from ._closing import Closing
 from ._errors import HTTPStatusError, ResponseTooLargeError, from_native
+from ._trace import AttemptRecord
+from ._trace import parse as parse_trace
 from ._urls import URL, origin_of
 
 __all__ = ["ContentTypes", "HeaderTypes", "Headers", "MutableHeaders", "Redirect", "Request", "RequestParts",
@@ -264,8 +266,8 @@ class Response(_StatusPredicates, Closing):
     """
 
     __slots__ = ("_attempt", "_attempts", "_bridge_of", "_content", "_elapsed_us", "_final_request", "_headers",
-                 "_history", "_http_version", "_max_body", "_native", "_request", "_retried", "_streamed", "_url",
-                 "origin", "status_code")
+                 "_history", "_http_version", "_max_body", "_native", "_request", "_retried", "_streamed", "_trace",
+                 "_trace_text", "_url", "origin", "status_code")
 
     def __init__(self, native: _native.Response, origin: str, request: RequestParts,
                  stream: bool = False) -> None:
@@ -288,6 +290,8 @@ class Response(_StatusPredicates, Closing):
         self._url: URL | None = None
         self._history: list[Redirect] | None = None
         self._attempts: int | None = None
+        self._trace: list[AttemptRecord] | None = None
+        self._trace_text: str | None = None  # the trace's JSON, kept by close() until trace is read
         #: True for the response of an attempt that was retried or redirected, as response hooks see it.
         self._retried = False
         #: The attempt that got it, when event hooks saw the call's attempts (else None: see attempt).
@@ -314,6 +318,8 @@ class Response(_StatusPredicates, Closing):
         response._url = request.url
         response._history = []
         response._attempts = request.attempt
+        response._trace = []
+        response._trace_text = None
         response._retried = True
         response._attempt = request.attempt
         return response
@@ -412,6 +418,19 @@ class Response(_StatusPredicates, Closing):
         if attempts is None:
             attempts = self._attempts = self._live().attempts
         return attempts
+
+    @property
+    def trace(self) -> list[AttemptRecord]:
+        """The call's decision trace (docs/trace.md §20): one record per attempt, this response's own last,
+        saying what was sent, how it ended, how it was classified, the breaker and budget around it, and what the
+        call decided next (``decision``, ``wait``, ``wait_source``). Empty for the response of an attempt the
+        call retried (as response hooks see it). Readable after close()."""
+        trace = self._trace
+        if trace is None:
+            text = self._trace_text
+            trace = self._trace = parse_trace(text if text is not None else self._live().trace_json())
+            self._trace_text = None
+        return trace
 
     @property
     def elapsed(self) -> timedelta:
@@ -544,6 +563,8 @@ class Response(_StatusPredicates, Closing):
             self._history = [Redirect(status, url) for status, url in native.redirects()]
         if self._attempts is None:
             self._attempts = native.attempts
+        if self._trace is None:
+            self._trace_text = native.trace_json()
         self._native = None
         native.close()
 

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -46,6 +47,17 @@ PyObject* take_callback_exception() {
   return e;
 }
 
+std::string ErrorInfo::trace_json() const {
+  if (!error) return "[]";
+  char* text = nullptr;
+  size_t len = 0;
+  const humus_status st = humus_error_trace(error.get(), &text, &len);
+  if (st != HUMUS_OK) throw std::runtime_error(std::string("humus_error_trace: ") + humus_status_name(st));
+  std::string out(text, len);
+  humus_string_free(text);
+  return out;
+}
+
 ErrorInfo make_error(humus_status status, ErrorPtr err, PyObject* callback_exception) {
   ErrorInfo info;
   info.status = status;
@@ -59,6 +71,9 @@ ErrorInfo make_error(humus_status status, ErrorPtr err, PyObject* callback_excep
       const char* f = humus_error_field(e, i);
       if (f != nullptr) info.fields.emplace_back(f);
     }
+    info.error = std::shared_ptr<const humus_error>(err.release(), [](const humus_error* owned) {
+      humus_error_free(const_cast<humus_error*>(owned));
+    });
   } else {
     info.message = info.status_name;
   }
@@ -94,6 +109,7 @@ void register_errors(py::module_& m) {
       .def_readonly("status_name", &ErrorInfo::status_name)
       .def_readonly("message", &ErrorInfo::message)
       .def_readonly("attempts", &ErrorInfo::attempts)
+      .def("trace_json", &ErrorInfo::trace_json)
       .def_property_readonly("fields",
                              [](const ErrorInfo& e) {
                                py::tuple t(e.fields.size());

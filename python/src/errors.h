@@ -39,6 +39,10 @@ struct ErrorInfo {
   // sent).
   int64_t elapsed_us = -1;
   py::object exception = py::none();
+  // The error itself, kept for what is rendered only when asked for: its decision trace (trace_json()).
+  std::shared_ptr<const humus_error> error;
+  // The failed call's decision trace as JSON (humus_error_trace, docs/trace.md §20); "[]" without an error.
+  std::string trace_json() const;
 };
 
 // GIL held. `err` is null for the few functions without one, whose status says everything (the header

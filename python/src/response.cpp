@@ -67,6 +67,17 @@ void Response::read_async(size_t cap, const std::shared_ptr<Bridge>& bridge, py:
   (void)pending.release();  // read_done owns it now
 }
 
+std::string Response::trace_json() const {
+  char* text = nullptr;
+  size_t len = 0;
+  humus_error* err = nullptr;
+  const humus_status st = humus_response_trace(get(), &text, &len, &err);
+  if (st != HUMUS_OK) fail(st, ErrorPtr(err));
+  std::string out(text, len);
+  humus_string_free(text);
+  return out;
+}
+
 void register_response(py::module_& m) {
   py::class_<Response>(m, "Response", "A whole response (humus_response); close() frees it.")
       .def_property_readonly("status", &Response::status)
@@ -80,6 +91,7 @@ void register_response(py::module_& m) {
       .def("read_rest", &Response::read_rest)
       .def("read_async", &Response::read_async, py::arg("cap"), py::arg("bridge"), py::arg("future"))
       .def("headers", &Response::headers)
+      .def("trace_json", &Response::trace_json)
       .def("close", &Response::close);
 }
 

@@ -48,6 +48,8 @@ class Response {
   }
   int32_t status() const { return humus_response_status(get()); }
   int32_t attempts() const { return humus_response_attempts(get()); }
+  // The call's decision trace as JSON (humus_response_trace, docs/trace.md §20).
+  std::string trace_json() const;
   int64_t elapsed_us() const { return elapsed_us_; }
   std::string http_version() const { return humus_response_http_version(get()); }
   std::string url() const { return humus_response_url(get()); }
