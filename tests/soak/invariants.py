@@ -49,34 +49,18 @@ def wire_counts(ledger: Sequence[Mapping[str, Any]]) -> Counter[str]:
     return Counter(e["rid"] for e in ledger)
 
 
-def refused_windows(header: Mapping[str, Any]) -> list[tuple[float, float]]:
-    """When a dial could find no listener: from the scheduled start of the refusing half of the outage until
-    the listener really listened again (``refused``, measured by the upstream: it wakes up and binds a few
-    milliseconds after the scheduled end, more on a loaded machine)."""
-    windows = [(start, end) for name, start, end in header.get("phases", []) if name == "outage_refused"]
-    measured = header.get("refused")
-    if measured and windows:
-        windows = [(windows[0][0], max(windows[0][1], measured[1])), *windows[1:]]
-    return windows
-
-
-# A call that ended cancelled was cut where the cancel found it, which may be after its last attempt was counted
-# (admitted by the breaker, docs/retries.md §6) and before that attempt's request went out: while it dialled,
-# or before the event loop handed it to libcurl. Such an attempt is on no wire; the client reports it anyway.
+# A call that ended cancelled was cut where the cancel found it, which may be after its last attempt's request was
+# handed to the connection (its trace counts it sent) and before a byte of it left: on no wire, though sent.
 CANCELLED = "HUMUS_E_CANCELLED"
 
 
 def last_attempt_may_be_unsent(call: Mapping[str, Any]) -> bool:
-    """Whether the call's last counted attempt may have sent nothing, by how the call ended: cancelled
+    """Whether the call's last request counted sent may not have left, by how the call ended: cancelled
     (HUMUS_E_CANCELLED), or a response of an earlier attempt that a cancel returned, cutting the retry after it
     (a CancelToken "returns the response it had buffered before a retry", docs/retries.md §6.6)."""
     if call.get("status") == CANCELLED:
         return True
     return call["outcome"] == "response" and bool(call.get("cut")) and (call["attempts"] or 0) >= 2
-
-
-def _overlaps(call: Mapping[str, Any], windows: Sequence[tuple[float, float]]) -> bool:
-    return any(call["t0"] < end and call["t1"] > start for start, end in windows)
 
 
 def check_one_outcome(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, Any]],
@@ -124,34 +108,40 @@ def check_response_is_own(calls: Sequence[Mapping[str, Any]], meta: Mapping[str,
 
 def check_attempts_match_wire(calls: Sequence[Mapping[str, Any]], ledger: Sequence[Mapping[str, Any]],
                               header: Mapping[str, Any]) -> Result:
-    """Reported attempts equal the requests the upstream saw for that id. A call that overlapped the outage's
-    refusing half may have dialled a closed port, which the upstream cannot see: there, wire <= reported. A call
-    whose last attempt may have been cut before it went out (last_attempt_may_be_unsent): wire is reported or
-    one less, never fewer, never more."""
+    """Each call's decision trace (docs/trace.md) holds the attempts the client reported (``traced``), and the
+    requests it says reached the wire (``sent``) are the requests the upstream saw for that id, and no more
+    than the attempts: an attempt that sent
+    nothing (a refused or timed-out dial, a TLS handshake past connect_timeout, a breaker rejection) is counted
+    and on no wire, and says so; no attempt with an HTTP status says it sent nothing. A call a cancel cut
+    (last_attempt_may_be_unsent) may have lost its last request between the connection and the wire: one less."""
+    del header  # the trace says which attempts dialled a closed port: no window of the outage is exempt
     wire = wire_counts(ledger)
-    windows = refused_windows(header)
     bad = []
-    exact = relaxed = cancelled = cut = unsent = 0
+    exact = cut = lost = cancelled = unsent = 0
     for c in calls:
         seen = wire.get(c["rid"], 0)
         if c["attempts"] is None:
             cancelled += 1
-        elif _overlaps(c, windows):
-            relaxed += 1
-            if seen > c["attempts"]:
-                bad.append(f"{c['rid']} reported {c['attempts']} wire {seen}")
+            continue
+        sent = c.get("sent", 0)
+        unsent += c["attempts"] - sent
+        if c.get("traced", 0) != c["attempts"]:
+            bad.append(f"{c['rid']} reported {c['attempts']} attempts, its trace {c.get('traced', 0)}")
+        elif sent > c["attempts"]:
+            bad.append(f"{c['rid']} sent {sent} in {c['attempts']} attempts")
+        elif c.get("answered_unsent"):
+            bad.append(f"{c['rid']} has {c['answered_unsent']} answered attempt(s) the trace says were not sent")
         elif last_attempt_may_be_unsent(c):
             cut += 1
-            unsent += seen == c["attempts"] - 1
-            if not c["attempts"] - 1 <= seen <= c["attempts"]:
-                bad.append(f"{c['rid']} reported {c['attempts']} wire {seen} ({c.get('status') or 'cut'})")
+            lost += seen == sent - 1
+            if not sent - 1 <= seen <= sent:
+                bad.append(f"{c['rid']} sent {sent} wire {seen} ({c.get('status') or 'cut'})")
         else:
             exact += 1
-            if seen != c["attempts"]:
-                bad.append(f"{c['rid']} reported {c['attempts']} wire {seen}")
-    detail = (f"{exact} calls exact, {cut} cut by a cancel (of which {unsent} before their last attempt went "
-              f"out), {relaxed} in the refusing window wire<=reported, {cancelled} cancelled unchecked, "
-              f"{sum(wire.values())} requests")
+            if seen != sent:
+                bad.append(f"{c['rid']} reported {c['attempts']} sent {sent} wire {seen} ({c.get('status') or c['kind']})")
+    detail = (f"{exact} calls exact, {cut} cut by a cancel (of which {lost} lost their last request), "
+              f"{cancelled} cancelled unchecked, {sum(wire.values())} requests; {unsent} attempts sent nothing")
     if bad:
         return ("attempts_match_wire", False, f"{len(bad)} mismatch(es): {_examples(bad)}")
     return ("attempts_match_wire", True, detail)

@@ -147,6 +147,16 @@ def call_timeout(timeout: float | None) -> float | humus_http.UseClientDefault:
     return humus_http.USE_CLIENT_DEFAULT if timeout is None else timeout
 
 
+def sent_of(result: humus_http.Response | humus_http.UpstreamError) -> dict[str, int]:
+    """What the call's decision trace says (docs/trace.md): ``traced``, its attempts (admitted by the breaker:
+    a rejection or a call stopped before asking it is no attempt); ``sent``, the requests that reached the wire,
+    summed over them; ``answered_unsent``, attempts with an HTTP status that say they sent nothing."""
+    trace = result.trace
+    return {"traced": sum(1 for a in trace if a.breaker is not None and a.decision != "rejected"),
+            "sent": sum(a.wire_sends for a in trace),
+            "answered_unsent": sum(1 for a in trace if a.wire_sends == 0 and a.status is not None)}
+
+
 def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float, timeout: float | None,
             result: Any, cut: bool = False) -> dict[str, Any]:
     """`cut`: the soak's own cancel (a CancelToken, the AsyncClient's aclose()) fired before the call returned."""
@@ -159,10 +169,10 @@ def outcome(rid: str, client: str, method: str, idem: bool, t0: float, t1: float
         # The upstream echoes the call id in X-Echo and in a 200's body: is this answer this call's own?
         own = result.headers.get("x-echo") == rid and (result.status_code != 200 or result.content == rid.encode())
         record.update(outcome="response", kind=result.status_code, attempts=result.attempts, own=own,
-                      version=result.http_version)
+                      version=result.http_version, **sent_of(result))
     elif isinstance(result, humus_http.UpstreamError):
         record.update(outcome="error", kind=type(result).__name__, status=result.status, attempts=result.attempts,
-                      message=str(result)[:200])  # to tell, with --keep, a dial that timed out from a wait
+                      **sent_of(result), message=str(result)[:200])  # to tell, with --keep, a dial that timed out from a wait
     elif isinstance(result, Cancelled):
         record.update(outcome="cancelled", kind="cancelled", attempts=None)
     elif isinstance(result, ClientClosed):

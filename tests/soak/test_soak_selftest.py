@@ -24,14 +24,15 @@ def clean() -> dict[str, Any]:
     """A small run that keeps every invariant: three calls of one client, one retried once."""
     calls = [
         {"rid": "a-0", "client": "a", "method": "GET", "idem": False, "t0": T0, "t1": T0 + 0.2, "deadline": 1.0,
-         "outcome": "response", "kind": 200, "attempts": 2, "own": True},
+         "outcome": "response", "kind": 200, "attempts": 2, "traced": 2, "sent": 2, "own": True},
         {"rid": "a-1", "client": "a", "method": "POST", "idem": False, "t0": T0 + 0.3, "t1": T0 + 0.4,
-         "deadline": 1.0, "outcome": "error", "kind": "UpstreamConnectError", "attempts": 1},
+         "deadline": 1.0, "outcome": "error", "kind": "UpstreamConnectError", "attempts": 1, "traced": 1,
+         "sent": 1},
         {"rid": "a-2", "client": "a", "method": "POST", "idem": True, "t0": T0 + 0.3, "t1": T0 + 0.9,
-         "deadline": 0.5, "outcome": "response", "kind": 200, "attempts": 1, "own": True},
-        # Dialled a closed port once, then got through: the wire saw one of its two attempts.
+         "deadline": 0.5, "outcome": "response", "kind": 200, "attempts": 1, "traced": 1, "sent": 1, "own": True},
+        # Dialled a closed port once (its trace says that attempt sent nothing), then got through.
         {"rid": "a-3", "client": "a", "method": "GET", "idem": False, "t0": 1010.9, "t1": 1011.2,
-         "deadline": 1.0, "outcome": "response", "kind": 200, "attempts": 2, "own": True},
+         "deadline": 1.0, "outcome": "response", "kind": 200, "attempts": 2, "traced": 2, "sent": 1, "own": True},
     ]
 
     def entry(rid: str, method: str, idem: bool, t: float, status: int | None, inflight: int) -> dict[str, Any]:
@@ -55,6 +56,11 @@ def clean() -> dict[str, Any]:
                       "after": {"fds": 10, "sockets": 2, "threads": 1, "tasks": 3}},
         "rss": [(T0 + i, 50e6 + (i % 2) * 1e5) for i in range(40)],
     }
+
+
+def counted(call: dict[str, Any], attempts: int, sent: int | None = None) -> None:
+    """The call reports `attempts`, its trace holds as many, and says `sent` (all, by default) reached the wire."""
+    call.update(attempts=attempts, traced=attempts, sent=attempts if sent is None else sent)
 
 
 def verdicts(run: dict[str, Any]) -> dict[str, bool]:
@@ -81,7 +87,7 @@ def test_report_format() -> None:
 
 def test_attempt_counted_twice() -> None:
     run = clean()
-    run["calls"][0]["attempts"] = 3  # the client says 3, the wire saw 2
+    run["calls"][0]["attempts"] = 3  # the client says 3, its trace and the wire 2
     assert failing(run) == {"attempts_match_wire"}
 
 
@@ -91,31 +97,43 @@ def test_attempt_missing_from_count() -> None:
     assert "attempts_match_wire" in failing(run)
 
 
-def test_a_wire_request_in_the_refusing_window_may_not_exceed_the_count() -> None:
+def test_the_wire_must_see_what_the_trace_says_was_sent() -> None:
     run = clean()
-    run["ledger"].append({**run["ledger"][-1], "t": 1011.15})  # a-3: wire 2, reported 2 - still fine
+    run["ledger"].append({**run["ledger"][-1], "t": 1011.15})  # a-3: the trace says 1 of 2 sent, the wire saw 2
+    assert failing(run) == {"attempts_match_wire"}
+    counted(run["calls"][3], 2)  # both sent: exact again
     assert failing(run) == set()
-    run["ledger"].append({**run["ledger"][-1], "t": 1011.18})  # wire 3 > reported 2
-    assert "attempts_match_wire" in failing(run)
 
 
-def test_a_dial_after_the_scheduled_end_of_the_refusal_is_still_in_the_window() -> None:
+def test_an_attempt_that_dialled_a_closed_port_sends_nothing() -> None:
     run = clean()
-    # Dialled after the schedule's end but before the listener was back (the upstream measured it).
     run["calls"].append({"rid": "a-4", "client": "a", "method": "GET", "idem": False, "t0": 1011.3, "t1": 1011.31,
                          "deadline": 1.0, "outcome": "error", "kind": "UpstreamConnectError",
-                         "status": "HUMUS_E_CONNECT", "attempts": 1})
+                         "status": "HUMUS_E_CONNECT", "attempts": 1, "traced": 1, "sent": 1})
     run["meta"]["started"]["a"] += 1
-    assert failing(run) == {"attempts_match_wire"}
-    run["header"]["refused"] = [1010.001, 1011.32]
+    assert failing(run) == {"attempts_match_wire"}  # its trace claims a request no wire saw
+    run["calls"][-1]["sent"] = 0
     assert failing(run) == set()
+
+
+def test_an_attempt_with_an_answer_cannot_have_sent_nothing() -> None:
+    run = clean()
+    run["calls"][0]["answered_unsent"] = 1
+    assert failing(run) == {"attempts_match_wire"}
+
+
+def test_more_requests_sent_than_attempts() -> None:
+    run = clean()
+    run["ledger"].append({**run["ledger"][3], "t": T0 + 0.5})  # a-2: a second request, one attempt
+    run["calls"][2]["sent"] = 2
+    assert failing(run) == {"attempts_match_wire"}
 
 
 def _cancelled(run: dict[str, Any], attempts: int, wire: int, **fields: Any) -> None:
     """A GET of client a, ended by a cancel after `attempts` attempts, `wire` of them on the wire."""
     call = {"rid": "a-c", "client": "a", "method": "GET", "idem": False, "t0": T0 + 2, "t1": T0 + 2.1,
             "deadline": 1.0, "outcome": "error", "kind": "CancelledCallError", "status": "HUMUS_E_CANCELLED",
-            "attempts": attempts, "cut": True}
+            "attempts": attempts, "traced": attempts, "sent": attempts, "cut": True}
     call.update(fields)
     run["calls"].append(call)
     run["meta"]["started"]["a"] += 1
@@ -137,10 +155,12 @@ def test_a_cancel_may_cut_the_last_attempt_before_it_went_out() -> None:
         assert "attempts_match_wire" in failing(run), (attempts, wire)
 
 
-def test_only_a_cancelled_call_may_have_an_unsent_attempt() -> None:
+def test_only_a_cancelled_call_may_lose_a_request_it_sent() -> None:
     run = clean()
     _cancelled(run, 1, 0, outcome="error", kind="UpstreamTimeoutError", status="HUMUS_E_TIMEOUT", cut=False)
     assert failing(run) == {"attempts_match_wire"}
+    run["calls"][-1]["sent"] = 0  # a dial or TLS handshake that timed out: counted, and its trace says unsent
+    assert failing(run) == set()
 
 
 def test_a_response_a_cancel_returned_may_have_an_unsent_retry() -> None:
@@ -195,14 +215,14 @@ def test_cancelled_call_is_an_outcome_checked_on_the_wire_only() -> None:
 def test_post_twice_on_the_wire() -> None:
     run = clean()
     run["ledger"].append({**run["ledger"][2], "t": T0 + 0.35})
-    run["calls"][1]["attempts"] = 2  # even when the client owns up to it
+    counted(run["calls"][1], 2)  # even when the client owns up to it
     assert failing(run) == {"post_once"}
 
 
 def test_post_with_a_key_may_be_sent_twice() -> None:
     run = clean()
     run["ledger"].append({**run["ledger"][3], "t": T0 + 0.5})
-    run["calls"][2]["attempts"] = 2
+    counted(run["calls"][2], 2)
     assert failing(run) == set()
 
 
@@ -236,7 +256,7 @@ def test_retries_on_the_wire_before_their_successes() -> None:
         rid = f"a-r{i}"
         run["calls"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t0": T0 - 1.1,
                              "t1": T0 - 0.9, "deadline": 1.0, "outcome": "error", "kind": "UpstreamTimeoutError",
-                             "attempts": 2})
+                             "attempts": 2, "traced": 2, "sent": 2})
         for j in range(2):
             run["ledger"].append({"rid": rid, "client": "a", "method": "GET", "idem": False,
                                   "t": T0 - 1 + j * 0.01 + i * 0.001, "status": None, "t_answer": None,
@@ -251,7 +271,7 @@ def _add_call(run: dict[str, Any], rid: str, t: float, statuses: list[int | None
                          "t1": t + 0.05 * len(statuses), "deadline": 1.0,
                          "outcome": "response" if statuses[-1] else "error",
                          "kind": statuses[-1] or "UpstreamTimeoutError", "attempts": len(statuses),
-                         "own": True})
+                         "traced": len(statuses), "sent": len(statuses), "own": True})
     for n, status in enumerate(statuses):
         run["ledger"].append({"rid": rid, "client": "a", "method": "GET", "idem": False, "t": t + 0.05 * n,
                               "status": status, "t_answer": None if status is None else t + 0.05 * n + 0.001,
@@ -358,9 +378,9 @@ def test_a_refused_stream_is_an_attempt_but_not_the_posts_processing() -> None:
     run = clean()
     # a-1's keyless POST: refused unprocessed (REFUSED_STREAM or above a GOAWAY) first, then processed.
     run["ledger"].insert(2, {**run["ledger"][2], "t": T0 + 0.305, "refused": True, "action": "refused"})
-    run["calls"][1]["attempts"] = 2
+    counted(run["calls"][1], 2)
     assert failing(run) == set()
-    run["calls"][1]["attempts"] = 1  # a refused stream reached the wire: the client must count it
+    counted(run["calls"][1], 1)  # a refused stream reached the wire: the client must count it
     assert failing(run) == {"attempts_match_wire"}
 
 
@@ -369,7 +389,8 @@ def test_a_keyless_post_processed_twice_over_http2_names_the_fault() -> None:
     run["ledger"][2].update(action="conn_error", violation="data_on_stream_0", conn=4, stream=3, nth=2)
     run["ledger"].append({**run["ledger"][2], "t": T0 + 0.35, "action": "ok", "conn": 5, "stream": 1, "nth": 1,
                           "violation": None})
-    run["calls"][1].update(attempts=2, status="HUMUS_E_STREAM_REFUSED")
+    counted(run["calls"][1], 2)
+    run["calls"][1]["status"] = "HUMUS_E_STREAM_REFUSED"
     results = {name: (ok, detail) for name, ok, detail in invariants.check_all(
         run["calls"], run["ledger"], run["header"], run["meta"], run["resources"], run["rss"])}
     assert not results["post_once"][0]
