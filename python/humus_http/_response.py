@@ -347,7 +347,11 @@ class Response(_StatusPredicates, Closing):
 
     @property
     def headers(self) -> Headers:
-        """The response headers (case-insensitive, every value kept)."""
+        """The response headers (case-insensitive, every value kept). A body the client decoded (``decompress``,
+        on by default, for a call that sets no Accept-Encoding of its own) comes without its Content-Encoding and
+        Content-Length, which describe the bytes on the wire and no longer the body: the core removes them for
+        every binding (docs/bindings.md §17.3), where httpx keeps them. ``decompress=False``, or an
+        Accept-Encoding of the call's own, leaves both, with the body as it came."""
         headers = self._headers
         if headers is None:
             headers = self._headers = Headers(self._live().headers())
@@ -441,16 +445,18 @@ class Response(_StatusPredicates, Closing):
 
     @property
     def encoding(self) -> str:
-        """The charset of Content-Type when it names a known one, else ``"utf-8"``."""
+        """The charset Content-Type names, lowercased (``"iso-8859-1"``), when Python knows it, else ``"utf-8"``:
+        httpx's value, the name as the response gave it rather than Python's codec name (``iso8859-1``)."""
         content_type = self.headers.get("content-type", "")
         for param in content_type.split(";")[1:]:
             key, _, value = param.strip().partition("=")
             if key.strip().lower() == "charset":
-                name = value.strip().strip('"').strip("'")
+                name = value.strip().strip('"').strip("'").lower()
                 try:
-                    return codecs.lookup(name).name
+                    codecs.lookup(name)
                 except LookupError:
                     break
+                return name
         return "utf-8"
 
     @property
@@ -500,6 +506,12 @@ class Response(_StatusPredicates, Closing):
             raise ValueError(f"chunk_size must be > 0, not {chunk_size}")
         for start in range(0, len(content), chunk_size):
             yield content[start:start + chunk_size]
+
+    def iter_raw(self, chunk_size: int | None = None) -> Iterator[bytes]:
+        """The body as the client handed it over, as iter_bytes() gives it (httpx's ``iter_raw()``): the
+        client decodes a body itself (``decompress``) and keeps no encoded copy, so for a decoded body these are
+        its decoded bytes; with ``decompress=False`` or the call's own Accept-Encoding, the bytes as they came."""
+        return self.iter_bytes(chunk_size)
 
     def _sync_stream(self) -> _native.Response:
         if self._bridge_of is not None:
@@ -622,6 +634,10 @@ class Response(_StatusPredicates, Closing):
                 yield chunk
         for chunk in chunks.finish():
             yield chunk
+
+    def aiter_raw(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """As iter_raw(), for a response of AsyncClient.stream(): the body as aiter_bytes() gives it."""
+        return self.aiter_bytes(chunk_size)
 
     async def aiter_text(self, chunk_size: int | None = None) -> AsyncIterator[str]:
         """As iter_text(): the body decoded with ``encoding`` piece by piece (undecodable bytes replaced)."""

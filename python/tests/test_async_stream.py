@@ -339,3 +339,14 @@ async def test_bodies_closed_early_leave_nothing_for_the_next_ones(server: TestS
     for _ in range(2):
         await asyncio.gather(*(cut() for _ in range(12)))
         assert await asyncio.gather(*(whole() for _ in range(12))) == [exact] * 12
+
+
+@pytest.mark.asyncio
+async def test_aiter_raw_gives_the_body_as_handed_over(server: TestServer,
+                                                       make_async_client: Callable[..., humus_http.AsyncClient],
+                                                       path: str) -> None:
+    server.script(path, [{"body": "abcdefghij"}])
+    client = make_async_client()
+    async with client.stream("GET", path) as resp:
+        chunks = [chunk async for chunk in resp.aiter_raw(chunk_size=4)]
+    assert chunks == [b"abcd", b"efgh", b"ij"]

@@ -301,6 +301,22 @@ def iter_bytes_chunk_size(hx: ModuleType, env: Env) -> Any:
 
 
 @idiom
+def encoding_as_the_response_names_it(hx: ModuleType, env: Env) -> Any:
+    env.script({"body": "caf\u00e9", "headers": [["Content-Type", 'text/plain; charset="ISO-8859-1"']]})
+    with hx.Client(base_url=env.base) as client:
+        r = client.get(env.path)
+    return r.encoding, r.text
+
+
+@idiom
+def stream_iter_raw(hx: ModuleType, env: Env) -> Any:
+    env.script({"body": "abcdefghij"})
+    with hx.Client(base_url=env.base) as client:
+        with client.stream("GET", env.path) as r:
+            return b"".join(r.iter_raw()), r.headers["content-length"]
+
+
+@idiom
 def http_version(hx: ModuleType, env: Env) -> Any:
     with hx.Client(base_url=env.base) as client:
         return client.get(env.path).http_version

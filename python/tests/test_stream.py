@@ -3,6 +3,7 @@ test server over HTTP/1.1 and HTTP/2: bounded memory for a large body, the break
 end or the close, a body breaking off, decoding."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -125,6 +126,20 @@ def test_bodies_are_decoded(server: TestServer, make_client: Callable[..., humus
     resp2 = client.get(path, headers={"Accept-Encoding": "gzip"})
     assert resp2.headers["content-encoding"] == "gzip"
     assert len(resp2.content) < 100_000
+
+
+def test_without_decompress_a_body_keeps_its_encoding_and_length(server: TestServer,
+                                                                 make_client: Callable[..., humus_http.Client],
+                                                                 path: str) -> None:
+    # What httpx users read in the headers of a compressed body: with decompress=False the client asks for
+    # nothing and decodes nothing, so Content-Encoding and Content-Length describe the body iter_raw() gives.
+    server.script(path, [{"gzip_bomb": 100_000}])
+    client = make_client(decompress=False)
+    with client.stream("GET", path) as resp:
+        raw = b"".join(resp.iter_raw())
+    assert resp.headers["content-encoding"] == "gzip"
+    assert int(resp.headers["content-length"]) == len(raw)
+    assert gzip.decompress(raw) == bytes(100_000)
 
 
 def test_text_and_lines_decode_characters_split_across_chunks(server: TestServer,
