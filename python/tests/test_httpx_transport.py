@@ -7,11 +7,13 @@ import hashlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 import humus_http
 from server_harness import TestServer
+from test_package import EXAMPLES, mypy
 
 httpx = pytest.importorskip("httpx")
 import humus_http.httpx  # noqa: E402  (needs httpx)
@@ -260,3 +262,14 @@ def test_importing_humus_http_does_not_import_httpx() -> None:
              "assert humus_http.httpx.Transport.__name__ == 'Transport'\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_sdk_example_sends_through_the_humus_client(server: TestServer, tmp_path: Path) -> None:
+    example = EXAMPLES / "sdk_over_httpx.py"
+    done = subprocess.run([sys.executable, str(example), server.url("http").rstrip("/")], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "'path': '/v1/invoices/in_42'" in done.stdout, done.stdout
+    pytest.importorskip("mypy")
+    checked = mypy(tmp_path, example)  # mypy --strict, as the other examples
+    assert checked.returncode == 0, checked.stdout + checked.stderr
