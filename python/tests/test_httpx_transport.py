@@ -86,14 +86,17 @@ def test_streamed_upload_is_read_as_it_is_sent(server: TestServer, make_client: 
 
 
 def test_a_503_is_retried_by_the_humus_client(server: TestServer, make_client: Callable[..., humus_http.Client],
-                                              path: str) -> None:
+                                              make_runtime: Callable[..., humus_http.Runtime], path: str) -> None:
     server.script(path, [{"status": 503}, {"body": "ok"}])
-    client = make_client()
+    spans: list[humus_http.Span] = []
+    client = make_client(runtime=make_runtime(span_sink=spans.append))
     with httpx.Client(base_url=client.base_url, transport=humus_http.httpx.Transport(client)) as http:
         response = http.get(path)
     assert (response.status_code, response.text) == (200, "ok")
-    assert len(server.requests(path)) == 2
     assert response.extensions["humus_http.response"].attempts == 2
+    # A span per attempt, each the parent named in what that attempt sent.
+    assert [span.attributes["http.response.status_code"] for span in spans] == [503, 200]
+    assert [dict(r["headers"])["traceparent"] for r in server.requests(path)] == [s.traceparent for s in spans]
 
 
 def test_httpx_follows_redirects_one_request_at_a_time(server: TestServer,
@@ -128,7 +131,7 @@ def test_httpx_decodes_the_body_it_asked_to_be_compressed(server: TestServer,
 def test_failures_are_httpx_exceptions_caused_by_the_humus_error(
         server: TestServer, make_client: Callable[..., humus_http.Client], path: str) -> None:
     client = make_client(max_attempts=1, timeout=5, attempt_timeout=0.3)
-    server.script(path + "/slow", [{"delay_ms": 5000}])
+    server.script(path + "/slow", [{"delay_ms": 1500}])
     server.script(path + "/reset", [{"reset": "before_headers"}])
     with httpx.Client(base_url=client.base_url, transport=humus_http.httpx.Transport(client)) as http:
         with pytest.raises(httpx.ReadTimeout) as timeout:
@@ -151,6 +154,14 @@ def test_failures_are_httpx_exceptions_caused_by_the_humus_error(
     finally:
         refused.close()
     assert isinstance(connect.value.__cause__, humus_http.UpstreamConnectError)
+
+
+def test_a_refused_certificate_is_a_connect_error(make_client: Callable[..., humus_http.Client]) -> None:
+    client = make_client("untrusted", max_attempts=1)
+    with httpx.Client(base_url=client.base_url, transport=humus_http.httpx.Transport(client)) as http:
+        with pytest.raises(httpx.ConnectError) as caught:
+            http.get("/")
+    assert isinstance(caught.value.__cause__, humus_http.UpstreamTLSError)
 
 
 def test_a_body_breaking_off_raises_while_httpx_reads_it(server: TestServer,

@@ -142,7 +142,7 @@ def test_requests_decodes_the_body_it_asked_to_be_compressed(server: TestServer,
 def test_failures_are_requests_exceptions_caused_by_the_humus_error(
         server: TestServer, make_client: Callable[..., humus_http.Client], path: str) -> None:
     client = make_client(max_attempts=1, timeout=5, attempt_timeout=0.3)
-    server.script(path + "/slow", [{"delay_ms": 2000}])
+    server.script(path + "/slow", [{"delay_ms": 1500}])
     server.script(path + "/reset", [{"reset": "before_headers"}])
     with _session(client) as session:
         with pytest.raises(requests.Timeout) as timeout:
@@ -168,6 +168,14 @@ def test_failures_are_requests_exceptions_caused_by_the_humus_error(
     finally:
         refused.close()
     assert isinstance(connect.value.__cause__, humus_http.UpstreamConnectError)
+
+
+def test_a_refused_certificate_is_an_ssl_error(make_client: Callable[..., humus_http.Client]) -> None:
+    client = make_client("untrusted", max_attempts=1)
+    with _session(client) as session:
+        with pytest.raises(requests.exceptions.SSLError) as caught:
+            session.get(client.origin + "/")
+    assert isinstance(caught.value.__cause__, humus_http.UpstreamTLSError)
 
 
 def test_a_body_breaking_off_raises_while_requests_reads_it(server: TestServer,
