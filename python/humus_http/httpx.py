@@ -184,7 +184,8 @@ class AsyncTransport(httpx.AsyncBaseTransport):
     ``httpx.AsyncClient(transport=AsyncTransport(client))``. As Transport, except that a request body is read
     whole before the call (an asynchronous humus call buffers its request body, docs/bodies.md §7); the response
     body is read from its connection as httpx iterates it, each read completed on the asyncio loop. Cancelling
-    the awaiting task cancels the humus call."""
+    the awaiting task cancels the humus call. The httpx.AsyncClient runs on asyncio, as the humus AsyncClient
+    does (not trio)."""
 
     def __init__(self, client: AsyncClient) -> None:
         if not isinstance(client, AsyncClient):
