@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "exit_codes.h"
+#include "suggest.h"
 #include "write_out.h"
 
 namespace humus::cli {
@@ -67,6 +68,10 @@ constexpr Flag kFlags[] = {
     {"compressed", 0, false, Scope::kFetch},
     {"progress-bar", '#', false, Scope::kFetch},
     {"no-progress-meter", 0, false, Scope::kFetch},
+    {"range", 'r', true, Scope::kFetch},
+    {"oauth2-bearer", 0, true, Scope::kFetch},
+    {"max-redirs", 0, true, Scope::kFetch},
+    {"trace-json", 0, false, Scope::kFetch},
     {"duration", 0, true, Scope::kDemo},
     {"rate", 0, true, Scope::kDemo},
     {"plot", 0, true, Scope::kDemo},
@@ -157,15 +162,32 @@ std::optional<std::string> parse_resolve(const std::string& text, std::pair<std:
   return std::nullopt;
 }
 
-std::optional<std::string> parse_header(const std::string& text, std::pair<std::string, std::string>& out) {
+// -H as curl reads it: "Name: value"; "Name:" leaves out a header that would be sent; "Name;" sends it empty.
+std::optional<std::string> parse_header(const std::string& text, FetchOptions& f) {
   const size_t colon = text.find(':');
+  if (colon == std::string::npos && text.size() > 1 && text.back() == ';') {
+    f.headers.emplace_back(text.substr(0, text.size() - 1), "");
+    return std::nullopt;
+  }
   if (colon == std::string::npos || colon == 0) {
-    return "-H: expected 'Name: value', got " + quoted(text);
+    return "-H: expected 'Name: value' (or 'Name:' to send none, 'Name;' to send it empty), got " + quoted(text);
   }
   std::string value = text.substr(colon + 1);
   const size_t start = value.find_first_not_of(" \t");
-  value = start == std::string::npos ? std::string() : value.substr(start);
-  out = {text.substr(0, colon), value};
+  if (start == std::string::npos) {
+    f.unset_headers.push_back(text.substr(0, colon));
+    return std::nullopt;
+  }
+  f.headers.emplace_back(text.substr(0, colon), value.substr(start));
+  return std::nullopt;
+}
+
+// -r/--range as curl takes it: "0-499", "500-", "-500", "0-0,-1"; a lone number N is "N-", as curl makes it.
+std::optional<std::string> parse_range(const std::string& shown, const std::string& text, std::string& out) {
+  if (text.empty() || text.find_first_not_of("0123456789-,") != std::string::npos) {
+    return shown + ": expected byte ranges (like 0-499, 500-, -500 or 0-0,-1), got " + quoted(text);
+  }
+  out = text.find('-') == std::string::npos ? text + "-" : text;
   return std::nullopt;
 }
 
@@ -261,9 +283,7 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
   DemoOptions& d = inv.demo;
   const std::string_view n = flag.long_name;
   if (n == "header") {
-    std::pair<std::string, std::string> h;
-    if (auto e = parse_header(value, h)) return e;
-    f.headers.push_back(std::move(h));
+    return parse_header(value, f);
   } else if (n == "data") {
     f.data.push_back(data_piece("-d", value));
   } else if (n == "data-binary") {
@@ -313,6 +333,20 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
     f.settings_file = value;
   } else if (n == "trace") {
     f.trace = true;
+  } else if (n == "trace-json") {
+    f.trace_json = true;
+  } else if (n == "range") {
+    std::string range;
+    if (auto e = parse_range(shown, value, range)) return e;
+    f.range = range;
+  } else if (n == "oauth2-bearer") {
+    if (value.empty()) return shown + ": needs a token";
+    f.oauth2_bearer = value;
+  } else if (n == "max-redirs") {
+    int32_t redirs = 0;
+    // curl's -1 is "no limit": the client's own, 10 (docs/origin.md §2).
+    if (auto e = parse_int(shown, value, -1, 1000000, redirs)) return e;
+    f.max_redirs = redirs;
   } else if (n == "metrics") {
     f.metrics = true;
   } else if (n == "repeat") {
@@ -357,6 +391,9 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
     f.http_version = n == "http2" ? "2" : "1.1";
   } else if (n == "fail-with-body") {
     f.fail_with_body = true;
+  } else if (n == "retry-delay" && is_zero_duration(value)) {
+    // curl's 0: its own default backoff, here the client's (backoff_base, backoff_max).
+    f.retry_delay.reset();
   } else if (n == "retry-delay") {
     std::string ms;
     if (auto e = duration_of(shown, value, ms)) return e;
@@ -401,6 +438,38 @@ constexpr std::string_view kCommands = "get, head, post, put, patch, delete, opt
 bool is_command(const std::string& s) {
   return s == "get" || s == "head" || s == "post" || s == "put" || s == "patch" || s == "delete" ||
          s == "options";
+}
+
+// The index in `args` of the first word that is neither a flag nor a flag's value (args.size() when none): the
+// command, or curl's URL. An unknown flag is taken to have no value; parse_args refuses it afterwards.
+size_t first_word(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return i + 1;
+    if (a.size() < 2 || a[0] != '-') return i;
+    if (a.rfind("--", 0) == 0) {
+      const Flag* flag = find_long(a.substr(2));  // --name=value holds its value and matches no name
+      if (flag != nullptr && flag->takes_value) ++i;
+      continue;
+    }
+    // A cluster's flag that takes a value takes the rest of the cluster, or the next argument.
+    for (size_t j = 1; j < a.size(); ++j) {
+      const Flag* flag = find_short(a[j]);
+      if (flag == nullptr || !flag->takes_value) continue;
+      if (j + 1 == a.size()) ++i;
+      break;
+    }
+  }
+  return args.size();
+}
+
+// "unknown option '--retyr' (did you mean '--retry'?)".
+std::string unknown_long(const std::string& name) {
+  std::vector<std::string> names;
+  for (const Flag& f : kFlags) names.emplace_back(f.long_name);
+  const std::optional<std::string> near = nearest_word(name, names);
+  return "unknown option " + quoted("--" + name) +
+         (near ? " (did you mean " + quoted("--" + *near) + "?)" : " (see humus-http --help)");
 }
 
 // The method, from -X, then -I, then the command, then curl's rule (a body makes a POST); and the checks
@@ -488,13 +557,15 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
     }
   }
   if (args.empty()) return "no command given (see humus-http --help)";
-  const std::string& command = args[0];
-  if (command == "--version" || command == "-V") {
+  if (args[0] == "--version" || args[0] == "-V") {
     out.command = Command::kVersion;
     return std::nullopt;
   }
-  // Without a command, the line is curl's: the method follows from the flags (-X, -I, the data).
-  const bool curl_form = !command.empty() && (command[0] == '-' || command.find("://") != std::string::npos);
+  // The command is the first word that is neither a flag nor a flag's value: curl users put flags first
+  // (humus-http -v get URL). Without one, the line is curl's: the method follows from the flags (-X, -I, the
+  // data).
+  const size_t at = first_word(args);
+  const std::string command = at < args.size() ? args[at] : std::string();
   std::string subcommand;
   if (command == "demo") {
     out.command = Command::kDemo;
@@ -502,17 +573,20 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
     out.command = Command::kFetch;
     subcommand = command;
     for (char c : command) out.fetch.method += static_cast<char>(c - 'a' + 'A');
-  } else if (curl_form) {
+  } else if (at == args.size() || command.find("://") != std::string::npos) {
     out.command = Command::kFetch;
   } else {
     return "unknown command " + quoted(command) + " (commands: " + std::string(kCommands) +
            ", demo; or a URL, as curl takes it)";
   }
-  const std::string who = subcommand.empty() ? std::string("humus-http") : subcommand;
+  const bool has_command = out.command == Command::kDemo || !subcommand.empty();
+  // Messages of a command name it; curl's form has no name to add to the program's own.
+  const std::string who = subcommand.empty() ? std::string() : subcommand + ": ";
 
   bool options_done = false;
   std::vector<std::string> positional;
-  for (size_t i = subcommand.empty() && out.command == Command::kFetch ? 0 : 1; i < args.size(); ++i) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (has_command && i == at) continue;
     const std::string& a = args[i];
     if (options_done || a.size() < 2 || a[0] != '-') {
       positional.push_back(a);
@@ -538,7 +612,7 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
       const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       const std::string shown = "--" + name;
       const Flag* flag = find_long(name);
-      if (flag == nullptr) return "unknown option " + quoted(shown) + " (see humus-http --help)";
+      if (flag == nullptr) return unknown_long(name);
       if (auto e = check_scope(*flag, shown, out.command)) return e;
       std::string value;
       if (flag->takes_value) {
@@ -575,17 +649,17 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
     return std::nullopt;
   }
   if (subcommand.empty()) {
-    // curl's form: a command further on is a command put in the wrong place.
+    // curl's form: a command after the URL is a command put in the wrong place.
     for (const std::string& p : positional) {
       if (is_command(p) || p == "demo") {
-        return "expected a command (" + std::string(kCommands) + ", demo) before " + quoted(args[0]) +
-               ", or a URL alone (see humus-http --help)";
+        return "expected the command " + quoted(p) + " before the URL " + quoted(positional[0]) +
+               " (see humus-http --help)";
       }
     }
   }
-  if (positional.empty()) return who + ": needs a URL (see humus-http --help)";
+  if (positional.empty()) return who + "no URL given (see humus-http --help)";
   if (positional.size() > 1) {
-    return who + ": one URL per command, got a second: " + quoted(positional[1]) +
+    return who + "one URL per command, got a second: " + quoted(positional[1]) +
            " (to call it again, use --repeat N)";
   }
   FetchOptions& f = out.fetch;
@@ -593,6 +667,7 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
   if (auto e = settle_method(f, subcommand)) return e;
   if (f.key && !f.cert) return "--key: needs --cert (the client certificate the key belongs to)";
   if (f.fail && f.fail_with_body) return "--fail-with-body: choose it or -f, not both";
+  if (f.oauth2_bearer && f.user) return "--oauth2-bearer: choose it or -u, not both";
   if (f.remote_name && f.output) return "-O: choose it or -o, not both";
   if (f.concurrency > f.repeat) {
     return "--concurrency: " + std::to_string(f.concurrency) + " is more than the calls to make (--repeat " +
@@ -607,7 +682,7 @@ std::string help_text() {
 
 Usage:
   humus-http [options] URL                        as curl: GET, or POST with a body, -X to name another
-  humus-http get|head|post|put|patch|delete|options [options] URL
+  humus-http [options] get|head|post|put|patch|delete|options [options] URL
   humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg]
   humus-http --help | --version
 
@@ -622,7 +697,16 @@ Options as curl spells them (short flags combine: -sfi):
   -I, --head                   a HEAD request; prints the status line and headers
   -L, --location               accepted for curl's sake: same-origin redirects are followed anyway, another
                                origin's never (there is no flag to stop following: the client always does)
-  -H, --header 'Name: value'   add a request header (repeatable)
+      --max-redirs N           follow at most N redirects (-1: the client's limit, 10); past N, exit 47 and
+                               the next hop is not made (at 10 and over, the client stops at 10 itself)
+  -H, --header 'Name: value'   add a request header (repeatable). 'Name:' leaves out a header this program
+                               would add (from -A, -u, --json, -r, a body's Content-Type); the library's own
+                               Accept, Accept-Encoding and User-Agent stay, said in a note (its C ABI cannot
+                               leave them out). 'Name;' sends the header with an empty value
+  -r, --range RANGE            ask for byte ranges: Range: bytes=RANGE (0-499, 500-, -500, 0-0,-1; a lone N
+                               is N-, as curl makes it); the body comes as the server sends it, undecoded
+      --oauth2-bearer TOKEN    send Authorization: Bearer TOKEN (a -H Authorization wins; not with -u); the
+                               token is never printed
   -d, --data DATA              request body (repeatable, joined with '&'); @FILE reads FILE without its
                                newlines, @- reads stdin; Content-Type defaults to
                                application/x-www-form-urlencoded. Not for get or head (see -G)
@@ -652,9 +736,12 @@ Options as curl spells them (short flags combine: -sfi):
                                last path segment (exit 23 when it has none)
   -D, --dump-header FILE       write the status line and response headers to FILE (- for stdout)
   -w, --write-out FORMAT       after each call, print FORMAT on stdout with curl's %{http_code},
-                               %{time_total}, %{size_download}, %{num_retries}, %{url_effective},
-                               %{exitcode} and the client's %{attempts} and %{breaker_state} (after the
-                               call: closed, open, half-open) replaced; \n, \t, \r and %% as curl reads them
+                               %{time_total}, %{size_download}, %{num_retries} (retries, not redirects),
+                               %{num_redirects}, %{redirect_url} (where a redirect not followed points),
+                               %{content_type}, %{http_version} (1.1, 2; 0 without a response),
+                               %{url_effective}, %{exitcode} and the client's %{attempts} and
+                               %{breaker_state} (after the call: closed, open, half-open) replaced; \n, \t,
+                               \r and %% as curl reads them
   -i, --include                print the status line and response headers before the body (head always
                                prints them)
   -f, --fail                   exit 22, printing no body, when the status is 400 or more
@@ -678,7 +765,8 @@ Options as curl spells them (short flags combine: -sfi):
                                where the client's rules allow: a safe method or an idempotency key, a
                                retryable result, budget left, time left
       --retry-delay T          wait up to T before each retry (backoff_base and backoff_max = T; the wait
-                               is a random draw below it, and a Retry-After the server sends still counts)
+                               is a random draw below it, and a Retry-After the server sends still counts);
+                               0, as in curl, keeps the default backoff (the client's)
       --retry-max-time T       retry only within T: the call's own deadline (the earlier of it and
                                --max-time ends the call)
       --retry-all-errors       retry even a request the client would send once (a post without an
@@ -705,13 +793,18 @@ The client's own options:
       --settings FILE          the client's settings as JSON (docs/settings.md §3: base_url, timeout, retry_budget,
                                breaker, trip, probe, bulkhead, tls, classify, ...); the flags above win
                                over the file; base_url defaults to the URL's origin
-      --trace                  print on stderr, as the call goes: each attempt's result and how the client
-                               classified it (status or error; retry: again|done; breaker: success|failure|
-                               ignored; Retry-After) with the breaker's state and counts and the retry budget
-                               before it; each breaker state change, as the client logs it; and for each call its
-                               outcome, attempts, the retry decisions it took (done, again, throttled, exhausted,
-                               expired, stopped: from the client's metrics), and the breaker and budget after it.
-                               Not shown: the backoff wait chosen before each retry (the C ABI does not expose it)
+      --trace                  after each call, print on stderr its decision trace (docs/trace.md): per
+                               attempt its request (a redirect hop's too), result (status, error or not
+                               sent), how long it took, what reached the wire, how the classifier judged it
+                               (retry again|done, breaker success|failure|ignored, Retry-After), the breaker
+                               and the retry budget before and after it, the decision (done, again,
+                               throttled, exhausted, expired, stopped, rejected), the wait before the next
+                               attempt and where it came from (backoff, capped, retry_after), and the time
+                               left; then the call's outcome with the breaker's counts and the budget after
+                               it. A table on a terminal, a line per attempt otherwise. Also a line for the
+                               client and one for each breaker state change, as the client logs it
+      --trace-json             after each call, print its decision trace on stderr as the library gives it:
+                               one JSON array per call, on one line (docs/trace.md §20.1)
       --metrics                after the output, print the client's metrics on stdout in the Prometheus text
                                format (request durations, breaker state, transitions and calls, retry decisions);
                                with -o the body goes to the file and only the metrics to stdout

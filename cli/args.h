@@ -35,7 +35,8 @@ struct FetchOptions {
   std::string url;
   std::optional<std::string> method_flag;  // -X, as given
   bool head = false;                       // -I
-  std::vector<std::pair<std::string, std::string>> headers;  // -H, in order
+  std::vector<std::pair<std::string, std::string>> headers;  // -H, in order ("Name;" gives an empty value)
+  std::vector<std::string> unset_headers;                     // -H 'Name:': not to be sent
   std::vector<DataPiece> data;
   std::optional<std::string> output;  // -o
   bool include = false;               // -i
@@ -55,6 +56,10 @@ struct FetchOptions {
   bool silent = false;                // -s
   bool verbose = false;               // -v
   bool trace = false;                 // --trace
+  bool trace_json = false;            // --trace-json
+  std::optional<std::string> range;          // -r, as "0-499"
+  std::optional<std::string> oauth2_bearer;  // --oauth2-bearer; never printed
+  std::optional<int32_t> max_redirs;         // --max-redirs, -1 for the client's limit
   bool metrics = false;               // --metrics
   std::optional<std::string> cacert, cert, key;
   std::optional<int32_t> retry;  // --retry N: N retries, max_attempts N+1

@@ -77,6 +77,7 @@ std::string help_table() {
    26  could not read the body's file (-d, --data-binary, --data-urlencode, --json @FILE; -F NAME=@FILE)
    28  timed out: the call's deadline (--max-time) or its last attempt's timeout (--attempt-timeout)
    35  TLS handshake failed (protocol version, a client certificate the server refused or required)
+   47  more redirects than --max-redirs allows (the next one is not made)
    56  the connection was lost (reset, or closed before a full response)
    58  --cert or --key could not be used
    63  the response's headers or body passed the client's limit (max_response_headers, max_response_body)

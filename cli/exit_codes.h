@@ -20,6 +20,7 @@ inline constexpr int kWrite = 23;           // curl's CURLE_WRITE_ERROR: -o
 inline constexpr int kRead = 26;            // curl's CURLE_READ_ERROR: -d @file, --data-binary @file
 inline constexpr int kTimeout = 28;         // curl's CURLE_OPERATION_TIMEDOUT
 inline constexpr int kTlsHandshake = 35;    // curl's CURLE_SSL_CONNECT_ERROR
+inline constexpr int kTooManyRedirects = 47; // curl's CURLE_TOO_MANY_REDIRECTS: --max-redirs
 inline constexpr int kConnectionLost = 56;  // curl's CURLE_RECV_ERROR
 inline constexpr int kClientCertFile = 58;  // curl's CURLE_SSL_CERTPROBLEM: --cert / --key
 inline constexpr int kTooLarge = 63;        // curl's CURLE_FILESIZE_EXCEEDED: past max_response_headers/_body

@@ -8,18 +8,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "capi.h"
 #include "exit_codes.h"
 #include "faults.h"
-#include "metrics.h"
+#include "hints.h"
 #include "output.h"
 #include "progress.h"
+#include "redirects.h"
 #include "request_body.h"
 #include "settings_flags.h"
 #include "stream.h"
@@ -33,8 +34,6 @@ namespace humus::cli {
 using Json = nlohmann::json;
 
 namespace {
-
-constexpr const char* kDecisions = "humus.retry.decisions";
 
 std::string base64(const std::string& in) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -75,14 +74,19 @@ struct CallResult {
   Response response;
   Error error;
   std::chrono::steady_clock::time_point start;
-  bool own_decisions = false;  // --trace counts the retry decisions around this call alone
-  std::map<std::string, uint64_t> decisions_before;
+  CallTrace trace;  // read once the call is over: for --trace, --trace-json and -w
+  std::optional<std::string> redirect_refused;  // the hop --max-redirs kept from being sent
   int64_t headers_ms = 0;  // from the start to the response's headers (or the failure)
   int64_t elapsed_us = 0;  // from the start to the end of the body
   int32_t http_code = 0;   // 0 when no response came
   int32_t attempts = 0;
   std::string url_effective;
   std::string breaker_state;  // just after the call, for -w
+  std::string after_it;       // for --trace: the breaker and budget just after the call
+  // For -w, read while the response is at hand: a streamed one is closed before the -w line.
+  std::string content_type, http_version, redirect_url;
+  int32_t redirects = 0;
+  bool past_max_redirs = false;  // a redirect the client would follow, past --max-redirs
 };
 
 int64_t ms_since(std::chrono::steady_clock::time_point start) {
@@ -160,21 +164,7 @@ int run_fetch(const FetchOptions& o) {
       return report({exit_code::kFailure, "the effective settings are not a JSON object"});
   }
   const Json budget = effective.value("retry_budget", Json::object());
-  // A plugin classifier ("classify": {"plugin": ...}) cannot be wrapped: the C ABI has no way to delegate to
-  // the settings' own classifier, and replacing it would change what the call does. --trace then reports
-  // everything but the per-attempt lines.
-  const Json classify = effective.value("classify", Json("humus"));
-  const bool plugin_classifier = !classify.is_string();
-  Tracer tracer(plugin_classifier ? "humus" : classify.get<std::string>(),
-                budget.value("policy", "token_bucket"), budget.value("tokens", 0.0));
-  if (o.trace && plugin_classifier) {
-    std::fprintf(stderr,
-                 "humus-http: note: --trace: the classifier is a plugin, so attempts are not traced one "
-                 "by one\n");
-  } else if (o.trace && tracer.install(settings.get(), &raw_error) != HUMUS_OK) {
-    Error e(raw_error);
-    return report({exit_code::kFailure, "--trace: " + describe(e.get())});
-  }
+  Tracer tracer(budget.value("policy", "token_bucket"), budget.value("tokens", 0.0));
 
   Json runtime_options = Json::object();
   if (!o.faults.empty()) runtime_options["faults"] = true;
@@ -215,11 +205,15 @@ int run_fetch(const FetchOptions& o) {
   }
   Request request(raw_request);
   std::vector<std::pair<std::string, std::string>> sent_headers;
-  // curl's: what -A, -u and --json imply comes first, and a -H of the same name replaces it.
+  // curl's: what -A, -u, --oauth2-bearer, -r and --json imply comes first, and a -H of the same name replaces
+  // it, or leaves it out ('Name:').
   const bool json_body = !o.data.empty() && o.data.front().kind == DataPiece::Kind::kJson;
   if (o.user_agent && !has_header(o, "User-Agent")) sent_headers.emplace_back("User-Agent", *o.user_agent);
   if (o.user && !has_header(o, "Authorization"))
     sent_headers.emplace_back("Authorization", "Basic " + base64(*o.user));
+  if (o.oauth2_bearer && !has_header(o, "Authorization"))
+    sent_headers.emplace_back("Authorization", "Bearer " + *o.oauth2_bearer);
+  if (o.range && !has_header(o, "Range")) sent_headers.emplace_back("Range", "bytes=" + *o.range);
   if (json_body && !has_header(o, "Accept")) sent_headers.emplace_back("Accept", "application/json");
   if (has_body && !has_header(o, "Content-Type")) {
     // -T: curl sends none, but libcurl would then add its form default to any body: a file is bytes.
@@ -227,6 +221,16 @@ int run_fetch(const FetchOptions& o) {
                                               : !o.form.empty() ? "multipart/form-data; boundary=" + boundary
                                               : json_body       ? "application/json"
                                                                 : "application/x-www-form-urlencoded");
+  }
+  for (const std::string& name : o.unset_headers) {
+    std::erase_if(sent_headers, [&](const auto& h) { return strcasecmp(h.first.c_str(), name.c_str()) == 0; });
+    // The library adds some headers itself, and its C ABI cannot be asked to leave them out.
+    for (const char* own : {"Accept", "Accept-Encoding", "User-Agent", "Host"}) {
+      if (strcasecmp(name.c_str(), own) == 0 && !o.silent) {
+        std::fprintf(stderr, "humus-http: note: -H '%s:': the client still sends its own %s header\n",
+                     name.c_str(), own);
+      }
+    }
   }
   sent_headers.insert(sent_headers.end(), o.headers.begin(), o.headers.end());
   // The fault scenario joins the baggage a -H gives, else it is the call context's baggage.
@@ -264,6 +268,11 @@ int run_fetch(const FetchOptions& o) {
       humus_request_set_retry(request.get(), HUMUS_RETRY_MODE_FORCE, &raw_error) != HUMUS_OK) {
     Error e(raw_error);
     return report({exit_code::kFailure, "--retry-all-errors: " + describe(e.get())});
+  }
+  RedirectLimit redirect_limit(o.max_redirs.value_or(-1));
+  if (redirect_limit.install(request.get(), &raw_error) != HUMUS_OK) {
+    Error e(raw_error);
+    return report({exit_code::kFailure, "--max-redirs: " + describe(e.get())});
   }
   if (o.retry_max_time_ms &&
       humus_request_set_timeout_ms(request.get(), *o.retry_max_time_ms, &raw_error) != HUMUS_OK) {
@@ -306,14 +315,12 @@ int run_fetch(const FetchOptions& o) {
   Output headers_out(o.dump_header == "-" ? std::nullopt : o.dump_header, "-D");
   Output write_out(std::nullopt);
   if (o.concurrency == 1) {
-    progress.set_style(Progress::choose(o.silent || o.no_progress, o.progress_bar, o.verbose || o.trace,
-                                        output_path.has_value()));
+    progress.set_style(Progress::choose(o.silent || o.no_progress, o.progress_bar,
+                                        o.verbose || o.trace || o.trace_json, output_path.has_value()));
   }
   if (upload) upload->count_on(&progress);
   const auto begin_call = [&](CallResult& r) {
-    // One call at a time: the decisions counted around it are its own.
-    r.own_decisions = o.trace && o.concurrency == 1;
-    if (r.own_decisions) r.decisions_before = counter_by_attribute(runtime.get(), kDecisions);
+    RedirectLimit::begin_call();
     r.start = std::chrono::steady_clock::now();
     std::optional<uint64_t> send_total;
     if (upload && upload->length() >= 0) send_total = static_cast<uint64_t>(upload->length());
@@ -329,28 +336,46 @@ int run_fetch(const FetchOptions& o) {
       r.attempts = humus_response_attempts(resp);
       r.url_effective = shown_url(humus_response_url(resp));
       progress.set_total(content_length(resp));
+      const char* type = humus_response_header(resp, "Content-Type");
+      r.content_type = type != nullptr ? type : "";
+      r.http_version = humus_response_http_version(resp);
+      r.redirect_url = shown_url(redirect_target(resp).value_or(""));
+      r.redirects = static_cast<int32_t>(humus_response_redirect_count(resp));
+      // The client's own limit (10) reached at --max-redirs 10 and up; below it the hook ends the call.
+      r.past_max_redirs = o.max_redirs && *o.max_redirs >= 0 && r.redirects >= *o.max_redirs && followable(resp);
     } else {
       r.attempts = humus_error_attempts(err);
       r.url_effective = shown_url(url);
+      if (humus_error_status(err) == HUMUS_E_CALLBACK) r.redirect_refused = RedirectLimit::refused_url();
     }
   };
-  // The call is over (its body read, or closed): its time, the breaker after it, and its trace line.
-  const auto end_call = [&](int32_t i, CallResult& r) {
+  // The call is over (its body read, or closed): its time, the breaker after it, its trace.
+  const bool stderr_terminal = isatty(STDERR_FILENO) == 1;
+  const auto end_call = [&](CallResult& r) {
     const auto elapsed = std::chrono::steady_clock::now() - r.start;
     r.elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
     int32_t state = -1;
     if (o.write_out && humus_client_breaker_state(client.get(), &state) == HUMUS_OK)
       r.breaker_state = circuit_name(state);
+    if (o.trace) r.after_it = tracer.breaker_summary() + ", " + tracer.budget_summary();
+    if (r.response == nullptr) r.redirects = redirects_followed(r.trace);
+    if (r.redirect_refused) {
+      // The trace's last record is the refused hop; curl's variables say where the limit stopped the call.
+      r.redirects = *o.max_redirs;
+      r.redirect_url = shown_url(*r.redirect_refused);
+    }
+  };
+  // --trace-json, then --trace: the call's attempts and where the breaker and budget stand after it.
+  const auto print_trace = [&](int32_t i, const CallResult& r) {
+    if (o.trace_json) std::fprintf(stderr, "%s\n", r.trace.json.c_str());
     if (!o.trace) return;
     std::string what = r.http_code != 0 ? std::to_string(r.http_code)
                                         : std::string(humus_status_name(humus_error_status(r.error.get())));
     what += " after " + attempts_text(r.attempts) + " in " + std::to_string(r.elapsed_us / 1000) + " ms";
-    if (r.own_decisions) {
-      what += " | retry decisions: " +
-              decisions_text(counter_by_attribute(runtime.get(), kDecisions), r.decisions_before);
-    }
-    std::fprintf(stderr, "trace: call %d of %d: %s | after it: %s, %s\n", i + 1, o.repeat, what.c_str(),
-                 tracer.breaker_summary().c_str(), tracer.budget_summary().c_str());
+    const std::string call = "trace: call " + std::to_string(i + 1) + " of " + std::to_string(o.repeat) + ": " +
+                             what + " | after it: " + r.after_it + "\n";
+    const std::string text = stderr_terminal ? call + trace_table(r.trace) : trace_lines(r.trace) + call;
+    std::fputs(text.c_str(), stderr);
   };
 
   // Writes one call's output: its head, its body (read as it comes, for a streamed call), its -w line. A
@@ -371,7 +396,13 @@ int run_fetch(const FetchOptions& o) {
       if (o.dump_header) {
         if (auto failed = headers_out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
       }
-      if (o.fail && code >= 400) {
+      if (r.past_max_redirs) {
+        if (o.include || o.method == "HEAD") {
+          if (auto failed = out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
+        }
+        call_status = report({exit_code::kTooManyRedirects,
+                              which + "Maximum (" + std::to_string(*o.max_redirs) + ") redirects followed"});
+      } else if (o.fail && code >= 400) {
         call_status = report(
             {exit_code::kHttpError, which + "the server answered " + std::to_string(code) + " (--fail)"});
       } else {
@@ -396,7 +427,11 @@ int run_fetch(const FetchOptions& o) {
       const humus_error* e = r.error.get();
       const std::optional<Outcome> unreadable =
           upload && humus_error_status(e) == HUMUS_E_CALLBACK ? upload->read_failure() : std::nullopt;
-      if (unreadable) {
+      if (r.redirect_refused) {
+        const std::string limit = "Maximum (" + std::to_string(*o.max_redirs) + ") redirects followed";
+        call_status = report({exit_code::kTooManyRedirects,
+                              which + limit + "; the next, to " + shown_url(*r.redirect_refused) + ", was not made"});
+      } else if (unreadable) {
         call_status = report({unreadable->code, which + unreadable->message});
       } else if (!o.faults.empty() && humus_error_field_count(e) == 1 &&
                  std::strcmp(humus_error_field(e, 0), "baggage") == 0) {
@@ -404,7 +439,7 @@ int run_fetch(const FetchOptions& o) {
         call_status = report({exit_code::kUsage, "--inject-fault: " + describe(e)});
       } else {
         std::string message = which + humus_status_name(humus_error_status(e)) + ": " + describe(e) +
-                              " (after " + attempts_text(r.attempts) + ")";
+                              " (after " + attempts_text(r.attempts) + ")" + hint_for(e, o);
         if (humus_error_status(e) == HUMUS_E_REJECTED) {
           message += "; the breaker stays open " + std::to_string(humus_error_retry_after_ms(e)) + " ms more";
         }
@@ -412,9 +447,11 @@ int run_fetch(const FetchOptions& o) {
       }
     }
     if (streamed) {
+      r.trace = trace_of(r.response.get(), r.error.get());
       r.response.reset();  // closes a body not read (--fail): the breaker counts the call now
-      end_call(i, r);
+      end_call(r);
     }
+    print_trace(i, r);
     if (o.write_out) {
       WriteOutValues v;
       v.time_total_us = r.elapsed_us;
@@ -424,6 +461,11 @@ int run_fetch(const FetchOptions& o) {
       v.size_download = body_bytes;
       v.attempts = r.attempts;
       v.url_effective = r.url_effective;
+      v.retries = retries_made(r.trace);
+      v.redirects = r.redirects;
+      v.redirect_url = r.redirect_url;
+      v.content_type = r.content_type;
+      v.http_version = r.http_version;
       if (auto failed = write_out.write(render_write_out(*o.write_out, v))) return report(*failed);
     }
     if (call_status != exit_code::kOk) status = call_status;
@@ -454,17 +496,14 @@ int run_fetch(const FetchOptions& o) {
         humus_error* err = nullptr;
         (void)humus_client_do(client.get(), request.get(), &resp, &err);
         headers_in(r, resp, err);
-        end_call(i, r);
+        r.trace = trace_of(resp, err);
+        end_call(r);
       }
     };
     std::vector<std::thread> helpers;
     for (int32_t t = 1; t < o.concurrency; ++t) helpers.emplace_back(worker);
     worker();
     for (std::thread& t : helpers) t.join();
-    if (o.trace) {
-      std::fprintf(stderr, "trace: retry decisions of all %d calls: %s\n", o.repeat,
-                   decisions_text(counter_by_attribute(runtime.get(), kDecisions)).c_str());
-    }
     for (int32_t i = 0; i < o.repeat; ++i) {
       if (std::optional<int> end = emit(i, results[static_cast<size_t>(i)], /*streamed=*/false)) return *end;
     }

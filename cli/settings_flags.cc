@@ -1,5 +1,6 @@
 #include "settings_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "capi.h"
@@ -26,6 +27,34 @@ std::optional<std::string> longest_timeout() {
       return key["max"].get<std::string>();
   }
   return std::nullopt;
+}
+
+// Where `text`, which is not JSON, stops being JSON: "not valid JSON at line 3, column 14: <the parser's why>".
+// Parsed once more, with exceptions, only to learn the place (the first parse said no without one).
+std::string where_not_json(const std::string& text) {
+  try {
+    const Json parsed = Json::parse(text);
+    return parsed.is_discarded() ? "not valid JSON" : "valid JSON";  // not reached: the first parse failed
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based: the byte the parser stopped at (one past the end for a text cut short).
+    const size_t stop = std::min(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    size_t line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < stop; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    // The parser's own words after its "[json.exception...] parse error at ...: " prefix.
+    std::string why = e.what();
+    const size_t syntax = why.find("syntax error");
+    why = syntax == std::string::npos ? std::string() : ": " + why.substr(syntax);
+    return "not valid JSON at line " + std::to_string(line) + ", column " + std::to_string(stop - line_start + 1) +
+           why;
+  } catch (const Json::exception&) {
+  }
+  return "not valid JSON";
 }
 
 }  // namespace
@@ -107,7 +136,7 @@ std::optional<Outcome> settings_json(const FetchOptions& o, Json& j, Sources& sr
     std::string why;
     if (!read_file(file, text, why)) return Outcome{exit_code::kConfig, "--settings: " + why};
     j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Outcome{exit_code::kConfig, "--settings " + file + ": not valid JSON"};
+    if (j.is_discarded()) return Outcome{exit_code::kConfig, "--settings " + file + ": " + where_not_json(text)};
     if (!j.is_object()) return Outcome{exit_code::kConfig, "--settings " + file + ": must be a JSON object"};
   }
   if (!j.contains("base_url")) {

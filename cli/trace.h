@@ -1,30 +1,48 @@
 #pragma once
-// --trace: what the client saw and decided, as far as the C ABI lets a program observe it. Per attempt, a
-// classifier that delegates to the client's own preset (so classification is unchanged) reports the attempt's
-// result and its classification; the runtime's log sink reports each breaker state change; per call, the
-// outcome, its retry decisions (the client's metrics) and the breaker's and budget's state after it.
+// --trace and --trace-json: each call's decision trace as the library records it (docs/trace.md: one record
+// per attempt with its result, classification, breaker and budget before and after, decision and wait), and
+// what the trace does not hold: each breaker state change as the runtime logs it, the breaker's counts and
+// the budget's meaning after each call.
 
 #include <humus_http.h>
 
 #include <atomic>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace humus::cli {
 
+// One call's trace: the library's JSON text and its parsed records (an empty array when it could not be had).
+struct CallTrace {
+  std::string json;  // as humus_response_trace / humus_error_trace give it
+  nlohmann::json records = nlohmann::json::array();
+};
+
+// The trace of the call that ended with `resp`, or else with `err`.
+CallTrace trace_of(const humus_response* resp, const humus_error* err);
+
+// Retries the call made: attempts that resent a request after a failure, rejected ones left out (curl's
+// %{num_retries}, which counts no redirect).
+int32_t retries_made(const CallTrace& t);
+// Redirects the call followed (the hop of its last record).
+int32_t redirects_followed(const CallTrace& t);
+
+// One line per attempt, each starting with "trace: attempt N": for a log or a pipe.
+std::string trace_lines(const CallTrace& t);
+// The same as a table with a header row, aligned: for a terminal.
+std::string trace_table(const CallTrace& t);
+
 class Tracer {
  public:
-  // `preset`: the settings' "classify" value ("humus", "jfast", "strict"), which the tracer delegates to.
   // `budget_policy` and `budget_tokens`: the effective retry_budget, to say what the balance means.
-  Tracer(std::string preset, std::string budget_policy, double budget_tokens);
+  Tracer(std::string budget_policy, double budget_tokens);
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
-  // Installs the tracing classifier on `s`; the tracer must outlive every client built from `s`.
-  humus_status install(humus_settings* s, humus_error** err);
   // Prints each breaker state change the runtime logs (docs/telemetry.md §13.3); the tracer must outlive `rt`.
   humus_status install_log_sink(humus_runtime* rt, humus_error** err);
-  // The client whose breaker and budget the attempt lines read (set once it is built).
+  // The client whose breaker and budget the summaries read (set once it is built).
   void attach(humus_client* c) { client_.store(c, std::memory_order_release); }
 
   // "breaker closed (1 success, 2 failures, 2 in a row; window: 3 results, 2 failed)".
@@ -33,13 +51,11 @@ class Tracer {
   std::string budget_summary() const;
 
  private:
-  static humus_status classify(void* user_data, const humus_attempt* attempt, humus_classification* out);
   static void log(void* user_data, const humus_log_record* record);
 
-  std::string preset_;
   std::string budget_policy_;
   double budget_tokens_;
-  // Release/acquire: an attempt line that sees the client sees it fully built.
+  // Release/acquire: a summary that sees the client sees it fully built.
   std::atomic<humus_client*> client_{nullptr};
 };
 

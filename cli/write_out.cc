@@ -6,9 +6,10 @@
 namespace humus::cli {
 namespace {
 
-constexpr std::string_view kVariables[] = {"http_code",     "response_code", "time_total", "size_download",
-                                           "num_retries",   "url_effective", "exitcode",   "attempts",
-                                           "breaker_state"};
+constexpr std::string_view kVariables[] = {
+    "http_code",   "response_code", "time_total",    "size_download", "num_retries",  "num_redirects",
+    "redirect_url", "content_type",  "http_version",  "url_effective", "exitcode",     "attempts",
+    "breaker_state"};
 
 bool known(std::string_view name) {
   for (std::string_view v : kVariables) {
@@ -30,7 +31,11 @@ std::string value_of(std::string_view name, const WriteOutValues& v) {
     return buf;
   }
   if (name == "size_download") return std::to_string(v.size_download);
-  if (name == "num_retries") return std::to_string(v.attempts > 1 ? v.attempts - 1 : 0);
+  if (name == "num_retries") return std::to_string(v.retries);
+  if (name == "num_redirects") return std::to_string(v.redirects);
+  if (name == "redirect_url") return v.redirect_url;
+  if (name == "content_type") return v.content_type;
+  if (name == "http_version") return v.http_version.empty() ? "0" : v.http_version;
   if (name == "attempts") return std::to_string(v.attempts);
   if (name == "url_effective") return v.url_effective;
   if (name == "exitcode") return std::to_string(v.exitcode);

@@ -13,6 +13,11 @@ struct WriteOutValues {
   int64_t time_total_us = 0;
   uint64_t size_download = 0;
   int32_t attempts = 0;
+  int32_t retries = 0;    // attempts that resent a request (redirects are not retries)
+  int32_t redirects = 0;  // redirects followed
+  std::string redirect_url;  // where a 3xx not followed points, absolute; "" otherwise
+  std::string content_type;
+  std::string http_version;  // "1.1", "2"; "0" when no response came, as curl prints it
   std::string url_effective;
   int exitcode = 0;
   std::string breaker_state;  // "closed", "open", "half-open"

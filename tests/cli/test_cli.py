@@ -44,14 +44,14 @@ def one_line_error(stderr: str) -> str:
 FLAGS = ["-H, --header", "-d, --data", "--data-binary", "-o, --output", "-i, --include", "-f, --fail",
          "-s, --silent", "-v, --verbose", "--cacert", "--cert", "--key", "--retry", "-m, --max-time",
          "--connect-timeout", "--resolve", "--attempt-timeout", "--idempotency-key", "--inject-fault",
-         "--settings", "--trace",
+         "--settings", "--trace", "--trace-json", "-r, --range", "--oauth2-bearer", "--max-redirs",
          "--metrics",
          "--repeat", "--concurrency", "--duration", "--rate", "--plot",
          "-X, --request", "-I, --head", "-L, --location", "-w, --write-out", "--json", "-u, --user",
          "-A, --user-agent", "-F, --form", "-G, --get", "--data-urlencode", "-O, --remote-name",
          "-D, --dump-header", "--http1.1", "--http2", "--fail-with-body", "--retry-delay", "--retry-max-time",
          "--retry-all-errors", "-T, --upload-file", "--compressed", "-#, --progress-bar", "--no-progress-meter"]
-EXIT_CODES = [0, 1, 2, 3, 6, 7, 8, 16, 22, 23, 26, 28, 35, 56, 58, 60, 77, 78, 120, 121]
+EXIT_CODES = [0, 1, 2, 3, 6, 7, 8, 16, 22, 23, 26, 28, 35, 47, 56, 58, 60, 77, 78, 120, 121]
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
@@ -109,8 +109,9 @@ def test_version_names_every_linked_library_one_per_line(run) -> None:
 @pytest.mark.parametrize(("args", "named"), [
     ([], "no command"),
     (["fetch", "http://x/"], "'fetch'"),
-    (["--retry", "1", "get", "http://x/"], "'--retry'"),
-    (["get"], "needs a URL"),
+    (["get"], "get: no URL given"),
+    (["-s"], "no URL given"),
+    (["--retry", "1", "fetch", "http://x/"], "'fetch'"),
     (["get", "http://a/", "http://b/"], "'http://b/'"),
     (["get", "http://x/", "--frobnicate"], "'--frobnicate'"),
     (["get", "http://x/", "-Q"], "'-Q'"),
@@ -155,7 +156,12 @@ def test_version_names_every_linked_library_one_per_line(run) -> None:
     (["http://x/", "-T", "f", "-d", "a"], "-T: not with -d (one body)"),
     (["get", "http://x/", "-T", "f"], "-T: get sends no body"),
     (["http://x/", "-T", ""], "-T: needs a file name"),
-    (["http://x/", "--retry-delay", "0"], "--retry-delay: expected seconds"),
+    (["http://x/", "--retry-delay", "-1"], "--retry-delay: expected seconds"),
+    (["http://x/", "get"], "expected the command 'get' before the URL 'http://x/'"),
+    (["http://x/", "--retyr", "1"], "unknown option '--retyr' (did you mean '--retry'?)"),
+    (["http://x/", "-r", "bytes=1-2"], "-r: expected byte ranges"),
+    (["http://x/", "--max-redirs", "-2"], "--max-redirs: expected a whole number -1.."),
+    (["http://x/", "--oauth2-bearer", "t", "-u", "a:b"], "--oauth2-bearer: choose it or -u"),
     (["http://x/", "--retry-max-time", "x"], "--retry-max-time: expected seconds"),
     (["http://x/", "-D", ""], "-D: needs a file name"),
     (["http://a/", "http://b/"], "humus-http: one URL per command, got a second: 'http://b/'"),
@@ -164,7 +170,7 @@ def test_bad_command_lines_exit_2_with_one_line_naming_the_flag(run, args: list[
     result = run(*args)
     assert result.returncode == 2
     line = one_line_error(result.stderr)
-    assert line.startswith("humus-http: ")
+    assert line.startswith("humus-http: ") and not line.startswith("humus-http: humus-http")
     assert named in line
     assert result.stdout == b""
 
@@ -298,41 +304,6 @@ def test_verbose_shows_settings_request_and_response(run, server: TestServer, fl
     assert f"> GET {server.url('http', '/v')}" in err and "> X-Mine: 1" in err
     assert "< HTTP/1.1 200" in err and "* 200 after 1 attempt" in err
     assert json.loads(result.stdout)["path"] == "/v"
-
-
-def test_trace_reports_each_attempt_and_the_call(run, server: TestServer) -> None:
-    server.script("/t", [{"status": 503, "headers": {"Retry-After": "0"}}, {"status": 200, "body": "ok"}])
-    result = run("get", server.url("http", "/t"), "--trace")
-    assert result.returncode == 0 and result.stdout == b"ok"
-    err = result.stderr
-    assert "trace: client for http://127.0.0.1:" in err
-    assert re.search(r"trace: attempt 1: 503 -> retry: again, breaker: failure \| before it: breaker closed .*"
-                     r"budget 10\.0 of 10 tokens", err)
-    assert re.search(r"trace: attempt 2: 200 -> retry: done, breaker: success \| before it: breaker closed "
-                     r"\(0 successes, 1 failure, 1 in a row.*budget 9\.0 of 10 tokens", err)
-    assert re.search(r"trace: call 1 of 1: 200 after 2 attempts in \d+ ms \| retry decisions: done 1, again 1 \| "
-                     r"after it: breaker closed \(1 success, 1 failure.*budget 9\.1 of 10 tokens", err)
-
-
-def test_trace_names_transport_errors_and_the_open_breaker(run, server: TestServer, tmp_path: Path) -> None:
-    settings = tmp_path / "s.json"
-    settings.write_text('{"trip": {"consecutive_failures": 2}}')
-    server.script("/r", [{"reset": "before_headers"}])
-    result = run("get", server.url("http", "/r"), "--trace", "--settings", str(settings), "--retry", "3")
-    assert result.returncode == 120
-    assert "trace: attempt 1: HUMUS_E_CONNECTION_LOST" in result.stderr
-    assert "-> retry: again, breaker: failure" in result.stderr
-    assert re.search(r"trace: breaker closed -> open: circuit for http://127\.0\.0\.1:\d+: closed -> open",
-                     result.stderr)
-    assert re.search(r"trace: call 1 of 1: HUMUS_E_REJECTED after 2 attempts in \d+ ms \| retry decisions: "
-                     r"again 2, stopped 1 \| after it: breaker open", result.stderr)
-
-
-def test_trace_with_concurrency_totals_the_decisions(run, server: TestServer) -> None:
-    server.script("/c", [{"body": "x"}])
-    result = run("get", server.url("http", "/c"), "--trace", "--repeat", "3", "--concurrency", "3")
-    assert result.returncode == 0
-    assert "trace: retry decisions of all 3 calls: done 3" in result.stderr
 
 
 def test_metrics_prints_prometheus_text_after_the_body(run, server: TestServer) -> None:

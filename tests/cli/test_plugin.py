@@ -41,3 +41,18 @@ def test_a_missing_plugin_symbol_exits_78_naming_the_key(run, server: TestServer
     assert result.returncode == 78
     assert "classify.symbol" in result.stderr and "no_such_entry" in result.stderr
     assert server.requests("/x") == []
+
+
+def test_trace_follows_a_call_judged_by_a_plugin_classifier(run, server: TestServer, tmp_path: Path,
+                                                            plugin: str) -> None:
+    settings = tmp_path / "ledger.json"
+    settings.write_text(json.dumps({
+        "backoff_base": "1ms", "backoff_max": "5ms",
+        "classify": {"plugin": plugin, "symbol": "retry_409_classifier", "config": {"status": 409}}}))
+    server.script("/cli-traced", [{"status": 409}, {"status": 200, "body": "paid"}])
+    result = run("get", server.url("http", "/cli-traced"), "--settings", str(settings), "--trace")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("trace: attempt ")]
+    assert len(lines) == 2, result.stderr
+    assert lines[0].startswith("trace: attempt 1: 409 ") and "classified: again" in lines[0]
+    assert "decision: again" in lines[0] and "decision: done" in lines[1]
