@@ -18,6 +18,7 @@ type Call struct {
 	req     *http.Request
 	sentURL string
 	onDone  func(*Response, error)
+	traced  bool // RecordTrace: the response keeps its trace
 	done    chan struct{}
 	resp    *Response // set before done is closed
 	err     error     // set before done is closed
@@ -70,7 +71,8 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 	}
 	defer C.humus_request_free(native) // submit copies it, and the call holds its token
 
-	call := &Call{client: c.core, req: req, sentURL: sentURL, onDone: done, done: make(chan struct{}), state: state}
+	call := &Call{client: c.core, req: req, sentURL: sentURL, onDone: done, done: make(chan struct{}), state: state,
+		traced: o.trace || c.core.traces}
 	h := newHandle(call)
 	var handle *C.humus_call
 	var cerr *C.humus_error
@@ -125,9 +127,9 @@ func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *
 	var r *Response
 	var err error
 	if status == C.HUMUS_OK {
-		r = newResponse(resp, call.req, call.sentURL)
+		r = newResponse(resp, call.req, call.sentURL, call.traced)
 	} else {
-		e := takeError(status, cerr)
+		e := takeCallError(status, cerr)
 		e.cause = contextCause(call.req.Context(), e.Status)
 		err = e
 	}

@@ -49,6 +49,8 @@ type clientCore struct {
 	// loopAlways sends every Do that can run on the loop there: set only by the tests (export_test.go), so
 	// that they check that path on any protocol.
 	loopAlways bool
+	// traces: every response keeps its decision trace (WithTraces).
+	traces bool
 
 	ref shared
 }
@@ -82,7 +84,7 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 	}
 	live.clients.Add(1)
 	core := &clientCore{native: native, rt: rt, compressionOff: settings.Decompress != nil && !*settings.Decompress,
-		readsOnLoop: !rt.virtual && !rt.mock.Load() && o.classifier == nil && o.policy == nil}
+		readsOnLoop: !rt.virtual && !rt.mock.Load() && o.classifier == nil && o.policy == nil, traces: o.traces}
 	core.ref.own(core.free)
 	c := &Client{core: core}
 	c.cleanup = runtime.AddCleanup(c, (*clientCore).closeOwner, core)

@@ -76,8 +76,9 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	}
 	defer C.humus_request_free(native)
 
+	traced := o.trace || c.core.traces
 	if c.core.onLoop(alone) && body.reader == nil && queuedCompletions() {
-		return c.openOnLoop(req, native, state, sentURL)
+		return c.openOnLoop(req, native, state, sentURL, traced)
 	}
 	state.watch()
 	var resp *C.humus_response
@@ -89,7 +90,7 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		state.unwatch()
 		state.free()
 		c.core.endStream()
-		e := takeError(status, cerr)
+		e := takeCallError(status, cerr)
 		if e.Status == StatusCallback && cause != nil {
 			e.cause = cause
 		} else {
@@ -99,7 +100,7 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	}
 	// The response now holds the client's reference, the token and the watcher, until its body ends.
 	call := &streamCall{resp: resp, state: state, core: c.core, ctx: ctx}
-	r := newStreamedResponse(call, req, sentURL, c.core.decodes(req))
+	r := newStreamedResponse(call, req, sentURL, c.core.decodes(req), traced)
 	c.core.sawResponse(r.Response)
 	return r, nil
 }

@@ -25,6 +25,7 @@ type Error struct {
 	Attempts   int           // attempts the call made (0 when it failed before sending anything)
 	RetryAfter time.Duration // for StatusRejected: how much longer the breaker stays open
 	cause      error
+	trace      *errorTrace // a call's: its decision trace (TraceOfError); nil for other errors
 }
 
 // Error is "humushttp: <STATUS>: <message> (<n> attempts)", and the callback's failure when there is one.

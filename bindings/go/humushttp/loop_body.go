@@ -53,7 +53,8 @@ func humusgoBodyEvent(h C.uintptr_t, kind C.int32_t, status C.humus_status, cerr
 
 // openOnLoop submits the call (the request is copied) and waits for its headers on a channel. The state's
 // token cancels it; the client's reference taken by Do is the response's from here on, or released.
-func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *callState, sentURL string) (*Response, error) {
+func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *callState, sentURL string,
+	traced bool) (*Response, error) {
 	live.loopCalls.Add(1)
 	signal := &bodySignal{opened: make(chan openedBody, 1), ready: make(chan struct{}, 1)}
 	h := newHandle(signal)
@@ -71,12 +72,12 @@ func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *c
 	}
 	opened := <-signal.opened
 	if opened.status != C.HUMUS_OK {
-		e := takeError(opened.status, opened.err)
+		e := takeCallError(opened.status, opened.err)
 		e.cause = contextCause(req.Context(), e.Status)
 		return fail(e)
 	}
 	call := &loopCall{body: opened.body, handle: h, state: state, core: c.core, ctx: req.Context()}
-	r := newLoopResponse(call, signal, req, sentURL, c.core.decodes(req))
+	r := newLoopResponse(call, signal, req, sentURL, c.core.decodes(req), traced)
 	c.core.sawResponse(r.Response)
 	return r, nil
 }
@@ -104,9 +105,10 @@ func (c *loopCall) end() {
 	c.core.endStream()
 }
 
-func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sentURL string, decodes bool) *Response {
+func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sentURL string, decodes, traced bool) *Response {
 	live.responses.Add(1)
 	r := streamedHead(C.humusgo_body_response(call.body), req, sentURL, decodes)
+	keepResponseTrace(traced, r.Response, C.humusgo_body_response(call.body))
 	s := &loopStream{signal: signal}
 	s.open(call)
 	if r.ContentLength < 0 {

@@ -18,6 +18,7 @@ type clientOptions struct {
 	classifierSet      bool // WithClassifier was used, possibly with nil (refused)
 	policy             *BreakerPolicy
 	disableCompression bool
+	traces             bool
 }
 
 // WithRuntime builds the client from rt (its clock, resolve overrides, mock transport) instead of the
@@ -37,12 +38,17 @@ func WithClassifier(f Classifier) Option {
 // its own Accept-Encoding gets the raw bytes.
 func WithDisableCompression() Option { return func(o *clientOptions) { o.disableCompression = true } }
 
+// WithTraces keeps the decision trace of every response of the client for TraceOf, as the call option
+// RecordTrace does for one call. It costs each call the rendering of its trace (measured in
+// docs/bindings.md §17.4); errors keep theirs without it (TraceOfError).
+func WithTraces() Option { return func(o *clientOptions) { o.traces = true } }
+
 // WithBreakerPolicy installs Go trip and probe policies (docs/breaker.md §9.3) in place of the built-in ones.
 func WithBreakerPolicy(p BreakerPolicy) Option { return func(o *clientOptions) { o.policy = &p } }
 
 // CallOption is a per-call setting: pass it to Client.Do or Client.Start, or attach it to a request's
 // context with WithCallOptions so a call through *http.Client carries it. The CallOptions are RetryMode
-// values, IdempotencyKey, Timeout, FollowRedirects and BufferBody. Plain values: safe to share between
+// values, IdempotencyKey, Timeout, FollowRedirects, BufferBody and RecordTrace. Plain values: safe to share between
 // goroutines and reuse.
 type CallOption interface{ applyCall(*callOptions) }
 
@@ -61,6 +67,7 @@ type callOptions struct {
 	// collectCallOptions starts from it.
 	follow int32
 	buffer bool // BufferBody: Do runs the call as Start does and waits for it
+	trace  bool // RecordTrace: the response keeps its decision trace for TraceOf
 }
 
 // RetryMode is the caller's per-call override of the retry rules (docs/retries.md §4). A RetryMode is itself a
@@ -110,6 +117,12 @@ func FollowRedirects(follow bool) CallOption {
 // in memory, and one past the setting max_response_body fails with ErrTooLarge; req.Body is read whole
 // first, as Start reads it. A plain value.
 func BufferBody() CallOption { return callOptionFunc(func(o *callOptions) { o.buffer = true }) }
+
+// RecordTrace keeps the call's decision trace (docs/trace.md §20) with its response, for TraceOf: the
+// trace is rendered when the response's head is built, which costs the call CPU, so a response keeps none
+// unless its call asks (or its client, WithTraces). A failed call's *Error keeps its trace without it
+// (TraceOfError). A plain value.
+func RecordTrace() CallOption { return callOptionFunc(func(o *callOptions) { o.trace = true }) }
 
 // CallContext is what the request being served carries, passed on to the dependency (docs/telemetry.md §12): its W3C
 // trace context and baggage, its X-Request-ID (sent only when given) and its Authorization (sent only with

@@ -56,11 +56,12 @@ type Redirect struct {
 }
 
 // newResponse takes ownership of resp, a buffered response (humus_client_do, humus_client_submit); sentURL
-// is the URL the request was made with.
-func newResponse(resp *C.humus_response, req *http.Request, sentURL string) *Response {
+// is the URL the request was made with; traced says the call keeps its trace (RecordTrace).
+func newResponse(resp *C.humus_response, req *http.Request, sentURL string, traced bool) *Response {
 	live.responses.Add(1)
 	r, info := responseHead(resp, req, sentURL, true)
 	out := r.Response
+	keepResponseTrace(traced, out, resp)
 	if info.body_len == 0 {
 		out.Body = http.NoBody
 		out.ContentLength = contentLength(req, out.Header, 0)

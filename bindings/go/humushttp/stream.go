@@ -40,10 +40,11 @@ func (c *streamCall) end() {
 }
 
 // newStreamedResponse takes charge of call. decodes says the core asked for a compressed body and decodes
-// it (see Client.decodes).
-func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, decodes bool) *Response {
+// it (see Client.decodes); traced that the call keeps its trace (RecordTrace).
+func newStreamedResponse(call *streamCall, req *http.Request, sentURL string, decodes, traced bool) *Response {
 	live.responses.Add(1)
 	r := streamedHead(call.resp, req, sentURL, decodes)
+	keepResponseTrace(traced, r.Response, call.resp)
 	if hasNoBody(req, r.Response) {
 		// No body: reach its end now, which counts the result and keeps the connection.
 		var b [1]byte
