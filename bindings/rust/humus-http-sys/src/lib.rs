@@ -91,6 +91,7 @@ extern "C" {
     pub fn humus_error_field_count(e: *const humus_error) -> usize;
     pub fn humus_error_field(e: *const humus_error, i: usize) -> *const c_char;
     pub fn humus_error_retry_after_ms(e: *const humus_error) -> i64;
+    pub fn humus_error_trace(e: *const humus_error, json: *mut *mut c_char, len: *mut usize) -> humus_status;
     pub fn humus_error_free(e: *mut humus_error);
     pub fn humus_error_new(
         status: humus_status,
@@ -528,6 +529,12 @@ extern "C" {
     ) -> humus_status;
     pub fn humus_response_status(resp: *const humus_response) -> i32;
     pub fn humus_response_attempts(resp: *const humus_response) -> i32;
+    pub fn humus_response_trace(
+        r: *const humus_response,
+        json: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_response_header(resp: *const humus_response, name: *const c_char) -> *const c_char;
     pub fn humus_response_header_count(resp: *const humus_response) -> usize;
     pub fn humus_response_header_at(

@@ -6,6 +6,7 @@ use std::time::Duration;
 use humus_http_sys as sys;
 
 use crate::ffi;
+use crate::trace::{self, AttemptRecord};
 
 /// The kind of an [`Error`]: one variant per `HUMUS_E_*` status of `humus_http.h`, grouped as the header
 /// groups them (usage, configuration, resilience verdicts, transport, TLS).
@@ -149,13 +150,23 @@ pub struct Error {
     attempts: u32,
     retry_after: Duration,
     panic: Option<String>,
+    /// The decision trace's JSON, copied out; empty for an error no call made.
+    trace: String,
 }
 
 impl Error {
     /// An error made on the Rust side of the boundary (a NUL byte in a string, a bad conversion), worded
     /// like the library's.
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>, fields: Vec<String>) -> Error {
-        Error { kind, message: message.into(), fields, attempts: 0, retry_after: Duration::ZERO, panic: None }
+        Error {
+            kind,
+            message: message.into(),
+            fields,
+            attempts: 0,
+            retry_after: Duration::ZERO,
+            panic: None,
+            trace: String::new(),
+        }
     }
 
     /// Copies a library error out and frees it. `err` is NULL only after the few functions without an err
@@ -192,6 +203,7 @@ impl Error {
                 attempts: u32::try_from(sys::humus_error_attempts(e)).unwrap_or(0),
                 retry_after: Duration::from_millis(u64::try_from(sys::humus_error_retry_after_ms(e)).unwrap_or(0)),
                 panic: None,
+                trace: trace::error_text(e).unwrap_or_default(),
             }
         }
     }
@@ -254,6 +266,13 @@ impl Error {
     /// thread that reported the failure; otherwise `None`.
     pub fn panic_message(&self) -> Option<&str> {
         self.panic.as_deref()
+    }
+
+    /// The failed call's decision trace (docs/trace.md §20): one record per attempt, in order; empty for an
+    /// error no call made (a refused setting or request, one made on the Rust side). Copied out with the
+    /// error, parsed when asked for.
+    pub fn trace(&self) -> Vec<AttemptRecord> {
+        trace::parse(&self.trace)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The little JSON this crate writes: runtime options and settings in docs/settings.md §3's JSON form, handed to the C
-//! core, which parses and checks them. No serde dependency for a writer of a few objects.
+//! core, which parses and checks them; and the little it reads: the library's own output (a decision trace,
+//! docs/trace.md §20). No serde dependency for a writer of a few objects and a reader of well-formed text.
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -146,9 +147,218 @@ pub(crate) fn string_member(text: &str, key: &str) -> Option<String> {
     }
 }
 
+/// A JSON value read from the library's output.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Value {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Arr(Vec<Value>),
+    Obj(Vec<(String, Value)>),
+}
+
+impl Value {
+    /// The member `key` of an object; `Null` when absent or not an object.
+    pub(crate) fn get(&self, key: &str) -> &Value {
+        match self {
+            Value::Obj(entries) => entries.iter().find(|(k, _)| k == key).map_or(&Value::Null, |(_, v)| v),
+            _ => &Value::Null,
+        }
+    }
+
+    pub(crate) fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Num(x) => Some(*x),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+/// Parses JSON text (RFC 8259); `None` when it is not one well-formed value.
+pub(crate) fn parse(text: &str) -> Option<Value> {
+    let mut reader = Reader { bytes: text.as_bytes(), at: 0 };
+    let value = reader.value(0)?;
+    reader.space();
+    (reader.at == reader.bytes.len()).then_some(value)
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    /// Nesting deeper than this is refused rather than recursed into.
+    const MAX_DEPTH: usize = 64;
+
+    fn space(&mut self) {
+        while matches!(self.bytes.get(self.at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        self.space();
+        let ok = self.bytes.get(self.at) == Some(&byte);
+        if ok {
+            self.at += 1;
+        }
+        ok
+    }
+
+    fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
+        let ok = self.bytes[self.at..].starts_with(word.as_bytes());
+        self.at += word.len();
+        ok.then_some(value)
+    }
+
+    fn value(&mut self, depth: usize) -> Option<Value> {
+        if depth > Self::MAX_DEPTH {
+            return None;
+        }
+        self.space();
+        match *self.bytes.get(self.at)? {
+            b'n' => self.literal("null", Value::Null),
+            b't' => self.literal("true", Value::Bool(true)),
+            b'f' => self.literal("false", Value::Bool(false)),
+            b'"' => self.string().map(Value::Str),
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if self.eat(b']') {
+                    return Some(Value::Arr(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    if self.eat(b']') {
+                        return Some(Value::Arr(items));
+                    }
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            b'{' => {
+                self.at += 1;
+                let mut entries = Vec::new();
+                if self.eat(b'}') {
+                    return Some(Value::Obj(entries));
+                }
+                loop {
+                    self.space();
+                    let key = self.string()?;
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    entries.push((key, self.value(depth + 1)?));
+                    if self.eat(b'}') {
+                        return Some(Value::Obj(entries));
+                    }
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            _ => self.number(),
+        }
+    }
+
+    fn number(&mut self) -> Option<Value> {
+        let start = self.at;
+        while matches!(self.bytes.get(self.at), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+            self.at += 1;
+        }
+        std::str::from_utf8(&self.bytes[start..self.at]).ok()?.parse().ok().map(Value::Num)
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.bytes.get(self.at..self.at + 4)?;
+        self.at += 4;
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    }
+
+    fn string(&mut self) -> Option<String> {
+        if self.bytes.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        self.at += 1;
+        let mut out = Vec::new();
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.at += 1;
+                    return String::from_utf8(out).ok();
+                }
+                b'\\' => {
+                    self.at += 1;
+                    let escaped = *self.bytes.get(self.at)?;
+                    self.at += 1;
+                    let c = match escaped {
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let mut code = self.hex4()?;
+                            // A surrogate pair: the high half here, the low half in the next escape.
+                            if (0xd800..0xdc00).contains(&code) && self.bytes[self.at..].starts_with(b"\\u") {
+                                self.at += 2;
+                                let low = self.hex4()?;
+                                code = 0x10000 + ((code - 0xd800) << 10) + (low.checked_sub(0xdc00)? & 0x3ff);
+                            }
+                            char::from_u32(code).unwrap_or('\u{fffd}')
+                        }
+                        other => char::from(other), // \" \\ \/
+                    };
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+                byte => {
+                    out.push(byte);
+                    self.at += 1;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_what_it_could_write() {
+        let v = parse(r#" [{"a": 1.5, "b": null, "c": [true, false], "d": "x\"\u00e9\ud83d\ude00", "e": -2e3}, {}] "#)
+            .expect("well-formed");
+        let Value::Arr(items) = &v else { panic!("an array") };
+        assert_eq!(items[0].get("a").as_f64(), Some(1.5));
+        assert_eq!(items[0].get("b"), &Value::Null);
+        assert_eq!(items[0].get("c"), &Value::Arr(vec![Value::Bool(true), Value::Bool(false)]));
+        assert_eq!(items[0].get("d").as_str(), Some("x\"é😀"));
+        assert_eq!(items[0].get("e").as_f64(), Some(-2000.0));
+        assert_eq!(items[0].get("missing"), &Value::Null);
+        assert_eq!(items[1], Value::Obj(Vec::new()));
+        assert_eq!(parse("[1,]"), None);
+        assert_eq!(parse("{\"a\" 1}"), None);
+        assert_eq!(parse("[1] x"), None);
+        assert_eq!(parse(&"[".repeat(100)), None);
+    }
 
     #[test]
     fn writes_objects_in_order_with_escapes() {

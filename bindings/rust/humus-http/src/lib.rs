@@ -64,6 +64,7 @@ mod response;
 mod runtime;
 mod settings;
 mod span;
+mod trace;
 mod upstreams;
 
 pub use body_stream::{AsyncStreamingResponse, StreamCall};
@@ -81,6 +82,7 @@ pub use response::{Response, StreamingResponse};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
 pub use span::{AttributeValue, Span};
+pub use trace::{AttemptRecord, BreakerPosition};
 pub use upstreams::Upstreams;
 
 /// The `http` crate (cargo feature `http`) whose `Request` and `Response` this crate converts from and to,

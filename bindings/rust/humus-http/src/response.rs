@@ -12,6 +12,7 @@ use humus_http_sys as sys;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::ffi;
+use crate::trace::{self, AttemptRecord};
 
 /// Everything of a response but its body, copied out of a live C response.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,6 +156,8 @@ fn decode_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> 
 pub struct Response {
     head: Head,
     body: Vec<u8>,
+    /// The decision trace's JSON, copied with the rest (the C response is freed at once).
+    trace: String,
 }
 
 impl Response {
@@ -167,7 +170,13 @@ impl Response {
             return Err(no_response());
         }
         // SAFETY: `resp` is live until the free below; what is read is copied.
-        let copied = unsafe { copy_body(resp).map(|body| Response { head: Head::copy(resp), body }) };
+        let copied = unsafe {
+            copy_body(resp).map(|body| Response {
+                head: Head::copy(resp),
+                body,
+                trace: trace::response_text(resp).unwrap_or_default(),
+            })
+        };
         // SAFETY: ours, freed once.
         unsafe { sys::humus_response_free(resp) };
         copied
@@ -176,7 +185,7 @@ impl Response {
     /// A response made of its parts, for the unit tests of the `http` conversions.
     #[cfg(all(test, feature = "http"))]
     pub(crate) fn from_parts(head: Head, body: Vec<u8>) -> Response {
-        Response { head, body }
+        Response { head, body, trace: String::new() }
     }
 
     head_accessors!();
@@ -189,6 +198,12 @@ impl Response {
     /// The body as UTF-8 text.
     pub fn text(&self) -> Result<&str, std::str::Utf8Error> {
         std::str::from_utf8(&self.body)
+    }
+
+    /// The call's decision trace (docs/trace.md §20): one record per attempt, in order, this response's own
+    /// last. Copied out with the response (the C ABI renders it as JSON, parsed here when asked for).
+    pub fn trace(&self) -> Vec<AttemptRecord> {
+        trace::parse(&self.trace)
     }
 
     /// The body, moved out.
@@ -259,6 +274,14 @@ impl<'c> StreamingResponse<'c> {
 
     head_accessors!();
 
+    /// The call's decision trace so far (docs/trace.md §20), rendered from the live response: complete once
+    /// the body was read to its end; before, the last record's `breaker_after` is `None` (the body still
+    /// holds the verdict, docs/bodies.md §7).
+    pub fn trace(&self) -> Vec<AttemptRecord> {
+        // SAFETY: live until drop, and freed by no other thread (reads take `&mut self`, drop `self`).
+        unsafe { trace::response_text(self.raw.as_ptr()) }.map_or_else(Vec::new, |text| trace::parse(&text))
+    }
+
     /// The rest of the body (all of it if nothing was read yet), read to its end: bounded by
     /// `max_response_body` (past it [`ErrorKind::TooLarge`], no breaker verdict), or the failure of a read.
     pub fn bytes(self) -> Result<Vec<u8>, Error> {
@@ -283,7 +306,10 @@ impl<'c> StreamingResponse<'c> {
     /// The buffered [`Response`]: the head and the rest of the body, as [`bytes`](StreamingResponse::bytes).
     pub fn into_response(self) -> Result<Response, Error> {
         let head = self.head.clone();
-        Ok(Response { head, body: self.bytes()? })
+        // SAFETY: ours, alive until `self` drops at the end; the trace is read once the body has ended.
+        let body = unsafe { copy_body(self.raw.as_ptr()) }?;
+        let trace = unsafe { trace::response_text(self.raw.as_ptr()) }.unwrap_or_default();
+        Ok(Response { head, body, trace })
     }
 }
 
