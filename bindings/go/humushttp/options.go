@@ -39,8 +39,8 @@ func WithClassifier(f Classifier) Option {
 func WithDisableCompression() Option { return func(o *clientOptions) { o.disableCompression = true } }
 
 // WithTraces keeps the decision trace of every response of the client for TraceOf, as the call option
-// RecordTrace does for one call. It costs each call the rendering of its trace (measured in
-// docs/bindings.md §17.4); errors keep theirs without it (TraceOfError).
+// RecordTrace does for one call. It costs each call the rendering of its trace as JSON in the library;
+// errors keep theirs without it (TraceOfError).
 func WithTraces() Option { return func(o *clientOptions) { o.traces = true } }
 
 // WithBreakerPolicy installs Go trip and probe policies (docs/breaker.md §9.3) in place of the built-in ones.

@@ -76,7 +76,7 @@ func TraceOfError(err error) []AttemptRecord {
 // TraceOf is the decision trace of a response of this package's (Client.Do, Client.Start, a
 // *http.Client from NewClient or HTTPClient, Transport.RoundTrip): one record per attempt, in order, the
 // response's own last. It is kept only for a call that asked for it — the call option RecordTrace, or the
-// client option WithTraces — since making it costs the call CPU (docs/bindings.md §17.4); TraceOf is nil
+// client option WithTraces — since making it costs the call CPU (the library renders it as JSON); TraceOf is nil
 // for any other response, and for one that did not come from this package. The last record's BreakerAfter
 // is nil for a streamed body (Do's, unless BufferBody): its result is counted when the body ends, after
 // the trace was made (docs/trace.md §20.1). Safe for concurrent use, also while the body is read.
