@@ -684,6 +684,7 @@ Usage:
   humus-http [options] URL                        as curl: GET, or POST with a body, -X to name another
   humus-http [options] get|head|post|put|patch|delete|options [options] URL
   humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg]
+  humus-http replay --settings FILE [--compare FILE2] [--seed N] TRAFFIC.jsonl
   humus-http --help | --version
 
 Each call goes through one humus_http client (libhumus_http): deadlines, retries within a budget, a circuit
@@ -821,6 +822,14 @@ Demo:
       --duration SECONDS       length of the run, 5..3600 (default 30); the phases scale with it
       --rate N                 calls started per second, 1..2000 (default 200)
       --plot FILE              also write the timeline as an SVG chart (open it in a browser)
+
+Replay:
+  humus-http replay runs recorded traffic (JSON lines: time, method, status or error, latency, Retry-After)
+  through a client of the settings on a virtual clock and prints what it would have done: calls, attempts,
+  retries, throttled, rejected, breaker transitions with their times, load amplification, p50/p99 latency.
+      --settings FILE          the client's settings (JSON; base_url may be left out); required
+      --compare FILE2          also replay with these settings, in a column beside the first
+      --seed N                 the virtual clock's random seed (default 1): the same seed, the same report
 
 )";
   text += exit_code::help_table();

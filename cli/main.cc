@@ -13,6 +13,7 @@
 #include "demo/demo.h"
 #include "exit_codes.h"
 #include "fetch.h"
+#include "replay.h"
 
 namespace {
 
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
   // A closed stdout (| head) is a write error reported as exit 23, as curl does, not a silent death.
   (void)std::signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // replay has flags of its own and runs no request of the command line: it parses them itself.
+  if (!args.empty() && args[0] == "replay") return humus::cli::replay::run_replay({args.begin() + 1, args.end()});
   Invocation inv;
   if (std::optional<std::string> error = humus::cli::parse_args(args, inv)) {
     std::fprintf(stderr, "humus-http: %s\n", error->c_str());
