@@ -29,6 +29,16 @@ size_t slip_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> nearest_word(std::string_view word, const std::vector<std::string>& candidates) {
   if (word.size() > 256) return std::nullopt;  // bounds the quadratic distance on hostile input
+  // A word cut short ("out" for "output") is nearer to what it starts than to a word as short as itself.
+  const std::string* only_extension = nullptr;
+  size_t extensions = 0;
+  for (const std::string& c : candidates) {
+    if (c.size() > word.size() && slip_distance(word, c.substr(0, word.size())) == 0) {
+      only_extension = &c;
+      ++extensions;
+    }
+  }
+  if (!word.empty() && extensions == 1) return *only_extension;
   const std::string* nearest = nullptr;
   size_t best = std::numeric_limits<size_t>::max();
   for (const std::string& c : candidates) {
