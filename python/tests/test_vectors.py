@@ -264,6 +264,30 @@ class Outcome:
     start_ms: int = 0
     end_ms: int = 0
     read_error: str | None = None  # an opened call's: the status name of the read that failed
+    trace: list[dict[str, Any]] = field(default_factory=list)  # the decision trace, in the vectors' terms
+
+
+# The members of a trace record a vector's `trace` may check (tests/vectors/README.md); `_ms` ones are the
+# record's seconds in milliseconds.
+TRACE_KEYS = ("decision", "wait_ms", "wait_source", "status", "error", "wire_sends", "retry_verdict",
+              "breaker_verdict", "retry_after_ms", "retry_after_source", "breaker", "breaker_after",
+              "budget_before", "budget_after", "redirect", "resend")
+
+
+def trace_for_vector(records: list[humus_http.AttemptRecord]) -> list[dict[str, Any]]:
+    """The records of Response.trace / UpstreamError.trace as the vectors write them."""
+    def position(p: humus_http.BreakerPosition | None) -> dict[str, Any] | None:
+        return None if p is None else {"state": p.state, "generation": p.generation}
+
+    def ms(seconds: float | None) -> float | None:
+        return None if seconds is None else seconds * 1000
+
+    return [{"decision": r.decision, "wait_ms": ms(r.wait), "wait_source": r.wait_source, "status": r.status,
+             "error": r.error, "wire_sends": r.wire_sends, "retry_verdict": r.retry_verdict,
+             "breaker_verdict": r.breaker_verdict, "retry_after_ms": ms(r.retry_after),
+             "retry_after_source": r.retry_after_source, "breaker": position(r.breaker),
+             "breaker_after": position(r.breaker_after), "budget_before": r.budget_before,
+             "budget_after": r.budget_after, "redirect": r.redirect, "resend": r.resend} for r in records]
 
 
 def outcome_of(result: Response | BaseException, start_ms: int, problems: Problems, path: str) -> Outcome:
@@ -277,6 +301,7 @@ def outcome_of(result: Response | BaseException, start_ms: int, problems: Proble
         o.url = result.url
         o.end_ms = start_ms + result.elapsed // MS
         result.close()
+        o.trace = trace_for_vector(result.trace)
         return o
     error: UpstreamError | None
     if isinstance(result, UpstreamError):
@@ -291,6 +316,7 @@ def outcome_of(result: Response | BaseException, start_ms: int, problems: Proble
     o.attempts = error.attempts
     o.message = error.message
     o.fields = list(error.fields)
+    o.trace = trace_for_vector(error.trace)
     if isinstance(error, CircuitOpenError):
         o.retry_after_ms = round(error.retry_after * 1000)
     if error.elapsed is not None:  # None: refused before it was sent, at once
@@ -305,6 +331,7 @@ def describe(o: Outcome, sent: list[Received]) -> dict[str, Any]:
     else:
         d.update(error=o.error, message=o.message, retry_after_ms=o.retry_after_ms)
     d["attempts"] = o.attempts
+    d["trace"] = o.trace
     d["attempt_times_ms"] = [r.at_ms - o.start_ms for r in sent]
     d["sent"] = [f"{r.method} {r.path}" for r in sent]
     d["elapsed_ms"] = o.end_ms - o.start_ms
@@ -569,6 +596,7 @@ class Runner:
             token.cancel()
             read_one()
         o.body = bytes(body)
+        o.trace = trace_for_vector(response.trace)  # once read, before it is closed
         self.mock.control(call_id, None)
         self.held.append(block)
         if not s.get("hold", False):
@@ -643,7 +671,7 @@ class Runner:
             print(f"  {path} observed {json.dumps(describe(o, sent))}", file=sys.stderr)
         p = self.p
         p.keys(e, path, ["status", "error", "attempts", "attempt_times_ms", "elapsed_ms", "retry_after_ms", "body",
-                         "body_size", "headers", "url", "message", "fields", "sent", "read_error"])
+                         "body_size", "headers", "url", "message", "fields", "sent", "read_error", "trace"])
         outcome = f"status {o.status}" if o.error is None else f"{o.error} ({o.message})"
         if "status" in e:
             if o.error is not None:
@@ -681,6 +709,8 @@ class Runner:
             for name, want in e["headers"].items():
                 got = next((v for n, v in o.headers if n.lower() == name.lower()), None)
                 p.equal(f"{path}.headers.{name}", want, got)
+        if "trace" in e:
+            self.check_trace(e["trace"], o.trace, f"{path}.trace")
         if "sent" in e:
             want_sent = e["sent"]
             if len(want_sent) != len(sent):
@@ -693,6 +723,27 @@ class Runner:
                         p.equal(f"{at}.{key}", w[key], getattr(r, key))
                 for name, value in w.get("headers", {}).items():
                     p.equal(f"{at}.headers.{name}", value, r.headers.get(name))
+
+    def check_trace(self, want: object, got: list[dict[str, Any]], path: str) -> None:
+        """Every record, in order; each expected record names only the members it checks; numbers within 1e-6."""
+        p = self.p
+        if not isinstance(want, list):
+            p.add(path, "must be an array")
+            return
+        if len(want) != len(got):
+            p.add(path, f"expected {len(want)} records, the trace has {len(got)}: {json.dumps(got)}")
+        for i, (w, g) in enumerate(zip(want, got, strict=False)):
+            at = f"{path}[{i}]"
+            if not p.keys(w, at, TRACE_KEYS):
+                continue
+            for key, value in w.items():
+                actual = g[key]
+                numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (value, actual))
+                if numbers:
+                    if abs(value - actual) > 1e-6:
+                        p.add(f"{at}.{key}", f"expected {json.dumps(value)}, got {json.dumps(actual)}")
+                else:
+                    p.equal(f"{at}.{key}", value, actual)
 
     def then(self, t: dict[str, Any], path: str) -> None:
         """State checks after a step; only what the vector names is read (a breaker read may advance it)."""
@@ -708,13 +759,13 @@ class Runner:
             b = t["breaker"]
             p.keys(b, f"{path}.breaker", ["state", "successes", "failures", "consecutive_successes",
                                            "consecutive_failures", "timed_out_probes", "window_results",
-                                           "window_failures"])
+                                           "window_failures", "slow_results", "window_slow"])
             state = self.client.breaker_state
             if "state" in b:
                 p.equal(f"{path}.breaker.state", b["state"], state)
             counts = self.client.breaker_counts
             for name in ("successes", "failures", "consecutive_successes", "consecutive_failures",
-                         "timed_out_probes", "window_results", "window_failures"):
+                         "timed_out_probes", "window_results", "window_failures", "slow_results", "window_slow"):
                 if name in b:
                     p.equal(f"{path}.breaker.{name}", b[name], getattr(counts, name))
         if "budget_tokens" in t:

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -355,7 +356,20 @@ struct Outcome {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
   std::optional<std::string> read_error;  // an opened call's: the status name of the read that failed
+  json trace = json::array();             // the decision trace (docs/trace.md §20), as the C ABI renders it
 };
+
+// The call's decision trace from its response or error; a trace that cannot be read is an empty one, which
+// any expected record then fails.
+json read_trace(const humus_response* resp, const humus_error* err) {
+  char* text = nullptr;
+  size_t len = 0;
+  const humus_status rc =
+      resp != nullptr ? humus_response_trace(resp, &text, &len, nullptr) : humus_error_trace(err, &text, &len);
+  json out = rc == HUMUS_OK ? json::parse(std::string(text, len), nullptr, false) : json::array();
+  humus_string_free(text);
+  return out.is_array() ? out : json::array();
+}
 
 void fill(Outcome& o, humus_status rc, humus_response* resp, humus_error* err) {
   o.rc = rc;
@@ -373,8 +387,10 @@ void fill(Outcome& o, humus_status rc, humus_response* resp, humus_error* err) {
       if (humus_response_header_at(resp, i, &name, &value) == HUMUS_OK) o.headers.emplace_back(name, value);
     }
     o.url = humus_response_url(resp);
+    o.trace = read_trace(resp, nullptr);
   }
   if (err != nullptr) {
+    o.trace = read_trace(nullptr, err);
     o.attempts = humus_error_attempts(err);
     o.retry_after_ms = humus_error_retry_after_ms(err);
     o.message = humus_error_message(err);
@@ -742,6 +758,7 @@ class Runner {
         humus_cancel_trigger(control.token);
         (void)read(SIZE_MAX);
       }
+      o.trace = read_trace(h.resp, nullptr);  // once read, before it is closed
     } else {
       fill(o, rc, nullptr, err);
     }
@@ -853,7 +870,7 @@ class Runner {
     Problems& p = problems_;
     p.keys(e, path,
            {"status", "error", "attempts", "attempt_times_ms", "elapsed_ms", "retry_after_ms", "body",
-            "body_size", "headers", "url", "message", "fields", "sent", "read_error"});
+            "body_size", "headers", "url", "message", "fields", "sent", "read_error", "trace"});
     const std::string outcome = o.rc == HUMUS_OK
                                     ? "status " + std::to_string(o.status)
                                     : std::string(humus_status_name(o.rc)) + " (" + o.message + ")";
@@ -900,6 +917,7 @@ class Runner {
         p.equal(path + ".headers." += name, want, got);
       }
     }
+    if (e.contains("trace")) check_trace(e["trace"], o.trace, path + ".trace");
     if (e.contains("sent")) {
       const json& want = e["sent"];
       if (want.size() != sent.size()) {
@@ -925,6 +943,68 @@ class Runner {
     }
   }
 
+  // `trace`: one object per record, all of them, in order; each names only the members it checks
+  // (tests/vectors/README.md). A `_ms` key is the record's seconds member in milliseconds, and numbers
+  // compare within 1e-6 (the JSON carries seconds as doubles).
+  void check_trace(const json& want, const json& got, const std::string& path) {
+    Problems& p = problems_;
+    if (!want.is_array()) {
+      p.add(path, "must be an array");
+      return;
+    }
+    if (want.size() != got.size()) {
+      p.add(path, "expected " + std::to_string(want.size()) + " records, the trace has " + std::to_string(got.size()) +
+                      ": " + trace_for_vector(got).dump());
+    }
+    for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      const json& w = want[i];
+      if (!w.is_object()) {
+        p.add(at, "must be an object");
+        continue;
+      }
+      const json g = trace_record_for_vector(got[i]);
+      for (const auto& [key, value] : w.items()) {
+        if (!g.contains(key)) {
+          p.add(at + "." += key, "unknown key");
+          continue;
+        }
+        const json& actual = g[key];
+        if (value.is_number() && actual.is_number()) {
+          if (std::fabs(value.get<double>() - actual.get<double>()) > 1e-6) p.equal(at + "." += key, value, actual);
+        } else {
+          p.equal(at + "." += key, value, actual);
+        }
+      }
+    }
+  }
+
+  static constexpr std::array<const char*, 16> kTraceKeys = {
+      "decision",        "wait_ms",        "wait_source",        "status",  "error",         "wire_sends",
+      "retry_verdict",   "breaker_verdict", "retry_after_ms",    "retry_after_source", "breaker", "breaker_after",
+      "budget_before",   "budget_after",   "redirect",           "resend"};
+
+  // A record of the C ABI's JSON in the vectors' terms: the members `trace` can check, seconds as `_ms`.
+  static json trace_record_for_vector(const json& r) {
+    json out = json::object();
+    for (const char* key : kTraceKeys) {
+      const std::string k = key;
+      if (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) {
+        const json& seconds = r.value(k.substr(0, k.size() - 3), json());
+        out[k] = seconds.is_number() ? json(seconds.get<double>() * 1000.0) : json();
+      } else {
+        out[k] = r.value(k, json());
+      }
+    }
+    return out;
+  }
+
+  static json trace_for_vector(const json& trace) {
+    json out = json::array();
+    for (const json& r : trace) out.push_back(trace_record_for_vector(r));
+    return out;
+  }
+
   static json describe(const Outcome& o, const std::vector<Received>& sent) {
     json d;
     if (o.rc == HUMUS_OK) {
@@ -944,6 +1024,7 @@ class Runner {
     d["attempt_times_ms"] = times;
     d["sent"] = paths;
     d["elapsed_ms"] = o.end_ms - o.start_ms;
+    d["trace"] = trace_for_vector(o.trace);
     if (o.body.size() <= 64)
       d["body"] = o.body;
     else

@@ -508,7 +508,8 @@ type outcome struct {
 	url        string
 	startMs    int64
 	endMs      int64
-	readError  string // an opened call's: the status name of the read that failed
+	readError  string           // an opened call's: the status name of the read that failed
+	trace      []map[string]any // the decision trace (TraceOf, TraceOfError), as the vectors write it
 }
 
 func outcomeOf(resp *humushttp.Response, err error) outcome {
@@ -523,6 +524,7 @@ func outcomeOf(resp *humushttp.Response, err error) outcome {
 		o.retryAfter = he.RetryAfter.Milliseconds()
 		o.message = he.Message
 		o.fields = he.Fields
+		o.trace = traceForVector(humushttp.TraceOfError(err))
 		return o
 	}
 	o.status = resp.StatusCode
@@ -532,6 +534,7 @@ func outcomeOf(resp *humushttp.Response, err error) outcome {
 	o.body = string(body)
 	o.header = resp.Header
 	o.url = resp.Request.URL.String()
+	o.trace = traceForVector(humushttp.TraceOf(resp.Response))
 	return o
 }
 
@@ -547,7 +550,7 @@ func (o outcome) describe(sent []received) map[string]any {
 		times = append(times, r.atMs-o.startMs)
 		paths = append(paths, r.method+" "+r.path)
 	}
-	d["attempt_times_ms"], d["sent"] = times, paths
+	d["attempt_times_ms"], d["sent"], d["trace"] = times, paths, o.trace
 	if len(o.body) <= 64 {
 		d["body"] = o.body
 	} else {
@@ -679,7 +682,9 @@ func (r *runner) makeClient() bool {
 	var client *humushttp.Client
 	settings, err := humushttp.SettingsFromJSON(text)
 	if err == nil {
-		client, err = humushttp.Open(settings, append(r.callbackOptions(), humushttp.WithRuntime(r.rt))...)
+		// WithTraces: every response keeps its decision trace, for the "trace" expectations.
+		client, err = humushttp.Open(settings,
+			append(r.callbackOptions(), humushttp.WithRuntime(r.rt), humushttp.WithTraces())...)
 	}
 	want := r.v["settings_error"]
 	if want != nil && len(array(r.v, "steps")) > 0 {
@@ -928,6 +933,7 @@ func (r *runner) openedCall(s map[string]any, id int, path string) outcome {
 		read(16384)
 	}
 	o.body = string(body)
+	o.trace = traceForVector(humushttp.TraceOf(resp.Response)) // once read, before it is closed
 	r.held = append(r.held, heldBody{resp.Body, cancel})
 	if hold, _ := s["hold"].(bool); !hold {
 		r.closeHeld()
@@ -1036,7 +1042,7 @@ func (r *runner) observe(e map[string]any, o outcome, id int, path string) {
 	}
 	p := r.p
 	p.keys(e, path, "status", "error", "attempts", "attempt_times_ms", "elapsed_ms", "retry_after_ms", "body",
-		"body_size", "headers", "url", "message", "fields", "sent", "read_error")
+		"body_size", "headers", "url", "message", "fields", "sent", "read_error", "trace")
 	var what string
 	if o.err == nil {
 		what = fmt.Sprintf("status %d", o.status)
@@ -1115,6 +1121,9 @@ func (r *runner) observe(e map[string]any, o outcome, id int, path string) {
 			}
 			p.equal(path+".headers."+name, want[name], got)
 		}
+	}
+	if has(e, "trace") {
+		r.checkTrace(array(e, "trace"), o.trace, path+".trace")
 	}
 	if has(e, "sent") {
 		want := array(e, "sent")

@@ -8,6 +8,7 @@
 mod problems;
 mod runner;
 mod script;
+mod trace;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;

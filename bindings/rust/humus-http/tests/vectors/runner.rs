@@ -37,6 +37,7 @@ struct Opened {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     read_error: Option<String>,
+    trace: Vec<humus_http::AttemptRecord>, // once read, before it was closed
 }
 
 impl Outcome {
@@ -73,6 +74,16 @@ impl Outcome {
             (Some(r), _) => r.header(name),
             (_, Some(o)) => o.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()),
             _ => None,
+        }
+    }
+
+    /// The call's decision trace, in the vectors' terms.
+    fn trace(&self) -> Vec<Value> {
+        match (&self.response, &self.opened, &self.error) {
+            (Some(r), _, _) => crate::trace::for_vector(&r.trace()),
+            (_, Some(o), _) => crate::trace::for_vector(&o.trace),
+            (_, _, Some(e)) => crate::trace::for_vector(&e.trace()),
+            _ => Vec::new(),
         }
     }
 
@@ -490,6 +501,7 @@ impl Runner {
             token.cancel();
             read(&mut o, 16384);
         }
+        o.trace = stream.trace();
         held.push(stream);
         if !s.get("hold").and_then(Value::as_bool).unwrap_or(false) {
             held.clear();
@@ -602,9 +614,13 @@ impl Runner {
                 "fields",
                 "sent",
                 "read_error",
+                "trace",
             ],
         );
         let at = |field: &str| format!("{path}.{field}");
+        if let Some(want) = e.get("trace") {
+            crate::trace::check(p, want, &o.trace(), &at("trace"));
+        }
         if let Some(status) = e.get("status") {
             match o.status() {
                 Some(got) => p.equal(&at("status"), status, got),
@@ -824,5 +840,6 @@ fn describe(o: &Outcome, sent: &[crate::script::Received]) -> Value {
     d["attempt_times_ms"] = json!(sent.iter().map(|r| r.at_ms - o.start_ms).collect::<Vec<_>>());
     d["sent"] = json!(sent.iter().map(|r| format!("{} {}", r.method, r.path)).collect::<Vec<_>>());
     d["elapsed_ms"] = json!(o.end_ms - o.start_ms);
+    d["trace"] = json!(o.trace());
     d
 }
