@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "testing/virtual_clock.h"
 #include "transport/event_loop.h"
 
 namespace humus::transport {
