@@ -355,9 +355,13 @@ typedef struct humus_breaker_counts {
   uint64_t timed_out_probes;
   uint32_t window_results;       /* results in the window, at most breaker.window */
   uint32_t window_failures;      /* failures among them */
+  /* Version 2: results whose attempt took longer than breaker.slow_call_duration (docs/breaker.md §9.3a), be
+   * they successes or failures; always 0 while that setting is null. */
+  uint64_t slow_results;         /* since the state began */
+  uint32_t window_slow;          /* slow results in the window */
 } humus_breaker_counts;
-#define HUMUS_BREAKER_COUNTS_VERSION 1
-#define HUMUS_BREAKER_COUNTS_INIT {HUMUS_BREAKER_COUNTS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0}
+#define HUMUS_BREAKER_COUNTS_VERSION 2
+#define HUMUS_BREAKER_COUNTS_INIT {HUMUS_BREAKER_COUNTS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 enum { HUMUS_CIRCUIT_CLOSED = 0, HUMUS_CIRCUIT_OPEN = 1, HUMUS_CIRCUIT_HALF_OPEN = 2 };
 /* What a probe policy decides in half-open. */

@@ -76,6 +76,10 @@ class BreakerCounts:
     timed_out_probes: int
     window_results: int
     window_failures: int
+    # Results whose attempt took longer than breaker.slow_call_duration (docs/breaker.md §9.3a), successes or
+    # failures: since the state began, and among the window's. 0 while that setting is unset.
+    slow_results: int = 0
+    window_slow: int = 0
 
 
 @dataclass(frozen=True)

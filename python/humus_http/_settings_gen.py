@@ -47,7 +47,10 @@ class Breaker(Group):
     """The ``breaker`` settings: the circuit breaker (docs/breaker.md §9). A field left None is not given: the
     core's default applies. A frozen value: share it between threads freely."""
 
-    FORMS = {"window": "value", "open_for": "duration", "probes": "value", "probe_timeout": "duration"}
+    FORMS = {
+        "window": "value", "open_for": "duration", "probes": "value", "probe_timeout": "duration",
+        "slow_call_duration": "duration",
+    }
 
     #: results the policy sees (default 20; >= 1, <= 10000)
     window: int | None = None
@@ -57,6 +60,8 @@ class Breaker(Group):
     probes: int | None = None
     #: a probe's slot is freed after this (default 10s; > 0s)
     probe_timeout: Duration | None = None
+    #: a longer attempt is also counted slow; null: none is (> 0s)
+    slow_call_duration: Duration | None = None
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,9 @@ class Trip(Group):
     """The ``trip`` settings: the built-in trip policy's parameters. A field left None is not given: the core's
     default applies. A frozen value: share it between threads freely."""
 
-    FORMS = {"consecutive_failures": "value", "failure_rate": "value", "min_results": "value"}
+    FORMS = {
+        "consecutive_failures": "value", "failure_rate": "value", "min_results": "value", "slow_call_rate": "value",
+    }
 
     #: open after this many failures in a row (default 5; >= 1)
     consecutive_failures: int | None = None
@@ -72,6 +79,8 @@ class Trip(Group):
     failure_rate: float | None = None
     #: ... with at least this many results (default 20; >= 1, <= 4294967295)
     min_results: int | None = None
+    #: ... or once this share of the window was slow; null: never (> 0, <= 1)
+    slow_call_rate: float | None = None
 
 
 @dataclass(frozen=True)

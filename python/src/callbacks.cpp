@@ -65,7 +65,8 @@ humus_status classify_trampoline(void* user_data, const humus_attempt* attempt, 
 
 py::tuple counts_tuple(const humus_breaker_counts* c) {
   return py::make_tuple(c->state, c->successes, c->failures, c->consecutive_successes,
-                        c->consecutive_failures, c->timed_out_probes, c->window_results, c->window_failures);
+                        c->consecutive_failures, c->timed_out_probes, c->window_results, c->window_failures,
+                        c->slow_results, c->window_slow);
 }
 
 namespace {

@@ -90,7 +90,7 @@ void span_trampoline(void* user_data, const humus_span* span) {
 }
 
 // The record as the Python adapter takes it: (event, message, server_address, server_port, previous_state,
-// new_state, counts (eight integers, as the breaker policy adapters take them), time_unix_ms, upstream).
+// new_state, counts (ten integers, as the breaker policy adapters take them), time_unix_ms, upstream).
 void log_trampoline(void* user_data, const humus_log_record* record) {
   if (interpreter_finalizing()) return;
   Gil gil;
@@ -98,7 +98,7 @@ void log_trampoline(void* user_data, const humus_log_record* record) {
     const humus_breaker_counts& c = *record->counts;
     py::tuple counts =
         py::make_tuple(c.state, c.successes, c.failures, c.consecutive_successes, c.consecutive_failures,
-                       c.timed_out_probes, c.window_results, c.window_failures);
+                       c.timed_out_probes, c.window_results, c.window_failures, c.slow_results, c.window_slow);
     return py::make_tuple(str_of(record->event), str_of(record->message), str_of(record->server_address),
                           record->server_port, record->previous_state, record->new_state, counts,
                           record->time_unix_ms, str_of(record->upstream));

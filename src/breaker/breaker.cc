@@ -14,7 +14,12 @@ Instant add(Instant at, Duration d) {
   return at + d;
 }
 
-void add_result(Counts& c, bool failure) {
+// The bits of a window slot.
+constexpr uint8_t kFailed = 1;
+constexpr uint8_t kSlow = 2;
+
+void add_result(Counts& c, bool failure, bool slow) {
+  if (slow) ++c.slow_results;
   if (failure) {
     ++c.failures;
     ++c.consecutive_failures;
@@ -81,7 +86,7 @@ Admission Breaker::admit() {
   return admission;
 }
 
-Status Breaker::record(const Permit& permit, Outcome outcome, Position* after) {
+Status Breaker::record(const Permit& permit, Outcome outcome, Position* after, bool slow) {
   MutexLock lock(mu_);
   Status status;
   if (state_ == State::kClosed) {
@@ -89,14 +94,14 @@ Status Breaker::record(const Permit& permit, Outcome outcome, Position* after) {
       if (after != nullptr) *after = Position{state_, generation_};
       return status;
     }
-    status = record_closed_locked(outcome);
+    status = record_closed_locked(outcome, slow);
   } else {
     // Time first: a probe whose timeout has passed is gone even if no admit() has looked since, so its late
     // result is stale by the clock, not by the order of calls.
     advance_locked(clock_.now());
     if (permit.generation == generation_ && state_ == State::kHalfOpen && permit.probe &&
         take_probe_locked(permit.id)) {
-      status = record_half_open_locked(outcome);
+      status = record_half_open_locked(outcome, slow);
     }
   }
   if (after != nullptr) *after = Position{state_, generation_};
@@ -212,22 +217,23 @@ bool Breaker::take_probe_locked(uint64_t id) {
   return false;
 }
 
-Counts Breaker::with_result_locked(bool failure) const {
+Counts Breaker::with_result_locked(bool failure, bool slow) const {
   Counts next = counts_;
-  add_result(next, failure);
+  add_result(next, failure, slow);
   if (state_ == State::kClosed) {
     const bool full = counts_.window_results == window_size_;
-    const uint32_t evicted = full ? ring_[ring_next_] : 0u;
+    const uint8_t evicted = full ? ring_[ring_next_] : uint8_t{0};
     next.window_results = counts_.window_results + (full ? 0u : 1u);
-    next.window_failures = counts_.window_failures - evicted + (failure ? 1u : 0u);
+    next.window_failures = counts_.window_failures - ((evicted & kFailed) != 0 ? 1u : 0u) + (failure ? 1u : 0u);
+    next.window_slow = counts_.window_slow - ((evicted & kSlow) != 0 ? 1u : 0u) + (slow ? 1u : 0u);
   }
   return next;
 }
 
-Status Breaker::record_closed_locked(Outcome outcome) {
+Status Breaker::record_closed_locked(Outcome outcome, bool slow) {
   if (outcome == Outcome::kIgnored) return Status();
   bool failure = outcome == Outcome::kFailure;
-  Counts next = with_result_locked(failure);
+  Counts next = with_result_locked(failure, slow);
   bool open = false;
   Status status;
   if (default_policy_ != nullptr) {
@@ -242,21 +248,21 @@ Status Breaker::record_closed_locked(Outcome outcome) {
       status = decided.status();
       if (!failure) {
         failure = true;
-        next = with_result_locked(true);
+        next = with_result_locked(true, slow);
       }
     }
   }
   counts_ = next;
-  ring_[ring_next_] = failure ? 1 : 0;
+  ring_[ring_next_] = static_cast<uint8_t>((failure ? kFailed : 0) | (slow ? kSlow : 0));
   ring_next_ = ring_next_ + 1 == window_size_ ? 0 : ring_next_ + 1;
   if (open) transition_locked(State::kOpen, clock_.now());
   return status;
 }
 
-Status Breaker::record_half_open_locked(Outcome outcome) {
+Status Breaker::record_half_open_locked(Outcome outcome, bool slow) {
   if (outcome == Outcome::kIgnored) return Status();  // the slot is free already; nothing is counted
   const bool failure = outcome == Outcome::kFailure;
-  Counts next = with_result_locked(failure);
+  Counts next = with_result_locked(failure, slow);
   ProbeDecision decision = ProbeDecision::kContinue;
   Status status;
   if (default_policy_ != nullptr) {
@@ -268,7 +274,7 @@ Status Breaker::record_half_open_locked(Outcome outcome) {
     } else {
       // docs/breaker.md §9.4: counted as a failed probe, which reopens: the consistent state when nothing was decided.
       status = decided.status();
-      if (!failure) next = with_result_locked(true);
+      if (!failure) next = with_result_locked(true, slow);
       decision = ProbeDecision::kReopen;
     }
   }

@@ -81,7 +81,9 @@ class Breaker {
   // (kCallback / kProgram) is returned so the caller can end the call with it. Record each permit once:
   // closed-state permits are not tracked (that would cost the hot path), so a second record counts again.
   // `after`, when given, receives the state the breaker is in once the result was counted.
-  Status record(const Permit& permit, Outcome outcome, Position* after = nullptr);
+  // `slow`: the attempt took longer than breaker.slow_call_duration (docs/breaker.md §9.3a), counted besides
+  // the outcome (the caller measures it: an attempt's end may be a streamed body's).
+  Status record(const Permit& permit, Outcome outcome, Position* after = nullptr, bool slow = false);
 
   // The current state, after any lazy advance that is due.
   State state();
@@ -112,9 +114,9 @@ class Breaker {
   void transition_locked(State to, Instant at) REQUIRES(mu_);
   Duration retry_after_locked(Instant now) const REQUIRES(mu_);
   bool take_probe_locked(uint64_t id) REQUIRES(mu_);  // frees probe `id`'s slot; false when it holds none
-  Counts with_result_locked(bool failure) const REQUIRES(mu_);  // counts_ after one more result
-  Status record_closed_locked(Outcome outcome) REQUIRES(mu_);
-  Status record_half_open_locked(Outcome outcome) REQUIRES(mu_);
+  Counts with_result_locked(bool failure, bool slow) const REQUIRES(mu_);  // counts_ after one more result
+  Status record_closed_locked(Outcome outcome, bool slow) REQUIRES(mu_);
+  Status record_half_open_locked(Outcome outcome, bool slow) REQUIRES(mu_);
   // Delivers queued transitions (see set_listener): lets mu_ go while the listener runs, holds it again on
   // return (and when the listener throws), so the caller's lock gives it back at the end of its scope.
   void deliver() REQUIRES(mu_);
@@ -133,7 +135,7 @@ class Breaker {
   uint64_t next_id_ GUARDED_BY(mu_) = 1;
   Instant open_until_ GUARDED_BY(mu_){};                // in open, when it becomes half-open
   Counts counts_ GUARDED_BY(mu_);                       // of the current state; counts_.state == state_
-  std::vector<uint8_t> ring_ GUARDED_BY(mu_);           // the closed state's last results, 1 = failure
+  std::vector<uint8_t> ring_ GUARDED_BY(mu_);           // the closed state's last results: kFailed | kSlow
   uint32_t ring_next_ GUARDED_BY(mu_) = 0;              // where the next result goes
   std::vector<ProbeSlot> probes_ GUARDED_BY(mu_);       // probes in flight, unordered; capacity is kept
   std::shared_ptr<const Listener> listener_ GUARDED_BY(mu_);

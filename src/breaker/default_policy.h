@@ -18,13 +18,16 @@ class DefaultPolicy final : public Policy {
     if (params_.consecutive_failures > 0 && counts.consecutive_failures >= params_.consecutive_failures) {
       return true;
     }
-    return counts.window_results >= params_.min_results &&
-           static_cast<double>(counts.window_failures) >=
-               params_.failure_rate * static_cast<double>(counts.window_results);
+    if (counts.window_results < params_.min_results) return false;
+    const double results = static_cast<double>(counts.window_results);
+    if (static_cast<double>(counts.window_failures) >= params_.failure_rate * results) return true;
+    return params_.slow_call_rate && static_cast<double>(counts.window_slow) >= *params_.slow_call_rate * results;
   }
 
+  // With the slow-call rule on, a slow probe says the dependency is not back yet, as a failed one does.
   ProbeDecision decide(const Counts& counts) const {
     if (counts.failures > 0) return ProbeDecision::kReopen;
+    if (params_.slow_call_rate && counts.slow_results > 0) return ProbeDecision::kReopen;
     if (counts.successes >= params_.successes_to_close) return ProbeDecision::kClose;
     return ProbeDecision::kContinue;
   }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "common/status.h"
 
@@ -19,6 +20,8 @@ enum class State : int32_t {
 const char* state_name(State state);  // "closed", "open", "half_open"
 
 // Counts since the current state began, plus the last `window` results (closed state only keeps a window).
+// A result is also slow when its attempt took longer than breaker.slow_call_duration (docs/breaker.md §9.3a):
+// slow is counted besides success or failure, never instead.
 struct Counts {
   State state = State::kClosed;
   uint64_t successes = 0;
@@ -28,6 +31,8 @@ struct Counts {
   uint64_t timed_out_probes = 0;
   uint32_t window_results = 0;
   uint32_t window_failures = 0;
+  uint64_t slow_results = 0;  // slow results since the state began
+  uint32_t window_slow = 0;   // slow results among the window's
 };
 
 enum class ProbeDecision : int32_t {
@@ -52,6 +57,9 @@ struct DefaultPolicyParams {
   double failure_rate = 0.5;          // ... or once this share of the window failed ...
   uint32_t min_results = 20;          // ... with at least this many results in it
   uint64_t successes_to_close = 3;    // successful probes that close; any failed probe reopens
+  // Open once this share of the window was slow (with at least min_results in it), and reopen on a slow
+  // probe. Unset: slow results open nothing.
+  std::optional<double> slow_call_rate;
 };
 
 std::shared_ptr<const Policy> make_default_policy(const DefaultPolicyParams& params);

@@ -64,14 +64,16 @@ humus_breaker_counts to_c_counts(const breaker::Counts& counts) {
   c.timed_out_probes = counts.timed_out_probes;
   c.window_results = counts.window_results;
   c.window_failures = counts.window_failures;
+  c.slow_results = counts.slow_results;
+  c.window_slow = counts.window_slow;
   return c;
 }
 
 namespace {
 
 // The bytes of humus_breaker_counts each version has: a caller declaring version v gets exactly these
-// written. A version 2 adds its members at the end, and version 1's entry becomes the offset of the first.
-constexpr size_t kCountsSize[] = {0, sizeof(humus_breaker_counts)};
+// written: each older version's entry is the offset of the first member the next one added.
+constexpr size_t kCountsSize[] = {0, offsetof(humus_breaker_counts, slow_results), sizeof(humus_breaker_counts)};
 static_assert(std::size(kCountsSize) == HUMUS_BREAKER_COUNTS_VERSION + 1, "one size per known version");
 
 }  // namespace

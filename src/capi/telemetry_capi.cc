@@ -1,5 +1,6 @@
 // The C functions of the log sink, metrics and readiness sections of include/humus_http.h (docs/telemetry.md §13, docs/upstreams.md §15.2).
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -36,8 +37,10 @@ humus::capi::LogRecordV1 as_v1(const humus_log_record& c) {
   v1.server_port = c.server_port;
   v1.previous_state = c.previous_state;
   v1.new_state = c.new_state;
-  static_assert(sizeof(v1.counts) == sizeof(humus_breaker_counts), "counts grew: copy version 1's members");
+  // Version 1 of the counts is the prefix of the header's struct up to the members version 2 added.
+  static_assert(sizeof(v1.counts) == offsetof(humus_breaker_counts, slow_results), "version 1's counts moved");
   std::memcpy(&v1.counts, c.counts, sizeof v1.counts);
+  v1.counts.version = 1;
   v1.time_unix_ms = c.time_unix_ms;
   v1.upstream = c.upstream;
   return v1;

@@ -4,8 +4,11 @@
 // buffered and a streamed response of the same attempt count the same.
 #pragma once
 
+#include <optional>
+
 #include "breaker/breaker.h"
 #include "breaker/outcome.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "telemetry/metrics.h"
 
@@ -15,6 +18,11 @@ struct AttemptResult {
   breaker::Breaker* breaker = nullptr;
   telemetry::ClientMetrics* metrics = nullptr;
   breaker::Permit permit;
+  // When the attempt was let go, and breaker.slow_call_duration: an attempt that ran longer until its result is
+  // recorded (to a streamed body's end) is slow as well (docs/breaker.md §9.3a).
+  Clock* clock = nullptr;
+  Instant started{};
+  std::optional<Duration> slow_call_duration;
 
   // Tells the breaker `outcome` and counts it. A breaker policy that fails made the breaker count a failure
   // (docs/breaker.md §9.4), and the metric says so too; its status is returned, for a call to end with.

@@ -153,7 +153,10 @@ Step Call::admit() {
   return s;
 }
 
-AttemptResult Call::attempt_result() const { return AttemptResult{&env_.breaker, &env_.metrics, permit_}; }
+AttemptResult Call::attempt_result() const {
+  return AttemptResult{&env_.breaker, &env_.metrics, permit_, &env_.clock, attempt_started_,
+                       env_.settings.breaker.slow_call_duration};
+}
 
 Status Call::count(breaker::Outcome outcome) {
   Status st = attempt_result().record(outcome, &counted_.emplace());

@@ -60,6 +60,7 @@ auto& reach(S& s) {
 Value to_value(Duration d) { return d; }
 Value to_value(const std::optional<Duration>& d) { return d ? Value(*d) : Value(); }
 Value to_value(double x) { return x; }
+Value to_value(const std::optional<double>& x) { return x ? Value(*x) : Value(); }
 Value to_value(bool b) { return b; }
 Value to_value(const std::string& s) { return s; }
 template <typename T>
@@ -89,6 +90,13 @@ void from_value(const Value& v, std::optional<Duration>& out) {
   }
 }
 void from_value(const Value& v, double& out) { out = std::get<double>(v); }
+void from_value(const Value& v, std::optional<double>& out) {
+  if (std::holds_alternative<double>(v)) {
+    out = std::get<double>(v);
+  } else {
+    out.reset();
+  }
+}
 void from_value(const Value& v, bool& out) { out = std::get<bool>(v); }
 void from_value(const Value& v, std::string& out) { out = std::get<std::string>(v); }
 template <typename T>
@@ -353,6 +361,13 @@ constexpr Field kFields[] = {
                                                  kUint32Max),
     duration<&S::breaker, &BreakerSettings::probe_timeout>("breaker.probe_timeout",
                                                            "a probe's slot is freed after this", kZero, true),
+    [] {
+      Field f = duration<&S::breaker, &BreakerSettings::slow_call_duration>(
+          "breaker.slow_call_duration", "a longer attempt is also counted slow; null: none is", kZero, true);
+      f.nullable = true;
+      f.omit_unset = true;  // off: left out of to_json, which stays as it was before the key existed
+      return f;
+    }(),
     object("trip", "the built-in trip policy's parameters"),
     count<&S::policy_params, &P::consecutive_failures>(
         "trip.consecutive_failures", "open after this many failures in a row", 1, kInt64Max),
@@ -360,6 +375,13 @@ constexpr Field kFields[] = {
                                                 "... or once this share of the window failed"),
     count<&S::policy_params, &P::min_results>("trip.min_results", "... with at least this many results", 1,
                                               kUint32Max),
+    [] {
+      Field f = scalar<&S::policy_params, &P::slow_call_rate>(
+          "trip.slow_call_rate", Kind::kShare, "... or once this share of the window was slow; null: never");
+      f.nullable = true;
+      f.omit_unset = true;
+      return f;
+    }(),
     object("probe", "the built-in probe policy's parameters"),
     count<&S::policy_params, &P::successes_to_close>(
         "probe.successes_to_close", "successful probes that close a half-open breaker", 1, kInt64Max),
@@ -691,7 +713,9 @@ std::string schema_json() {
     } else {
       const Value v = f.get(defaults);
       k["default"] =
-          f.required || (f.omit_unset && std::get<std::string>(v).empty()) ? Json(nullptr) : value_json(f, v);
+          f.required || (f.omit_unset && std::holds_alternative<std::string>(v) && std::get<std::string>(v).empty())
+              ? Json(nullptr)
+              : value_json(f, v);
     }
     if (f.kind == Kind::kDuration || f.kind == Kind::kCount || f.kind == Kind::kBytes) {
       const bool is_duration = f.kind == Kind::kDuration;

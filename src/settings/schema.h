@@ -75,7 +75,8 @@ struct Field {
   // For a nullable object: whether the settings hold one; making a fresh one (true) or none (false).
   bool (*present)(const Settings&) = nullptr;
   void (*reset)(Settings&, bool present) = nullptr;
-  // Empty text means "not given" (the tls sources): left out of to_json and of the checks of settings.
+  // Empty text or an unset value means "not given" (the tls sources, the slow-call keys): left out of to_json and
+  // of the checks of settings.
   bool omit_unset = false;
   // The key is used only when this holds (retry_budget's keys per policy): left out of to_json otherwise.
   bool (*applies)(const Settings&) = nullptr;

@@ -43,6 +43,7 @@ struct BreakerSettings {
   Duration open_for = std::chrono::seconds(10);
   uint32_t probes = 1;  // in flight at once in half-open
   Duration probe_timeout = std::chrono::seconds(10);
+  std::optional<Duration> slow_call_duration;  // a longer attempt is also slow (§9.3a); unset: none is
 
   bool operator==(const BreakerSettings&) const = default;
 };

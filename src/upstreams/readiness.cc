@@ -21,7 +21,9 @@ std::string readiness_json(const std::vector<ReadinessEntry>& entries) {
                    {"consecutive_failures", b.counts.consecutive_failures},
                    {"timed_out_probes", b.counts.timed_out_probes},
                    {"window_results", b.counts.window_results},
-                   {"window_failures", b.counts.window_failures}};
+                   {"window_failures", b.counts.window_failures},
+                   {"slow_results", b.counts.slow_results},
+                   {"window_slow", b.counts.window_slow}};
     clients.push_back(std::move(c));
   }
   return nlohmann::json{{"status", degraded ? "degraded" : "ok"}, {"clients", std::move(clients)}}.dump();

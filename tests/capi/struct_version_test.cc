@@ -3,6 +3,7 @@
 // (0, or newer) is refused naming the struct.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -132,6 +133,44 @@ TEST_F(StructVersionTest, AVersion1LogSinkGetsVersion1Records) {
   EXPECT_GT(r.time_unix_ms, 1'600'000'000'000);
   ASSERT_EQ(humus_runtime_set_log_sink(rt_, nullptr, nullptr), HUMUS_OK);
   EXPECT_EQ(seen.destroyed, 1);
+}
+
+// humus_breaker_counts grew in version 2 (slow_results, window_slow): a version 1 caller's smaller struct gets
+// its own members, and nothing is written past them.
+TEST_F(StructVersionTest, AVersion1CountsCallerGetsItsPrefixOnly) {
+  build_client();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(call_status(), 503);
+  struct {
+    BreakerCountsV1 counts;
+    unsigned char after[16];
+  } v1;
+  std::memset(&v1, 0xAB, sizeof v1);
+  v1.counts.version = 1;
+  ASSERT_EQ(humus_client_breaker_counts(client_, reinterpret_cast<humus_breaker_counts*>(&v1.counts)), HUMUS_OK);
+  EXPECT_EQ(v1.counts.version, 1u);
+  EXPECT_EQ(v1.counts.state, HUMUS_CIRCUIT_CLOSED);
+  EXPECT_EQ(v1.counts.failures, 3u);
+  EXPECT_EQ(v1.counts.window_failures, 3u);
+  for (unsigned char b : v1.after) EXPECT_EQ(b, 0xAB);
+  static_assert(sizeof(BreakerCountsV1) == offsetof(humus_breaker_counts, slow_results), "v2 appends");
+}
+
+TEST_F(StructVersionTest, AVersion2CallerGetsTheSlowMembersWritten) {
+  humus_settings_free(settings_);
+  const char* json = R"({"base_url": "http://payments:8080", "max_attempts": 1,
+                         "breaker": {"slow_call_duration": "1ns"}})";
+  ASSERT_EQ(humus_settings_from_json(json, std::strlen(json), &settings_, nullptr), HUMUS_OK);
+  build_client();
+  // On the virtual clock an immediate answer takes no time: not slow even against 1 ns.
+  EXPECT_EQ(call_status(), 503);
+  humus_breaker_counts counts = HUMUS_BREAKER_COUNTS_INIT;
+  counts.slow_results = 77;  // overwritten: version 2 has them
+  counts.window_slow = 77;
+  ASSERT_EQ(humus_client_breaker_counts(client_, &counts), HUMUS_OK);
+  EXPECT_EQ(counts.version, 2u);
+  EXPECT_EQ(counts.failures, 1u);
+  EXPECT_EQ(counts.slow_results, 0u);
+  EXPECT_EQ(counts.window_slow, 0u);
 }
 
 humus_status all_done_ignored(void* user, const humus_attempt* a, humus_classification* out) {

@@ -671,8 +671,8 @@ TEST(SettingsToJson, RoundTrip) {
   s.backoff_base = milliseconds(1);
   s.backoff_max = std::chrono::minutes(2);
   s.retry_budget = {BudgetPolicy::kRatio, 10, 0.05, 0, seconds(3)};
-  s.breaker = {10000, hours(2), 7, milliseconds(750)};
-  s.policy_params = {1, 1.0, 1, 1};
+  s.breaker = {10000, hours(2), 7, milliseconds(750), milliseconds(1500)};
+  s.policy_params = {1, 1.0, 1, 1, 0.25};
   s.bulkhead = {1, Duration::zero()};
   s.max_retry_after = Duration::zero();
   s.max_idle_connections = 0;

@@ -1042,7 +1042,7 @@ class Runner {
       const json& b = t["breaker"];
       p.keys(b, path + ".breaker",
              {"state", "successes", "failures", "consecutive_successes", "consecutive_failures",
-              "timed_out_probes", "window_results", "window_failures"});
+              "timed_out_probes", "window_results", "window_failures", "slow_results", "window_slow"});
       int32_t state = -1;
       if (humus_client_breaker_state(client_, &state) != HUMUS_OK) {
         p.add(path + ".breaker", "humus_client_breaker_state failed");
@@ -1060,6 +1060,8 @@ class Runner {
           {"timed_out_probes", counts.timed_out_probes},
           {"window_results", counts.window_results},
           {"window_failures", counts.window_failures},
+          {"slow_results", counts.slow_results},
+          {"window_slow", counts.window_slow},
       };
       for (const auto& [name, value] : fields) {
         if (b.contains(name)) p.equal(path + ".breaker." + name, b[name], value);
@@ -1092,7 +1094,9 @@ class Runner {
                       {"consecutive_failures", counts.consecutive_failures},
                       {"timed_out_probes", counts.timed_out_probes},
                       {"window_results", counts.window_results},
-                      {"window_failures", counts.window_failures}}},
+                      {"window_failures", counts.window_failures},
+                      {"slow_results", counts.slow_results},
+                      {"window_slow", counts.window_slow}}},
                     {"budget_tokens", tokens},
                     {"received", mock_->received().size()},
                     {"clock_ms", humus_runtime_elapsed_ms(rt_)}};

@@ -39,6 +39,10 @@ type BreakerCounts struct {
 	TimedOutProbes       uint64
 	WindowResults        uint32 // results in the window, at most breaker.window
 	WindowFailures       uint32 // failures among them
+	// Results whose attempt took longer than breaker.slow_call_duration (docs/breaker.md §9.3a), successes or
+	// failures; 0 while that setting is unset.
+	SlowResults uint64 // since the state began
+	WindowSlow  uint32 // among the window's results
 }
 
 func countsFrom(c *C.humus_breaker_counts) BreakerCounts {
@@ -51,6 +55,8 @@ func countsFrom(c *C.humus_breaker_counts) BreakerCounts {
 		TimedOutProbes:       uint64(c.timed_out_probes),
 		WindowResults:        uint32(c.window_results),
 		WindowFailures:       uint32(c.window_failures),
+		SlowResults:          uint64(c.slow_results),
+		WindowSlow:           uint32(c.window_slow),
 	}
 }
 

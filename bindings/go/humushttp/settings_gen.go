@@ -59,18 +59,20 @@ type RetryBudget struct {
 // BreakerSettings are the settings under "breaker": the circuit breaker (docs/breaker.md §9).
 // A plain value, as Settings are.
 type BreakerSettings struct {
-	Window       int           `json:"window"`        // results the policy sees (default 20; >= 1, <= 10000)
-	OpenFor      time.Duration `json:"open_for"`      // how long an open breaker rejects (default 10s; > 0s)
-	Probes       int           `json:"probes"`        // probes in flight at once in half-open (default 1; >= 1, <= 4294967295)
-	ProbeTimeout time.Duration `json:"probe_timeout"` // a probe's slot is freed after this (default 10s; > 0s)
+	Window           int            `json:"window"`             // results the policy sees (default 20; >= 1, <= 10000)
+	OpenFor          time.Duration  `json:"open_for"`           // how long an open breaker rejects (default 10s; > 0s)
+	Probes           int            `json:"probes"`             // probes in flight at once in half-open (default 1; >= 1, <= 4294967295)
+	ProbeTimeout     time.Duration  `json:"probe_timeout"`      // a probe's slot is freed after this (default 10s; > 0s)
+	SlowCallDuration *time.Duration `json:"slow_call_duration"` // a longer attempt is also counted slow; null: none is (> 0s)
 }
 
 // TripSettings are the settings under "trip": the built-in trip policy's parameters.
 // A plain value, as Settings are.
 type TripSettings struct {
-	ConsecutiveFailures int     `json:"consecutive_failures"` // open after this many failures in a row (default 5; >= 1)
-	FailureRate         float64 `json:"failure_rate"`         // ... or once this share of the window failed (default 0.5; > 0, <= 1)
-	MinResults          int     `json:"min_results"`          // ... with at least this many results (default 20; >= 1, <= 4294967295)
+	ConsecutiveFailures int      `json:"consecutive_failures"` // open after this many failures in a row (default 5; >= 1)
+	FailureRate         float64  `json:"failure_rate"`         // ... or once this share of the window failed (default 0.5; > 0, <= 1)
+	MinResults          int      `json:"min_results"`          // ... with at least this many results (default 20; >= 1, <= 4294967295)
+	SlowCallRate        *float64 `json:"slow_call_rate"`       // ... or once this share of the window was slow; null: never (> 0, <= 1)
 }
 
 // ProbeSettings are the settings under "probe": the built-in probe policy's parameters.

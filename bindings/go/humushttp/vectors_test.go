@@ -1173,7 +1173,7 @@ func (r *runner) then(t map[string]any, path string) {
 	if has(t, "breaker") {
 		b := object(t, "breaker")
 		p.keys(t["breaker"], path+".breaker", "state", "successes", "failures", "consecutive_successes",
-			"consecutive_failures", "timed_out_probes", "window_results", "window_failures")
+			"consecutive_failures", "timed_out_probes", "window_results", "window_failures", "slow_results", "window_slow")
 		state, err := r.client.BreakerState()
 		if err != nil {
 			p.add(path+".breaker", "Client.BreakerState failed: "+err.Error())
@@ -1196,6 +1196,8 @@ func (r *runner) then(t map[string]any, path string) {
 			{"timed_out_probes", counts.TimedOutProbes},
 			{"window_results", uint64(counts.WindowResults)},
 			{"window_failures", uint64(counts.WindowFailures)},
+			{"slow_results", counts.SlowResults},
+			{"window_slow", uint64(counts.WindowSlow)},
 		} {
 			if has(b, f.name) {
 				p.equal(path+".breaker."+f.name, b[f.name], f.value)
@@ -1229,7 +1231,7 @@ func (r *runner) dumpState(path string) {
 			"state": counts.State.String(), "successes": counts.Successes, "failures": counts.Failures,
 			"consecutive_successes": counts.ConsecutiveSuccesses, "consecutive_failures": counts.ConsecutiveFailures,
 			"timed_out_probes": counts.TimedOutProbes, "window_results": counts.WindowResults,
-			"window_failures": counts.WindowFailures,
+			"window_failures": counts.WindowFailures, "slow_results": counts.SlowResults, "window_slow": counts.WindowSlow,
 		},
 		"budget_tokens": tokens, "received": len(r.mock.receivedAll()), "clock_ms": r.rt.ElapsedMs(),
 	}))

@@ -288,9 +288,12 @@ pub struct humus_breaker_counts {
     pub timed_out_probes: u64,
     pub window_results: u32,
     pub window_failures: u32,
+    // Version 2:
+    pub slow_results: u64,
+    pub window_slow: u32,
 }
 
-pub const HUMUS_BREAKER_COUNTS_VERSION: u32 = 1;
+pub const HUMUS_BREAKER_COUNTS_VERSION: u32 = 2;
 /// `HUMUS_BREAKER_COUNTS_INIT`: the version set, as humus_client_breaker_counts wants it.
 pub const HUMUS_BREAKER_COUNTS_INIT: humus_breaker_counts = humus_breaker_counts {
     version: HUMUS_BREAKER_COUNTS_VERSION,
@@ -302,6 +305,8 @@ pub const HUMUS_BREAKER_COUNTS_INIT: humus_breaker_counts = humus_breaker_counts
     timed_out_probes: 0,
     window_results: 0,
     window_failures: 0,
+    slow_results: 0,
+    window_slow: 0,
 };
 
 pub const HUMUS_CIRCUIT_CLOSED: i32 = 0;

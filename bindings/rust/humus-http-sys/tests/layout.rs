@@ -139,6 +139,8 @@ fn rust_facts() -> BTreeMap<String, String> {
         timed_out_probes,
         window_results,
         window_failures,
+        slow_results,
+        window_slow,
     });
     layout!(humus_breaker_policy { version, trip, probe, user_data, destroy });
     layout!(humus_log_record {

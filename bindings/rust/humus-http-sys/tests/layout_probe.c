@@ -104,6 +104,8 @@ int main(void) {
   FIELD(humus_breaker_counts, timed_out_probes);
   FIELD(humus_breaker_counts, window_results);
   FIELD(humus_breaker_counts, window_failures);
+  FIELD(humus_breaker_counts, slow_results);
+  FIELD(humus_breaker_counts, window_slow);
 
   LAYOUT(humus_breaker_policy);
   FIELD(humus_breaker_policy, version);

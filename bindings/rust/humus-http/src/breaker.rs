@@ -62,6 +62,11 @@ pub struct BreakerCounts {
     pub window_results: u32,
     /// Failures among them.
     pub window_failures: u32,
+    /// Results whose attempt took longer than `breaker.slow_call_duration` (docs/breaker.md §9.3a), successes
+    /// or failures, since the state began; 0 while that setting is unset.
+    pub slow_results: u64,
+    /// Slow results among the window's.
+    pub window_slow: u32,
 }
 
 impl BreakerCounts {
@@ -76,6 +81,8 @@ impl BreakerCounts {
             timed_out_probes: raw.timed_out_probes,
             window_results: raw.window_results,
             window_failures: raw.window_failures,
+            slow_results: raw.slow_results,
+            window_slow: raw.window_slow,
         }
     }
 }

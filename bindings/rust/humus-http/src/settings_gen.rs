@@ -62,6 +62,11 @@ impl SettingsBuilder {
         self.nested("breaker", "probe_timeout", Json::duration(d))
     }
 
+    /// `breaker.slow_call_duration`: a longer attempt is also counted slow; null: none is (> 0s).
+    pub fn breaker_slow_call_duration(self, d: Duration) -> SettingsBuilder {
+        self.nested("breaker", "slow_call_duration", Json::duration(d))
+    }
+
     /// `trip.consecutive_failures`: open after this many failures in a row (default 5; >= 1).
     pub fn trip_consecutive_failures(self, n: u32) -> SettingsBuilder {
         self.nested("trip", "consecutive_failures", Json::Int(n.into()))
@@ -75,6 +80,11 @@ impl SettingsBuilder {
     /// `trip.min_results`: … with at least this many results (default 20; >= 1, <= 4294967295).
     pub fn trip_min_results(self, n: u32) -> SettingsBuilder {
         self.nested("trip", "min_results", Json::Int(n.into()))
+    }
+
+    /// `trip.slow_call_rate`: … or once this share of the window was slow; null: never (> 0, <= 1).
+    pub fn trip_slow_call_rate(self, x: f64) -> SettingsBuilder {
+        self.nested("trip", "slow_call_rate", Json::number(x))
     }
 
     /// `probe.successes_to_close`: successful probes that close a half-open breaker (default 3; >= 1).

@@ -730,6 +730,8 @@ impl Runner {
                     "timed_out_probes",
                     "window_results",
                     "window_failures",
+                    "slow_results",
+                    "window_slow",
                 ],
             );
             let state = self.client().breaker_state();
@@ -751,6 +753,8 @@ impl Runner {
                         ("timed_out_probes", c.timed_out_probes),
                         ("window_results", u64::from(c.window_results)),
                         ("window_failures", u64::from(c.window_failures)),
+                        ("slow_results", c.slow_results),
+                        ("window_slow", u64::from(c.window_slow)),
                     ];
                     for (name, value) in fields {
                         if let Some(want) = b.get(name) {
@@ -790,6 +794,8 @@ impl Runner {
                 "timed_out_probes": c.timed_out_probes,
                 "window_results": c.window_results,
                 "window_failures": c.window_failures,
+                "slow_results": c.slow_results,
+                "window_slow": c.window_slow,
             })),
             "budget_tokens": self.client().budget_tokens().ok(),
             "received": self.script().received().len(),
