@@ -75,6 +75,7 @@ constexpr Flag kFlags[] = {
     {"duration", 0, true, Scope::kDemo},
     {"rate", 0, true, Scope::kDemo},
     {"plot", 0, true, Scope::kDemo},
+    {"slow-call-trip", 0, false, Scope::kDemo},
 };
 
 const Flag* find_long(std::string_view name) {
@@ -420,6 +421,8 @@ std::optional<std::string> apply(const Flag& flag, const std::string& shown, con
   } else if (n == "plot") {
     if (value.empty()) return shown + ": needs a file name";
     d.plot = value;
+  } else if (n == "slow-call-trip") {
+    d.slow_call_trip = true;
   }
   return std::nullopt;
 }
@@ -683,7 +686,7 @@ std::string help_text() {
 Usage:
   humus-http [options] URL                        as curl: GET, or POST with a body, -X to name another
   humus-http [options] get|head|post|put|patch|delete|options [options] URL
-  humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg]
+  humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg] [--slow-call-trip]
   humus-http replay --settings FILE [--compare FILE2] [--seed N] TRAFFIC.jsonl
   humus-http --help | --version
 
@@ -822,6 +825,8 @@ Demo:
       --duration SECONDS       length of the run, 5..3600 (default 30); the phases scale with it
       --rate N                 calls started per second, 1..2000 (default 200)
       --plot FILE              also write the timeline as an SVG chart (open it in a browser)
+      --slow-call-trip         the breaker also counts attempts over 100ms as slow and opens when 20% of its
+                               window were: the slow phase then opens it (docs/breaker.md §9.3a)
 
 Replay:
   humus-http replay runs recorded traffic (JSON lines: time, method, status or error, latency, Retry-After)

@@ -82,6 +82,7 @@ struct DemoOptions {
   int32_t duration_s = 30;
   int32_t rate = 200;               // calls per second
   std::optional<std::string> plot;  // SVG file
+  bool slow_call_trip = false;       // --slow-call-trip: the breaker also opens on slow attempts
 };
 
 struct Invocation {

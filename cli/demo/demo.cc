@@ -31,6 +31,11 @@ using std::chrono::milliseconds;
 // story; the rest are the library's defaults, spelt out so the header can show them.
 constexpr int64_t kAttemptTimeoutMs = 250;
 constexpr int64_t kSlowDelayMs = 600;  // the slow phase's slow answers: well past the attempt timeout
+// --slow-call-trip (docs/breaker.md §9.3a): an attempt over 100 ms is slow, and a window of 20 results a fifth
+// slow opens the breaker. The slow phase's every 4th answer (a quarter of its attempts) reaches that; healthy
+// answers come in milliseconds and never do.
+constexpr int64_t kSlowCallMs = 100;
+constexpr double kSlowCallRate = 0.2;
 constexpr int32_t kMaxAttempts = 3;
 constexpr double kBudgetTokens = 10;
 // Each line waits this long past its second, for the calls and log records of its last instants.
@@ -111,7 +116,7 @@ int run_demo(const DemoOptions& options) {
   if (!upstream.start(epoch, why)) return fail("the upstream did not start: " + why);
   const std::string base_url = "http://127.0.0.1:" + std::to_string(upstream.port());
 
-  const nlohmann::json settings_json = {
+  nlohmann::json settings_json = {
       {"base_url", base_url},
       {"timeout", "5s"},  // longer than every attempt and wait: no call ends on its deadline
       {"attempt_timeout", std::to_string(kAttemptTimeoutMs) + "ms"},
@@ -129,6 +134,10 @@ int run_demo(const DemoOptions& options) {
       {"probe", {{"successes_to_close", 3}}},
       {"bulkhead", {{"max_concurrent", 50}, {"wait", "500ms"}}},
   };
+  if (options.slow_call_trip) {
+    settings_json["breaker"]["slow_call_duration"] = std::to_string(kSlowCallMs) + "ms";
+    settings_json["trip"]["slow_call_rate"] = kSlowCallRate;
+  }
   const std::string settings_text = settings_json.dump();
   humus_error* raw_error = nullptr;
   humus_runtime* raw_runtime = nullptr;
@@ -164,6 +173,10 @@ int run_demo(const DemoOptions& options) {
       " tokens (+0.1 per success); breaker opens on 5 failures in a row or >= half of the last 20, "
       "stays open " +
       std::to_string(open_for_ms) + "ms, closes after 3 good probes; bulkhead 50";
+  if (options.slow_call_trip) {
+    setup.client += "; slow-call trip: an attempt over " + std::to_string(kSlowCallMs) + "ms is slow, " +
+                    std::to_string(static_cast<int>(kSlowCallRate * 100)) + "% of the window slow opens it";
+  }
   const auto span = [&](Phase p) {
     return std::string(phase_name(p)) + " " + seconds_text(sc.start_of(p)) + "-" +
            seconds_text(sc.end_of(p)) + "s";

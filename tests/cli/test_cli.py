@@ -46,7 +46,7 @@ FLAGS = ["-H, --header", "-d, --data", "--data-binary", "-o, --output", "-i, --i
          "--connect-timeout", "--resolve", "--attempt-timeout", "--idempotency-key", "--inject-fault",
          "--settings", "--trace", "--trace-json", "-r, --range", "--oauth2-bearer", "--max-redirs",
          "--metrics",
-         "--repeat", "--concurrency", "--duration", "--rate", "--plot",
+         "--repeat", "--concurrency", "--duration", "--rate", "--plot", "--slow-call-trip",
          "-X, --request", "-I, --head", "-L, --location", "-w, --write-out", "--json", "-u, --user",
          "-A, --user-agent", "-F, --form", "-G, --get", "--data-urlencode", "-O, --remote-name",
          "-D, --dump-header", "--http1.1", "--http2", "--fail-with-body", "--retry-delay", "--retry-max-time",

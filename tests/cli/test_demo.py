@@ -121,3 +121,15 @@ def test_rate_sets_the_calls_per_second(cli: Path) -> None:
     lines = TIMELINE_LINE.findall(result.stdout)
     assert len(lines) == 5
     scheduled_calls_accounted(result.stdout, lines, 50, 5)  # 50 calls a second, not the default 200
+
+
+def test_slow_call_trip_opens_the_breaker_in_the_slow_phase(cli: Path) -> None:
+    """With --slow-call-trip every 4th answer of the slow phase (held 600 ms, past the 250 ms attempt timeout, so
+    over the 100 ms slow-call duration whatever the machine's load) makes a quarter of the window slow, past the
+    20% that opens the breaker (its quarter of failures alone stays below the failure rate, half)."""
+    result = subprocess.run([str(cli), "demo", "--duration", "5", "--rate", "50", "--slow-call-trip"],
+                            capture_output=True, text=True, timeout=40, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "slow-call trip: an attempt over 100ms is slow" in result.stdout
+    slow = [line for line in TIMELINE_LINE.findall(result.stdout) if line[2] == "slow"]
+    assert slow and "open" in "".join(line[12] for line in slow), result.stdout
