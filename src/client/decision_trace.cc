@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "telemetry/redact.h"
-
 namespace humus::client {
 
 void TraceRecorder::start(Instant now, Instant deadline, const std::string& method, const std::string& url) {
@@ -14,13 +12,17 @@ void TraceRecorder::start(Instant now, Instant deadline, const std::string& meth
 }
 
 void TraceRecorder::redirect(const std::string& method, const std::string& url) {
-  trace_->hops.push_back(TraceHop{method, telemetry::redacted_url(url)});
+  if (trace_->hops++ == 0) {
+    trace_->request = TraceHop{method, url};
+  } else {
+    trace_->redirects.push_back(TraceHop{method, url});
+  }
 }
 
 void TraceRecorder::admitted(Instant now, int attempt, breaker::Position at, double budget) {
   AttemptRecord& r = open_.emplace();
   r.start = now - started_;
-  r.hop = static_cast<int>(trace_->hops.size()) - 1;
+  r.hop = trace_->hops - 1;
   r.resend = attempt > 1;
   r.breaker_at = at;
   r.budget_before = budget;
@@ -30,7 +32,7 @@ void TraceRecorder::not_sent(Instant now, Code why, retry::Decision decision, bo
                              std::optional<breaker::Position> at, double budget) {
   AttemptRecord r;
   r.start = now - started_;
-  r.hop = static_cast<int>(trace_->hops.size()) - 1;
+  r.hop = trace_->hops - 1;
   r.resend = !trace_->attempts.empty() && trace_->attempts.back().hop == r.hop;
   r.error = why;
   r.breaker_at = at;

@@ -1,8 +1,8 @@
 // A call's reasoning, one record per attempt (docs/trace.md): what was sent, how it ended, how it was
 // classified, what the breaker and the budget said, and what the call decided next. Recorded by Call as it
-// runs, whether or not anybody reads it, so it must stay cheap: plain values, one allocation per call for the
-// records and one per redirect hop for its method and URL. The C ABI renders it as JSON on demand
-// (its trace_json.h); nothing here formats text.
+// runs, whether or not anybody reads it, so it must stay cheap: plain values, the request's method and URL
+// copied once (redacted only when rendered), a few allocations per call. The C ABI renders it as JSON on
+// demand (its trace_json.h); nothing here formats text.
 #pragma once
 
 #include <memory>
@@ -22,7 +22,8 @@ namespace humus::client {
 // Where a Retry-After came from: the response's own header, or a classifier that set one without it.
 enum class RetryAfterSource { kNone, kHeader, kClassifier };
 
-// One request the call sent (the first, then one per redirect followed), with its user-info removed.
+// One request the call sent (the first, then one per redirect followed), as the call wrote its URL: a
+// renderer removes the user-info (telemetry/redact.h).
 struct TraceHop {
   std::string method;
   std::string url;
@@ -30,7 +31,7 @@ struct TraceHop {
 
 struct AttemptRecord {
   Duration start{};    // from the call's start
-  int hop = 0;         // index into DecisionTrace::hops: 0 the request itself, n the n-th redirect
+  int hop = 0;         // DecisionTrace::hop(): 0 the request itself, n the n-th redirect
   bool resend = false; // a retry of the same hop (its attempt number above 1)
   // Times the request reached the wire: 0 when no connection carried it (the breaker rejected it, a connect
   // or TLS handshake failed or timed out, it never started).
@@ -62,8 +63,16 @@ struct AttemptRecord {
 };
 
 struct DecisionTrace {
-  std::vector<TraceHop> hops;
+  TraceHop request;                 // hop 0, kept inline: most calls follow no redirect
+  std::vector<TraceHop> redirects;  // hop n is redirects[n - 1]
   std::vector<AttemptRecord> attempts;
+  int hops = 0;  // hops recorded (0 for a call refused before it started)
+
+  // Hop `i`, or null past the hops recorded.
+  const TraceHop* hop(int i) const {
+    if (i < 0 || i >= hops) return nullptr;
+    return i == 0 ? &request : &redirects[static_cast<size_t>(i - 1)];
+  }
 };
 
 // Builds one call's trace as Call moves through its steps. Not thread-safe: Call's driver owns it.
