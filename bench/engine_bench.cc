@@ -6,6 +6,7 @@
 //   humus-seq    humus_client_do in a loop, one request built once
 //   humus-async  humus_client_submit with --concurrency calls in flight, on the event loop
 //   humus-layer  humus_client_do against the mock transport on a real clock: the layer's own cost, no socket
+//   humus-layer-trace  humus-layer reading every call's decision trace (humus_response_trace, docs/trace.md)
 //   humus-seq-traced / humus-seq-header  humus-seq with span and log sinks / with only a traceparent header
 //
 // Scenarios run as interleaved rounds (every scenario once per round, the order reversed every other round),
@@ -430,8 +431,9 @@ std::string humus_runtime_json(const Target& t) {
 }
 
 // One humus_client_do per request, the request built once; the body is read as a caller would.
+// `read_trace`: each response's decision trace is rendered and freed too (what reading it costs).
 int64_t humus_sequential(humus_client* c, const humus_request* r, int64_t n, std::vector<double>& lat,
-                         const char* name) {
+                         const char* name, bool read_trace = false) {
   int64_t errors = 0;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t0 = now_ns();
@@ -442,6 +444,11 @@ int64_t humus_sequential(humus_client* c, const humus_request* r, int64_t n, std
       size_t len = 0;
       (void)humus_response_body(resp, &data, &len, nullptr);
       if (humus_response_status(resp) != 200 || len == 0) ++errors;
+      if (read_trace) {
+        char* trace = nullptr;
+        if (humus_response_trace(resp, &trace, nullptr, nullptr) != HUMUS_OK) ++errors;
+        humus_string_free(trace);
+      }
       humus_response_free(resp);
     } else if (errors++ == 0) {
       const humus_error* e = humus_last_error();
@@ -497,14 +504,17 @@ humus_status mock_respond(void* /*user*/, const humus_mock_request* /*req*/, hum
 
 class HumusLayer final : public Runner {
  public:
-  HumusLayer() : setup_("", "{\"base_url\": \"http://payments\"}", "http://payments/", &kMock) {}
+  explicit HumusLayer(bool read_trace)
+      : setup_("", "{\"base_url\": \"http://payments\"}", "http://payments/", &kMock), read_trace_(read_trace) {}
   int64_t run(int64_t n, std::vector<double>& lat) override {
-    return humus_sequential(setup_.client, setup_.request, n, lat, "humus-layer");
+    return humus_sequential(setup_.client, setup_.request, n, lat,
+                            read_trace_ ? "humus-layer-trace" : "humus-layer", read_trace_);
   }
 
  private:
   static constexpr humus_mock_transport kMock = {HUMUS_MOCK_TRANSPORT_VERSION, mock_respond, nullptr, nullptr};
   HumusSetup setup_;
+  bool read_trace_;
 };
 
 // ==== Asynchronous rows ====================================================================================
@@ -643,6 +653,7 @@ const ScenarioDef kScenarios[] = {
     {"raw-multi", "raw-multi", true, "curl_multi, N transfers in flight, one thread"},
     {"humus-async", "raw-multi", true, "humus_client_submit, N calls in flight"},
     {"humus-layer", "raw-seq", false, "humus_client_do on the mock transport (no socket)"},
+    {"humus-layer-trace", "raw-seq", false, "humus-layer reading each call's decision trace as JSON"},
     {"humus-seq-via-loop", "raw-seq", true, "blocking calls handed to the event loop (the design not taken)"},
 };
 
@@ -747,7 +758,8 @@ int main(int argc, char** argv) {
   }
   for (const ScenarioDef& def : kScenarios) {
     if (!def.needs_server && wanted(opt, "mock", def.name)) {
-      rows.push_back(Row{"mock", &def, std::make_unique<HumusLayer>(), {}});
+      const bool read_trace = std::string(def.name) == "humus-layer-trace";
+      rows.push_back(Row{"mock", &def, std::make_unique<HumusLayer>(read_trace), {}});
     }
   }
   if (rows.empty()) {
@@ -883,6 +895,12 @@ int main(int argc, char** argv) {
     std::printf("  layer alone (mock transport, real clock): %.2f us CPU per call, p50 %.2f us\n",
                 median_of(*layer, [](const Sample& s) { return s.cpu_us_per_req; }),
                 median_of(*layer, [](const Sample& s) { return s.p50_us; }));
+    if (const Row* read = find_row(rows, "mock", "humus-layer-trace")) {
+      const std::vector<double> extra =
+          per_round(*read, *layer, [](const Sample& a, const Sample& b) { return a.cpu_us_per_req - b.cpu_us_per_req; });
+      std::printf("  reading the decision trace (humus_response_trace): +%.2f us CPU per call (median of rounds)\n",
+                  median(extra));
+    }
   }
 
   // ---- Footer: what was not measured, and why ----
