@@ -185,10 +185,10 @@ void write_record(std::string& out, const client::DecisionTrace& trace, const cl
 std::string trace_json(const client::DecisionTrace* trace) {
   std::string out = "[";
   if (trace != nullptr) {
-    out.reserve(520 * trace->attempts.size() + 2);
-    for (size_t i = 0; i < trace->attempts.size(); ++i) {
+    out.reserve(520 * trace->size() + 2);
+    for (size_t i = 0; i < trace->size(); ++i) {
       if (i > 0) out += ',';
-      write_record(out, *trace, trace->attempts[i], i);
+      write_record(out, *trace, trace->at(i), i);
     }
   }
   out += ']';

@@ -20,7 +20,7 @@ Call::Call(const CallEnv& env, const Request& request, CancelToken* cancel)
 
 Step Call::done(CallResult result) {
   result.attempts = attempts_;
-  result.trace = decisions_.take();
+  result.trace = decisions_.take(std::move(wire_.method), std::move(wire_.url));  // the call is over
   if (result.response) {
     result.response->attempts = attempts_;
     result.response->history = std::move(history_);
@@ -59,7 +59,7 @@ Step Call::start() {
   }
   const Instant now = env_.clock.now();
   deadline_ = now + timeout;
-  decisions_.start(now, deadline_, request_.method, request_.url);
+  decisions_.start(now, deadline_);
 
   if (!env_.spelling.matches(request_.url)) {
     Result<transport::ClientUrl> url = transport::ClientUrl::parse(request_.url);
@@ -373,8 +373,8 @@ std::optional<transport::WireRequest> Call::redirect_of(const CallResult& outcom
 
 Step Call::follow(transport::WireRequest next, int status) {
   history_.push_back(Redirect{status, wire_.url});
-  wire_ = std::move(next);
   decisions_.redirect(wire_.method, wire_.url);
+  wire_ = std::move(next);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, wire_.body_source == nullptr || body_replayable_,
                                           request_.retry);
   attempt_ = 0;

@@ -5,14 +5,14 @@
 
 namespace humus::client {
 
-void TraceRecorder::start(Instant now, Instant deadline, const std::string& method, const std::string& url) {
+void TraceRecorder::start(Instant now, Instant deadline) {
   started_ = now;
   deadline_ = deadline;
-  redirect(method, url);
+  trace_->hops = 1;
 }
 
 void TraceRecorder::redirect(const std::string& method, const std::string& url) {
-  if (trace_->hops++ == 0) {
+  if (trace_->hops++ == 1) {
     trace_->request = TraceHop{method, url};
   } else {
     trace_->redirects.push_back(TraceHop{method, url});
@@ -33,7 +33,7 @@ void TraceRecorder::not_sent(Instant now, Code why, retry::Decision decision, bo
   AttemptRecord r;
   r.start = now - started_;
   r.hop = trace_->hops - 1;
-  r.resend = !trace_->attempts.empty() && trace_->attempts.back().hop == r.hop;
+  r.resend = trace_->records > 0 && trace_->at(trace_->records - 1).hop == r.hop;
   r.error = why;
   r.breaker_at = at;
   r.budget_before = r.budget_after = budget;
@@ -41,7 +41,7 @@ void TraceRecorder::not_sent(Instant now, Code why, retry::Decision decision, bo
   r.decision = decision;
   r.deadline_left = std::max(deadline_ - now, Duration::zero());
   open_.reset();
-  trace_->attempts.push_back(std::move(r));
+  trace_->push(std::move(r));
 }
 
 void TraceRecorder::ended(Duration took, int wire_sends) {
@@ -74,10 +74,17 @@ void TraceRecorder::decided(Instant now, retry::Decision decision, Duration wait
   open_->breaker_after = after;
   open_->budget_after = budget;
   open_->deadline_left = std::max(deadline_ - now, Duration::zero());
-  trace_->attempts.push_back(std::move(*open_));
+  trace_->push(std::move(*open_));
   open_.reset();
 }
 
-std::shared_ptr<const DecisionTrace> TraceRecorder::take() { return std::move(trace_); }
+std::shared_ptr<const DecisionTrace> TraceRecorder::take(std::string method, std::string url) {
+  if (trace_->hops == 1) {
+    trace_->request = TraceHop{std::move(method), std::move(url)};
+  } else if (trace_->hops > 1) {
+    trace_->redirects.push_back(TraceHop{std::move(method), std::move(url)});
+  }
+  return std::move(trace_);
+}
 
 }  // namespace humus::client

@@ -1,8 +1,9 @@
 // A call's reasoning, one record per attempt (docs/trace.md): what was sent, how it ended, how it was
 // classified, what the breaker and the budget said, and what the call decided next. Recorded by Call as it
-// runs, whether or not anybody reads it, so it must stay cheap: plain values, the request's method and URL
-// copied once (redacted only when rendered), a few allocations per call. The C ABI renders it as JSON on
-// demand (its trace_json.h); nothing here formats text.
+// runs, whether or not anybody reads it, so it must stay cheap: plain values, one allocation for a call of
+// up to one attempt and no redirect (the request's method and URL are the call's own, moved in at its end;
+// a redirect copies the hop it leaves). The C ABI renders it as JSON on demand (its trace_json.h); nothing
+// here formats text.
 #pragma once
 
 #include <memory>
@@ -62,23 +63,36 @@ struct AttemptRecord {
   Duration deadline_left{};  // when the decision was taken
 };
 
+// The records and hops are kept inline for the common call (one attempt, no redirect), the rest in vectors.
 struct DecisionTrace {
-  TraceHop request;                 // hop 0, kept inline: most calls follow no redirect
+  TraceHop request;                 // hop 0
   std::vector<TraceHop> redirects;  // hop n is redirects[n - 1]
-  std::vector<AttemptRecord> attempts;
-  int hops = 0;  // hops recorded (0 for a call refused before it started)
+  int hops = 0;                     // hops recorded (0 for a call refused before it started)
+  AttemptRecord first;              // record 0
+  std::vector<AttemptRecord> more;  // record n is more[n - 1]
+  size_t records = 0;
 
   // Hop `i`, or null past the hops recorded.
   const TraceHop* hop(int i) const {
     if (i < 0 || i >= hops) return nullptr;
     return i == 0 ? &request : &redirects[static_cast<size_t>(i - 1)];
   }
+  size_t size() const { return records; }
+  const AttemptRecord& at(size_t i) const { return i == 0 ? first : more[i - 1]; }
+  void push(AttemptRecord r) {
+    if (records++ == 0) {
+      first = std::move(r);
+    } else {
+      more.push_back(std::move(r));
+    }
+  }
 };
 
 // Builds one call's trace as Call moves through its steps. Not thread-safe: Call's driver owns it.
 class TraceRecorder {
  public:
-  void start(Instant now, Instant deadline, const std::string& method, const std::string& url);
+  void start(Instant now, Instant deadline);
+  // A redirect is followed: `method` and `url` are the hop it leaves.
   void redirect(const std::string& method, const std::string& url);
   // An attempt admitted by the breaker, about to be sent; `attempt`: its number within its hop, 1-based.
   void admitted(Instant now, int attempt, breaker::Position at, double budget);
@@ -93,8 +107,9 @@ class TraceRecorder {
   // The decision taken after the admitted attempt; `after` absent when no breaker result was counted.
   void decided(Instant now, retry::Decision decision, Duration wait, retry::WaitSource source,
                std::optional<breaker::Position> after, double budget);
-  // The trace, for the call's result: once, when the call ends (the recorder is spent).
-  std::shared_ptr<const DecisionTrace> take();
+  // The trace, for the call's result: once, when the call ends (the recorder is spent). `method` and `url`:
+  // the call's current hop, which the call no longer needs.
+  std::shared_ptr<const DecisionTrace> take(std::string method, std::string url);
 
  private:
   std::shared_ptr<DecisionTrace> trace_ = std::make_shared<DecisionTrace>();
