@@ -1,11 +1,7 @@
 // The decision trace through the C ABI (docs/trace.md): humus_response_trace and humus_error_trace read a
 // call's reasoning, one record per attempt, on the mock transport and virtual clock (whose decisions a seed
 // pins) and against the real test server (what reached the wire).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -13,6 +9,7 @@
 
 #include "humus_http.h"
 #include "support/capi_client.h"
+#include "support/closed_port.h"
 #include "support/test_server.h"
 
 namespace {
@@ -20,18 +17,7 @@ namespace HUMUS_UNITY_ID {
 
 using nlohmann::json;
 
-// A loopback port with nothing listening on it.
-int closed_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using humus::test::closed_port;
 
 json parsed(char* text, size_t len) {
   EXPECT_EQ(std::strlen(text), len);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "support/closed_port.h"
 #include "support/raw_peer.h"
 #include "support/test_server.h"
 
@@ -77,18 +78,7 @@ class ClientServerTest : public humus::test::WithTestServer {
   Runtime runtime_;
 };
 
-// A loopback port with nothing listening on it.
-int closed_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using humus::test::closed_port;
 
 TEST_F(ClientServerTest, PlainHttp11GetReachesTheServer) {
   auto c = make("http");
