@@ -16,7 +16,7 @@ __all__ = ["Breaker", "Bulkhead", "Probe", "RetryBudget", "TLS", "Trip"]
 #: The top-level keys whose values are durations (written in the settings' string form).
 DURATION_KEYS = frozenset({
     "attempt_timeout", "backoff_base", "backoff_max", "connect_timeout", "idle_timeout", "max_connection_lifetime",
-    "max_retry_after", "timeout",
+    "max_retry_after", "min_attempt_time", "timeout",
 })
 
 

@@ -6,6 +6,7 @@
 #include "client/body_stream.h"
 #include "client/call_headers.h"
 #include "client/redirect.h"
+#include "common/duration.h"
 #include "telemetry/redact.h"
 
 namespace humus::client {
@@ -117,6 +118,12 @@ Step Call::admit() {
   if (cancelled()) return stop(retry::Decision::kStopped, cancelled_status());
   const Instant now = env_.clock.now();
   if (now >= deadline_) return stop(retry::Decision::kExpired, Status(Code::kTimeout, "the call's deadline passed"));
+  if (deadline_ - now < env_.settings.min_attempt_time) {
+    // docs/timeouts.md §8.4: too little is left for the dependency to do the work; sending would only load it.
+    return stop(retry::Decision::kExpired,
+                Status(Code::kTimeout, "less than min_attempt_time (" + format_duration(env_.settings.min_attempt_time) +
+                                           ") was left of the call's deadline: no attempt started"));
+  }
 
   if (wire_.body_source != nullptr) {
     // Before anything is admitted: a body that cannot be sent again ends the call here.
@@ -150,6 +157,11 @@ Step Call::admit() {
   Step s;
   s.kind = Step::Kind::kSend;
   s.limits = {std::min(now + env_.settings.attempt_timeout, deadline_), deadline_};
+  if (!env_.settings.deadline_header.empty()) {
+    // Set per attempt, after the hooks: what this attempt has left, as it is sent (docs/timeouts.md §8.4).
+    wire_.headers.set(env_.settings.deadline_header,
+                      deadline_header_value(s.limits.attempt_deadline - now, env_.settings.deadline_format));
+  }
   return s;
 }
 

@@ -1,5 +1,8 @@
 #include "client/call_headers.h"
 
+#include <algorithm>
+#include <chrono>
+
 namespace humus::client {
 namespace {
 
@@ -43,6 +46,11 @@ Headers headers_that_travel(const settings::Settings& s, const Request& r, const
     if (!is_trace_header(name)) out.add(name, value);
   }
   return out;
+}
+
+std::string deadline_header_value(Duration left, settings::DeadlineFormat format) {
+  const int64_t ms = std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count(), 0);
+  return std::to_string(ms) + (format == settings::DeadlineFormat::kGrpc ? "m" : "");
 }
 
 }  // namespace humus::client

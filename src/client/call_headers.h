@@ -2,6 +2,8 @@
 // travel with every attempt.
 #pragma once
 
+#include <string>
+
 #include "client/request.h"
 #include "common/headers.h"
 #include "settings/settings.h"
@@ -18,5 +20,9 @@ CallContext effective_context(const Request& request);
 // traceparent); its bearer token only with forward_authorization (never Basic, and the origin check
 // keeps it on the origin); the call's own headers but its trace headers, which were taken into the context.
 Headers headers_that_travel(const settings::Settings& settings, const Request& request, const CallContext& context);
+
+// deadline_header's value for an attempt with `left` to go (docs/timeouts.md §8.4): whole milliseconds, rounded
+// down so the server never believes it has more time than the client gives it; "grpc" adds gRPC's unit "m".
+std::string deadline_header_value(Duration left, settings::DeadlineFormat format);
 
 }  // namespace humus::client

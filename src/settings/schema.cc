@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "common/duration.h"
+#include "common/headers.h"
 #include "common/text.h"
 #include "transport/url.h"
 
@@ -28,10 +29,12 @@ constexpr std::string_view kPolicyNames[] = {"token_bucket", "ratio"};  // Budge
 constexpr std::string_view kHttpVersionNames[] = {"auto", "1.1", "2"};  // HttpVersion's order
 constexpr std::string_view kTlsVersionNames[] = {"1.2", "1.3"};         // TlsVersion's order
 constexpr std::string_view kClassifyNames[] = {"humus", "jfast", "strict"};
+constexpr std::string_view kDeadlineFormatNames[] = {"ms", "grpc"};  // DeadlineFormat's order
 
 std::span<const std::string_view> names_of(BudgetPolicy) { return kPolicyNames; }
 std::span<const std::string_view> names_of(HttpVersion) { return kHttpVersionNames; }
 std::span<const std::string_view> names_of(TlsVersion) { return kTlsVersionNames; }
+std::span<const std::string_view> names_of(DeadlineFormat) { return kDeadlineFormatNames; }
 
 // An optional object on the way (tls) is made on write and read as its defaults while absent.
 template <typename T>
@@ -125,6 +128,14 @@ void write_member(Settings& s, const Value& v) {
 // ------------------------------------------------------------------
 
 bool contains_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+// deadline_header: empty (off) or a header name a request could carry (the rules of "headers").
+Status check_deadline_header(std::string_view key, const Value& v) {
+  const std::string& name = std::get<std::string>(v);
+  if (name.empty()) return Status();
+  if (std::string why = header_problem(name, "0"); !why.empty()) return problem(key, why);
+  return Status();
+}
 
 Status check_base_url(std::string_view key, const Value& v) {
   const std::string& url = std::get<std::string>(v);
@@ -441,6 +452,17 @@ constexpr Field kFields[] = {
                                       "pass on the call context's bearer token"),
     scalar<&S::forward_scenario>("forward_scenario", Kind::kBool,
                                  "keep the fault scenario in the baggage sent"),
+    [] {
+      Field f = scalar<&S::deadline_header>("deadline_header", Kind::kString,
+                                            "send each attempt's time left in this header; empty: none");
+      f.extra = check_deadline_header;
+      f.omit_unset = true;  // off: left out of to_json
+      return f;
+    }(),
+    scalar<&S::deadline_format>("deadline_format", Kind::kEnum,
+                                "how deadline_header spells it: \"ms\" 1500, \"grpc\" 1500m", kDeadlineFormatNames),
+    duration<&S::min_attempt_time>("min_attempt_time", "an attempt with less of the call left is not started",
+                                   kZero, false),
     [] {
       Field f = scalar<&S::classify_preset>(
           "classify", Kind::kEnum, "the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a)",

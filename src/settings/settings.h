@@ -24,6 +24,8 @@ namespace humus::settings {
 using retry::BudgetPolicy;       // JSON "token_bucket", "ratio" (docs/retries.md §6.4)
 using transport::HttpVersion;    // JSON "auto", "1.1", "2"
 enum class TlsVersion { kTls1_2, kTls1_3 };          // JSON "1.2", "1.3"; nothing older exists here
+// How deadline_header spells an attempt's time left (docs/timeouts.md §8.4): JSON "ms" ("1500"), "grpc" ("1500m").
+enum class DeadlineFormat { kMilliseconds, kGrpc };
 
 // The ratio policy's default share (JSON "retry_budget": {"policy": "ratio"} without "ratio").
 inline constexpr double kRatioPolicyDefaultRatio = 0.2;
@@ -89,6 +91,11 @@ struct Settings {
   Headers headers;
   bool forward_authorization = false;
   bool forward_scenario = false;
+  // Deadline propagation (docs/timeouts.md §8.4): each attempt tells the server its time left in this header
+  // (empty: none is sent), and an attempt with less than min_attempt_time left of the call is not started.
+  std::string deadline_header;
+  DeadlineFormat deadline_format = DeadlineFormat::kMilliseconds;
+  Duration min_attempt_time = Duration::zero();
   std::string classify_preset = "humus";  // JSON "classify" as a preset name
   // JSON "classify" / "breaker_policy" as a plugin (docs/retries.md §5.4a): what the settings name, loaded
   // into classifier / breaker_policy by from_json. Set exactly when that callback came from the plugin.

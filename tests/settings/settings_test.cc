@@ -658,7 +658,7 @@ TEST(SettingsToJson, DefaultsPinnedShape) {
             R"("max_connection_lifetime":"10m","max_response_headers":65536,"max_response_body":67108864,)"
             R"("decompress":true,"tls":null,)"
             R"("http_version":"auto","headers":{},"forward_authorization":false,"forward_scenario":false,)"
-            R"("classify":"humus"})");
+            R"("deadline_format":"ms","min_attempt_time":"0s","classify":"humus"})");
 }
 
 TEST(SettingsToJson, RoundTrip) {
@@ -687,6 +687,9 @@ TEST(SettingsToJson, RoundTrip) {
   s.headers.add("X-A", "\"quoted\" \\ \xc3\xa9");
   s.forward_authorization = true;
   s.forward_scenario = true;
+  s.deadline_header = "X-Request-Timeout";
+  s.deadline_format = DeadlineFormat::kGrpc;
+  s.min_attempt_time = milliseconds(20);
   s.classify_preset = "strict";
   ASSERT_TRUE(validate(s, false).ok()) << validate(s, false).message();
   const std::string json = to_json(s);

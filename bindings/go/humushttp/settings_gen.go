@@ -42,6 +42,9 @@ type Settings struct {
 	Headers               map[string]string `json:"headers"`                 // sent with every request
 	ForwardAuthorization  bool              `json:"forward_authorization"`   // pass on the call context's bearer token (default false)
 	ForwardScenario       bool              `json:"forward_scenario"`        // keep the fault scenario in the baggage sent (default false)
+	DeadlineHeader        string            `json:"deadline_header"`         // send each attempt's time left in this header; empty: none
+	DeadlineFormat        string            `json:"deadline_format"`         // how deadline_header spells it: "ms" 1500, "grpc" 1500m (default "ms"; one of "ms", "grpc")
+	MinAttemptTime        *time.Duration    `json:"min_attempt_time"`        // an attempt with less of the call left is not started (default 0s; >= 0s)
 	Classify              string            `json:"classify"`                // the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a) (default "humus"; one of "humus", "jfast", "strict")
 	ClassifyPlugin        *Plugin           `json:"-" humus:"classify"`      // or a plugin's (docs/retries.md §5.4a), not with Classify
 }

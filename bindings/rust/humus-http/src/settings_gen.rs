@@ -163,6 +163,22 @@ impl SettingsBuilder {
         self.top("forward_scenario", Json::Bool(on))
     }
 
+    /// `deadline_header`: send each attempt's time left in this header; empty: none.
+    pub fn deadline_header(self, text: &str) -> SettingsBuilder {
+        self.top("deadline_header", Json::Str(text.to_string()))
+    }
+
+    /// `deadline_format`: how deadline_header spells it: "ms" 1500, "grpc" 1500m (default "ms"; one of "ms",
+    /// "grpc").
+    pub fn deadline_format(self, text: &str) -> SettingsBuilder {
+        self.top("deadline_format", Json::Str(text.to_string()))
+    }
+
+    /// `min_attempt_time`: an attempt with less of the call left is not started (default 0s; >= 0s).
+    pub fn min_attempt_time(self, d: Duration) -> SettingsBuilder {
+        self.top("min_attempt_time", Json::duration(d))
+    }
+
     /// `classify`: the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a) (default "humus"; one of
     /// "humus", "jfast", "strict").
     pub fn classify(self, choice: ClassifierPreset) -> SettingsBuilder {

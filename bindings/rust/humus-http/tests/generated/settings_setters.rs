@@ -43,5 +43,14 @@ fn generated_setters() -> Vec<(&'static str, Setter)> {
         ("headers", Map(|b, name, value| b.header(name, value))),
         ("forward_authorization", Bool(|b, on| b.forward_authorization(on))),
         ("forward_scenario", Bool(|b, on| b.forward_scenario(on))),
+        ("deadline_header", Text(|b, s| b.deadline_header(s), "x")),
+        (
+            "deadline_format",
+            Enum(&[
+                ("ms", |b| b.deadline_format("ms")),
+                ("grpc", |b| b.deadline_format("grpc")),
+            ]),
+        ),
+        ("min_attempt_time", Duration(|b, d| b.min_attempt_time(d))),
     ]
 }
