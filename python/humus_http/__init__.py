@@ -22,7 +22,7 @@ from . import _native
 from ._auth import AuthTypes, BasicAuth, BearerAuth
 from ._cancel import CancelToken
 from ._client import BodyOptions, CallOptions, Client, EventHooks, QueryParams
-from ._context import CallContext
+from ._context import CallContext, deadline_from_request
 from ._errors import (
     BulkheadFullError,
     CancelledCallError,
@@ -170,6 +170,7 @@ __all__ = [
     "UseClientDefault",
     "call_error",
     "core_version",
+    "deadline_from_request",
     "default_classify",
     "otel",
     "preset_classify",

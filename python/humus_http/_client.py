@@ -13,7 +13,7 @@ from ._at_exit import CloseAtExit
 from ._auth import AuthTypes, auth_callable
 from ._cancel import CancelToken, native_cancel
 from ._closing import Closing
-from ._context import ContextTypes, context_parts
+from ._context import ContextTypes, context_parts, within_deadline_ms
 from ._errors import ConfigError, from_native
 from ._forms import CookieTypes, DataTypes, FilesTypes, cookie_header, encode_form
 from ._client_gen import ClientArguments
@@ -310,7 +310,7 @@ class _BaseClient(ClientArguments):
         get = options.get
         follow = get("follow_redirects", USE_CLIENT_DEFAULT)
         follow_mode = -1 if (self.follow_redirects if follow is USE_CLIENT_DEFAULT else follow) else 0
-        timeout_ms = call_timeout_ms(get("timeout", USE_CLIENT_DEFAULT))
+        timeout_ms = within_deadline_ms(call_timeout_ms(get("timeout", USE_CLIENT_DEFAULT)), get("context"))
         auth = get("auth", USE_CLIENT_DEFAULT)
         auth_fn = self._auth if auth is USE_CLIENT_DEFAULT else auth_callable(auth)
         headers, params, cookies = get("headers"), get("params"), get("cookies")
