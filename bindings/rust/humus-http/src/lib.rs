@@ -50,6 +50,7 @@ mod call;
 mod cancel;
 mod classify;
 mod client;
+mod deadline;
 mod error;
 mod ffi;
 #[cfg(feature = "http")]
@@ -73,6 +74,9 @@ pub use call::{Call, CallHandle};
 pub use cancel::CancelToken;
 pub use classify::{Attempt, BreakerOutcome, Classification, ClassifierPreset, RetryDecision};
 pub use client::Client;
+#[cfg(feature = "http")]
+pub use deadline::deadline_from_headers;
+pub use deadline::parse_deadline;
 pub use error::{Error, ErrorKind};
 pub use log::LogRecord;
 pub use metrics::{MetricKind, MetricPoint};

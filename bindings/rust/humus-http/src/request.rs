@@ -380,6 +380,16 @@ impl Request {
         self.timeout_ms(i64::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX))
     }
 
+    /// Bounds the call by an absolute deadline, such as an incoming request's
+    /// (`deadline_from_headers`, feature `http`; docs/timeouts.md §8.4): its timeout becomes what is
+    /// left now, in whole milliseconds rounded down, at least 1 (a deadline already passed ends the call at once
+    /// with a timeout) and at most an hour (the `timeout` setting's bound). Build the request when the call is
+    /// made: the time left is taken here.
+    pub fn deadline(self, deadline: std::time::Instant) -> Request {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        self.timeout_ms(i64::try_from(left.as_millis()).unwrap_or(i64::MAX).clamp(1, 3_600_000))
+    }
+
     /// [`timeout`](Request::timeout) in milliseconds, as the C ABI takes it: values ≤ 0 are refused.
     pub fn timeout_ms(self, ms: i64) -> Request {
         self.apply(move |raw| {
