@@ -103,8 +103,9 @@ def deadline_from_request(request: Any, header: str = "X-Request-Timeout") -> Ca
 
 def within_deadline_ms(timeout_ms: int, context: object) -> int:
     """A call's timeout in milliseconds (0: the client's) bounded by ``context``'s deadline: what is left, rounded
-    down, at least 1 (a deadline already passed ends the call at once with a timeout)."""
+    down, at least 1 (a deadline already passed ends the call at once with a timeout) and at most the hour a
+    timeout may be."""
     if not isinstance(context, CallContext) or context.deadline is None:
         return timeout_ms
-    left_ms = max(int((context.deadline - time.monotonic()) * 1000), 1)
+    left_ms = min(max(int((context.deadline - time.monotonic()) * 1000), 1), 3_600_000)
     return left_ms if timeout_ms <= 0 else min(timeout_ms, left_ms)

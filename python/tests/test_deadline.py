@@ -74,6 +74,7 @@ def test_the_deadline_bounds_the_call_timeout() -> None:
     assert 99_000 < within_deadline_ms(0, far) <= 100_000
     assert within_deadline_ms(250, far) == 250
     assert within_deadline_ms(250, CallContext(deadline=time.monotonic() - 1)) == 1  # passed: at once
+    assert within_deadline_ms(0, CallContext(deadline=time.monotonic() + 7200)) == 3_600_000  # a timeout's bound
 
 
 def test_a_chain_shares_one_budget_through_the_header() -> None:
