@@ -150,8 +150,9 @@ pub struct Error {
     attempts: u32,
     retry_after: Duration,
     panic: Option<String>,
-    /// The decision trace's JSON, copied out; empty for an error no call made.
-    trace: String,
+    /// The decision trace's JSON, copied out; None for an error no call made. Boxed: an `Error` stays small
+    /// enough to return by value (clippy's result_large_err).
+    trace: Option<Box<str>>,
 }
 
 impl Error {
@@ -165,7 +166,7 @@ impl Error {
             attempts: 0,
             retry_after: Duration::ZERO,
             panic: None,
-            trace: String::new(),
+            trace: None,
         }
     }
 
@@ -203,7 +204,7 @@ impl Error {
                 attempts: u32::try_from(sys::humus_error_attempts(e)).unwrap_or(0),
                 retry_after: Duration::from_millis(u64::try_from(sys::humus_error_retry_after_ms(e)).unwrap_or(0)),
                 panic: None,
-                trace: trace::error_text(e).unwrap_or_default(),
+                trace: trace::error_text(e).map(String::into_boxed_str),
             }
         }
     }
@@ -272,7 +273,7 @@ impl Error {
     /// error no call made (a refused setting or request, one made on the Rust side). Copied out with the
     /// error, parsed when asked for.
     pub fn trace(&self) -> Vec<AttemptRecord> {
-        trace::parse(&self.trace)
+        self.trace.as_deref().map(trace::parse).unwrap_or_default()
     }
 }
 

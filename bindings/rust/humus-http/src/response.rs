@@ -308,6 +308,7 @@ impl<'c> StreamingResponse<'c> {
         let head = self.head.clone();
         // SAFETY: ours, alive until `self` drops at the end; the trace is read once the body has ended.
         let body = unsafe { copy_body(self.raw.as_ptr()) }?;
+        // SAFETY: the same live response, read after its body ended, as the comment above says.
         let trace = unsafe { trace::response_text(self.raw.as_ptr()) }.unwrap_or_default();
         Ok(Response { head, body, trace })
     }
