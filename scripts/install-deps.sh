@@ -55,9 +55,14 @@ apt_install() {
   say "installing $*"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-# apt-cache show also answers for a name that only another package provides: a real candidate is needed.
-available() { apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'; }
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+# apt-cache show also answers for a name that only another package provides: a real candidate is needed. (The
+# output is read whole: grep -q stopping early would fail the pipe under pipefail.)
+available() {
+  local policy
+  policy=$(apt-cache policy "$1" 2>/dev/null)
+  grep -q 'Candidate: [^(]' <<<"$policy"
+}
 version_at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
 # --- System packages.
@@ -124,7 +129,7 @@ with zipfile.ZipFile(path) as z:
     if got != want:
         sys.exit(f"install-deps: the Go toolchain's hash is {got}, not the pinned {want}")
     for name in names:
-        rel = name.split("/", 1)[1]
+        rel = name.split("@", 1)[1].split("/", 1)[1]  # golang.org/toolchain@v0.0.1-go1.24.13.linux-amd64/bin/go
         target = os.path.join(dest, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as out:
