@@ -19,6 +19,7 @@ packages=(
   cmake ninja-build g++ pkg-config binutils openssl curl python3 python3-dev
   python3-venv  # build/venv and the wheel check's fresh environment (tests/wheel)
   groff-base  # groff, to check that the manual pages (docs/man/) render without warnings
+  iproute2  # ip(8): the network faults' private namespaces (tests/support/run_in_netns.sh skips without it)
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev
   libnghttp2-dev  # the header only: src/transport/h2_observer.h
   libgtest-dev libbenchmark-dev
