@@ -24,8 +24,9 @@ type Call struct {
 	err     error     // set before done is closed
 
 	// The request's context cancels the call through the native token on its request (nil: a context
-	// that never ends), as Do's does; the core honours it for submitted calls too.
+	// that never ends and no hooks), as Do's does; the core honours it for submitted calls too.
 	state *callState
+	hooks *callHooks // the call's attempt hooks
 
 	mu     sync.Mutex
 	native *C.humus_call // guarded by mu; nil until Start has it and after the call ended
@@ -33,8 +34,8 @@ type Call struct {
 }
 
 // Start begins the call and returns at once (humus_client_submit): every rule of Do applies — bulkhead
-// (waiting on a timer, not a goroutine), breaker, retries, deadline — and concurrent calls share the
-// client's connections (HTTP/2 multiplexes them). A request that cannot be built fails here.
+// (waiting on a timer, not a goroutine), breaker, retries, deadline, attempt hooks — and concurrent calls
+// share the client's connections (HTTP/2 multiplexes them). A request that cannot be built fails here.
 //
 // req.Body is read whole first, and the Response's Body is buffered: the attempts run on the event loop,
 // which must not wait on a Go reader, and the C ABI has no asynchronous body read yet.
@@ -45,6 +46,7 @@ type Call struct {
 // since every other completion waits for it. Cancelling req's context cancels the call, as does
 // Call.Cancel. Safe for concurrent use.
 func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...CallOption) (*Call, error) {
+	o := collectCallOptions(req.Context(), opts)
 	body, err := readBody(req)
 	if err != nil {
 		return nil, err
@@ -53,14 +55,13 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 		return nil, err
 	}
 	ctx := req.Context()
-	o := collectCallOptions(ctx, opts)
 	bound, err := callBound(ctx, &o, c.core.rt.virtual)
 	if err != nil {
 		c.core.release()
 		return nil, err
 	}
 	var state *callState
-	if ctx.Done() != nil {
+	if ctx.Done() != nil || c.core.hooks != nil {
 		state = newCallState(ctx, bound.coreEndsDeadline)
 	}
 	native, sentURL, err := nativeRequest(req, requestBody{data: body}, &o, bound.ms, bound.set, state.nativeToken())
@@ -70,9 +71,18 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 		return nil, err
 	}
 	defer C.humus_request_free(native) // submit copies it, and the call holds its token
+	var hooks *callHooks
+	if c.core.hooks != nil {
+		hooks = &callHooks{hooks: *c.core.hooks, state: state}
+		if err := hooks.install(native); err != nil {
+			state.free()
+			c.core.release()
+			return nil, err
+		}
+	}
 
 	call := &Call{client: c.core, req: req, sentURL: sentURL, onDone: done, done: make(chan struct{}), state: state,
-		traced: o.trace || c.core.traces}
+		traced: o.trace || c.core.traces, hooks: hooks}
 	h := newHandle(call)
 	var handle *C.humus_call
 	var cerr *C.humus_error
@@ -126,9 +136,16 @@ func (call *Call) Wait() (*Response, error) {
 func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *C.humus_error) {
 	var r *Response
 	var err error
-	if status == C.HUMUS_OK {
+	hookErr := call.hooks.failure()
+	switch {
+	case status == C.HUMUS_OK && hookErr != nil: // the last attempt's response hook failed
+		err = hookFailed(&Error{Attempts: int(C.humus_response_attempts(resp))}, hookErr)
+		C.humus_response_free(resp)
+	case status == C.HUMUS_OK:
 		r = newResponse(resp, call.req, call.sentURL, call.traced)
-	} else {
+	case hookErr != nil:
+		err = hookFailed(takeCallError(status, cerr), hookErr)
+	default:
 		e := takeCallError(status, cerr)
 		e.cause = contextCause(call.req.Context(), e.Status)
 		err = e
@@ -144,6 +161,12 @@ func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *
 	// The watcher only triggers the token; once it is stopped (or has run) the Go side's handle goes.
 	call.state.unwatch()
 	call.state.free()
+	call.finish(r, err)
+	call.client.releaseOffLoop()
+}
+
+// finish hands the outcome to done, then to Wait.
+func (call *Call) finish(r *Response, err error) {
 	if call.onDone != nil {
 		if panicked := guard("call done", func() error { call.onDone(r, err); return nil }); panicked != nil {
 			if r != nil {
@@ -154,5 +177,4 @@ func (call *Call) complete(status C.humus_status, resp *C.humus_response, cerr *
 	}
 	call.resp, call.err = r, err
 	close(call.done)
-	call.client.releaseOffLoop()
 }

@@ -51,6 +51,8 @@ type clientCore struct {
 	loopAlways bool
 	// traces: every response keeps its decision trace (WithTraces).
 	traces bool
+	// hooks run around every attempt of every call (WithAttemptHooks); nil for none.
+	hooks *AttemptHooks
 
 	ref shared
 }
@@ -85,6 +87,10 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 	live.clients.Add(1)
 	core := &clientCore{native: native, rt: rt, compressionOff: settings.Decompress != nil && !*settings.Decompress,
 		readsOnLoop: !rt.virtual && !rt.mock.Load() && o.classifier == nil && o.policy == nil, traces: o.traces}
+	if o.hooksSet {
+		h := o.hooks
+		core.hooks = &h
+	}
 	core.ref.own(core.free)
 	c := &Client{core: core}
 	c.cleanup = runtime.AddCleanup(c, (*clientCore).closeOwner, core)
@@ -122,6 +128,10 @@ func buildClient(rt *C.humus_runtime, settings Settings, o *clientOptions) (*C.h
 	if o.policy != nil && (o.policy.Trip == nil || o.policy.Probe == nil) {
 		return nil, &Error{Status: StatusProgram, Message: "breaker policy: Trip and Probe must both be set (docs/settings.md §3.3)",
 			Fields: []string{"breaker_policy.trip", "breaker_policy.probe"}}
+	}
+	if o.hooksSet && o.hooks.Request == nil && o.hooks.Response == nil {
+		return nil, &Error{Status: StatusProgram, Message: "attempt hooks: WithAttemptHooks was given neither Request nor Response (docs/settings.md §3.3)",
+			Fields: []string{"attempt_hooks"}}
 	}
 	s, err := settings.native()
 	if err != nil {

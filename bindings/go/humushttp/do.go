@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"runtime/cgo"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -36,8 +37,7 @@ import (
 // and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both
 // paths keep every rule. With BufferBody the call runs as Start's does.
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
-	ctx := req.Context()
-	o := collectCallOptions(ctx, opts)
+	o := collectCallOptions(req.Context(), opts)
 	if o.buffer {
 		call, err := c.Start(req, nil, opts...)
 		if err != nil {
@@ -45,6 +45,30 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		}
 		return call.Wait()
 	}
+	p, err := c.prepare(req, &o)
+	if err != nil {
+		return nil, err
+	}
+	return c.run(p)
+}
+
+// prepared is a call of Do's body path (the request body streamed, the response's too) built but not run.
+type prepared struct {
+	req         *http.Request
+	native      *C.humus_request // freed by run
+	state       *callState       // always: the body's reads honour its token, and Body.Close uses it
+	stateHandle cgo.Handle       // the state for callbacks of a blocking call; 0 when the context cannot end
+	sentURL     string
+	traced      bool
+	alone       bool       // the client's only Do in flight when it began (clientCore.onLoop)
+	streamsBody bool       // req.Body is read by the library as the request goes out
+	hooks       *callHooks // nil without attempt hooks
+}
+
+// prepare checks and builds the call: it takes the client's reference and the call's count (run, or the
+// response it returns, gives them back) and fails here for a request that cannot be built.
+func (c *Client) prepare(req *http.Request, o *callOptions) (*prepared, error) {
+	ctx := req.Context()
 	body, err := streamBody(req)
 	if err != nil {
 		return nil, err
@@ -54,43 +78,63 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		return nil, err
 	}
 	alone := c.core.streams.Add(1) == 1
-	bound, err := callBound(ctx, &o, c.core.rt.virtual)
+	bound, err := callBound(ctx, o, c.core.rt.virtual)
 	if err != nil {
 		body.discard()
 		c.core.endStream()
 		return nil, err
 	}
-
 	// A token always: the body's reads honour it, and Body.Close uses it to interrupt one.
 	state := newCallState(ctx, bound.coreEndsDeadline)
-	var stateHandle cgo.Handle
-	if ctx.Done() != nil {
-		stateHandle = newHandle(state)
-		defer deleteHandle(stateHandle)
-	}
-	native, sentURL, err := nativeRequest(req, body, &o, bound.ms, bound.set, state.token)
+	streamsBody := body.reader != nil
+	native, sentURL, err := nativeRequest(req, body, o, bound.ms, bound.set, state.token)
 	if err != nil {
 		state.free()
 		c.core.endStream()
 		return nil, err
 	}
-	defer C.humus_request_free(native)
+	p := &prepared{req: req, native: native, state: state, sentURL: sentURL, traced: o.trace || c.core.traces,
+		alone: alone, streamsBody: streamsBody}
+	if c.core.hooks != nil {
+		p.hooks = &callHooks{hooks: *c.core.hooks, state: state}
+		if err := p.hooks.install(native); err != nil {
+			C.humus_request_free(native)
+			state.free()
+			c.core.endStream()
+			return nil, err
+		}
+	}
+	if ctx.Done() != nil {
+		p.stateHandle = newHandle(state)
+	}
+	return p, nil
+}
 
-	traced := o.trace || c.core.traces
-	if c.core.onLoop(alone) && body.reader == nil && queuedCompletions() {
-		return c.openOnLoop(req, native, state, sentURL, traced)
+// run makes the prepared call, on the event loop or blocking in C (see Do), and returns at its headers.
+func (c *Client) run(p *prepared) (*Response, error) {
+	defer C.humus_request_free(p.native)
+	if p.stateHandle != 0 {
+		defer deleteHandle(p.stateHandle)
+	}
+	req, state := p.req, p.state
+	ctx := req.Context()
+	if c.core.onLoop(p.alone) && !p.streamsBody && queuedCompletions() {
+		return c.openOnLoop(p)
 	}
 	state.watch()
 	var resp *C.humus_response
 	var cerr *C.humus_error
 	var callbackErr C.uintptr_t
-	status := C.humusgo_client_open(c.core.native, native, C.uintptr_t(stateHandle), &resp, &cerr, &callbackErr)
+	status := C.humusgo_client_open(c.core.native, p.native, C.uintptr_t(p.stateHandle), &resp, &cerr, &callbackErr)
 	cause := takeCallbackError(callbackErr)
 	if status != C.HUMUS_OK {
 		state.unwatch()
 		state.free()
 		c.core.endStream()
 		e := takeCallError(status, cerr)
+		if hookErr := p.hooks.failure(); hookErr != nil {
+			return nil, hookFailed(e, hookErr)
+		}
 		if e.Status == StatusCallback && cause != nil {
 			e.cause = cause
 		} else {
@@ -98,11 +142,32 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 		}
 		return nil, e
 	}
+	if hookErr := p.hooks.failure(); hookErr != nil {
+		// The last attempt's response hook failed: the response is closed unread, the call fails.
+		attempts := int(C.humus_response_attempts(resp))
+		C.humus_response_free(resp)
+		state.unwatch()
+		state.free()
+		c.core.endStream()
+		return nil, hookFailed(&Error{Attempts: attempts}, hookErr)
+	}
 	// The response now holds the client's reference, the token and the watcher, until its body ends.
 	call := &streamCall{resp: resp, state: state, core: c.core, ctx: ctx}
-	r := newStreamedResponse(call, req, sentURL, c.core.decodes(req), traced)
+	r := newStreamedResponse(call, req, p.sentURL, c.core.decodes(req), p.traced)
 	c.core.sawResponse(r.Response)
 	return r, nil
+}
+
+// hookFailed makes e, the outcome of a call an attempt hook ended, that hook's failure: ErrCallback with
+// its *CallbackError as the cause (the core reports a request hook's as HUMUS_E_CALLBACK, a response
+// hook's as the cancel that ended the call).
+func hookFailed(e *Error, hookErr error) *Error {
+	e.Status = StatusCallback
+	e.Message = "an attempt hook failed, which ends the call: nothing more is sent (docs/retries.md §6.7)"
+	e.Fields = nil
+	e.RetryAfter = 0
+	e.cause = hookErr
+	return e
 }
 
 // onLoop says whether a Do runs on the event loop (loop_body.go) rather than blocking in C. Measured
@@ -210,6 +275,9 @@ type callState struct {
 	// waiting is the socket a streamed body's Read waits on in the netpoller (socketWait), while it does:
 	// trigger ends that wait too.
 	waiting atomic.Pointer[socketWait]
+	// mu orders trigger with free: Call.Cancel and a failing response hook may trigger at any time.
+	mu    sync.Mutex
+	freed bool // guarded by mu
 }
 
 func newCallState(ctx context.Context, coreEndsDeadline bool) *callState {
@@ -262,6 +330,14 @@ func (s *callState) cancelIfDone() bool {
 // trigger cancels the call: the token, which a read in the library sees, and a wait in the netpoller for
 // the body's socket, which then reads again and sees it.
 func (s *callState) trigger() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed {
+		return
+	}
 	C.humus_cancel_trigger(s.token)
 	if w := s.waiting.Load(); w != nil {
 		w.interrupt()
@@ -271,7 +347,10 @@ func (s *callState) trigger() {
 // free releases the Go side's handle on the token (requests and calls holding it keep theirs).
 func (s *callState) free() {
 	if s != nil {
+		s.mu.Lock()
+		s.freed = true
 		C.humus_cancel_free(s.token)
+		s.mu.Unlock()
 	}
 }
 

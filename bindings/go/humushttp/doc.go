@@ -16,8 +16,9 @@
 //
 // Thread-safety follows the C ABI: Client, Runtime, Upstreams, Transport and Call are safe for concurrent
 // use; Settings are plain values; a Response is used by one goroutine (its Body may be closed while another
-// reads it). Callbacks (Classifier, BreakerPolicy, MockTransport, SpanSink, LogSink) may run on several threads at once and must be safe
-// for concurrent use. Each identifier's comment says more.
+// reads it). Callbacks (Classifier, BreakerPolicy, MockTransport, SpanSink, LogSink, AttemptHooks) may run on several threads at once and must be safe
+// for concurrent use. Each identifier's comment says more. AttemptHooks (WithAttemptHooks) run around every
+// attempt — each retry and redirect hop — to set headers per attempt or count attempts (docs/retries.md §6.7).
 //
 // Redirects through *http.Client are net/http's to follow: the Transport follows none, so a CheckRedirect
 // of yours decides as with any *http.Client, and the default, FollowWithinOrigin, is the core's rule

@@ -235,6 +235,33 @@ void humusgo_attempt_read(const humus_attempt *a, humusgo_attempt_info *info) {
   info->number = humus_attempt_number(a);
 }
 
+/* Borrowed strings with their lengths; an entry the accessors cannot give reads as "". */
+static void fill_header(humusgo_header *h, const char *name, const char *value) {
+  h->name = name != NULL ? name : "";
+  h->value = value != NULL ? value : "";
+  h->name_len = strlen(h->name);
+  h->value_len = strlen(h->value);
+}
+
+void humusgo_attempt_headers(const humus_attempt *a, humusgo_header *out, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) fill_header(&out[i], humus_attempt_header_name(a, i), humus_attempt_header_value(a, i));
+}
+
+void humusgo_attempt_request_read(const humus_attempt_request *r, humusgo_attempt_request_info *info) {
+  info->method = humus_attempt_request_method(r);
+  info->url = humus_attempt_request_url(r);
+  info->number = humus_attempt_request_number(r);
+  info->header_count = humus_attempt_request_header_count(r);
+}
+
+void humusgo_attempt_request_headers(const humus_attempt_request *r, humusgo_header *out, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    fill_header(&out[i], humus_attempt_request_header_name(r, i), humus_attempt_request_header_value(r, i));
+  }
+}
+
 /* --- Callback tables ------------------------------------------------------------------------------- */
 
 static void destroy_handle(void *user_data) { humusgoDeleteHandle((uintptr_t)user_data); }
@@ -298,6 +325,23 @@ humus_status humusgo_set_mock_transport(humus_runtime *rt, uintptr_t handle, hum
   table.user_data = (void *)handle;
   table.destroy = destroy_handle;
   return humus_runtime_set_mock_transport(rt, &table, err);
+}
+
+static humus_status attempt_before(void *user_data, humus_attempt_request *r) {
+  return humusgoAttemptBefore((uintptr_t)user_data, r);
+}
+
+static void attempt_after(void *user_data, const humus_attempt *a) {
+  humusgoAttemptAfter((uintptr_t)user_data, (humus_attempt *)a);
+}
+
+humus_status humusgo_set_attempt_hooks(humus_request *r, uintptr_t handle, int after, humus_error **err) {
+  humus_attempt_hooks table = HUMUS_ATTEMPT_HOOKS_INIT;
+  table.user_data = (void *)handle;
+  table.before = attempt_before;
+  table.after = after ? attempt_after : NULL;
+  table.destroy = destroy_handle;
+  return humus_request_set_attempt_hooks(r, &table, err);
 }
 
 static void span(void *user_data, const humus_span *s) { humusgoSpan((uintptr_t)user_data, (humus_span *)s); }

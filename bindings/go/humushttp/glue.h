@@ -190,5 +190,23 @@ typedef struct humusgo_attempt_info {
   int32_t number;
 } humusgo_attempt_info;
 void humusgo_attempt_read(const humus_attempt *a, humusgo_attempt_info *info);
+/* The first `n` response headers of an attempt (n <= humus_attempt_header_count), in the order received. */
+void humusgo_attempt_headers(const humus_attempt *a, humusgo_header *out, size_t n);
+
+/* One attempt's request as an attempt hook's `before` sees it, read in one crossing. Strings live for the
+ * callback (until a header is set). */
+typedef struct humusgo_attempt_request_info {
+  const char *method;
+  const char *url;
+  int32_t number;
+  size_t header_count;
+} humusgo_attempt_request_info;
+void humusgo_attempt_request_read(const humus_attempt_request *r, humusgo_attempt_request_info *info);
+/* The first `n` headers the attempt is to send (n <= humus_attempt_request_header_count), in order. */
+void humusgo_attempt_request_headers(const humus_attempt_request *r, humusgo_header *out, size_t n);
+/* Gives the request an attempt-hooks table of its own (humus_request_set_attempt_hooks) calling the Go
+ * trampolines of `handle` (hooks.go): `before` always, `after` when `after` is set. Its destroy deletes the
+ * handle; on failure the handle is the caller's to delete. */
+humus_status humusgo_set_attempt_hooks(humus_request *r, uintptr_t handle, int after, humus_error **err);
 
 #endif /* HUMUSGO_GLUE_H */

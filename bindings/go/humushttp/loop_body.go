@@ -53,8 +53,8 @@ func humusgoBodyEvent(h C.uintptr_t, kind C.int32_t, status C.humus_status, cerr
 
 // openOnLoop submits the call (the request is copied) and waits for its headers on a channel. The state's
 // token cancels it; the client's reference taken by Do is the response's from here on, or released.
-func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *callState, sentURL string,
-	traced bool) (*Response, error) {
+func (c *Client) openOnLoop(p *prepared) (*Response, error) {
+	req, state := p.req, p.state
 	live.loopCalls.Add(1)
 	signal := &bodySignal{opened: make(chan openedBody, 1), ready: make(chan struct{}, 1)}
 	h := newHandle(signal)
@@ -63,11 +63,14 @@ func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *c
 		state.unwatch()
 		state.free()
 		c.core.endStream()
+		if hookErr := p.hooks.failure(); hookErr != nil {
+			return nil, hookFailed(e, hookErr)
+		}
 		return nil, e
 	}
 	state.watch() // before submit: a context ending meanwhile triggers the token, which the call honours
 	var cerr *C.humus_error
-	if st := C.humusgo_client_submit_open_queued(c.core.native, native, C.uintptr_t(h), nil, &cerr); st != C.HUMUS_OK {
+	if st := C.humusgo_client_submit_open_queued(c.core.native, p.native, C.uintptr_t(h), nil, &cerr); st != C.HUMUS_OK {
 		return fail(takeError(st, cerr))
 	}
 	opened := <-signal.opened
@@ -76,8 +79,14 @@ func (c *Client) openOnLoop(req *http.Request, native *C.humus_request, state *c
 		e.cause = contextCause(req.Context(), e.Status)
 		return fail(e)
 	}
+	if p.hooks.failure() != nil {
+		// The last attempt's response hook failed: the body is closed unread, the call fails.
+		attempts := int(C.humus_response_attempts(C.humusgo_body_response(opened.body)))
+		C.humusgo_body_close(opened.body)
+		return fail(&Error{Attempts: attempts})
+	}
 	call := &loopCall{body: opened.body, handle: h, state: state, core: c.core, ctx: req.Context()}
-	r := newLoopResponse(call, signal, req, sentURL, c.core.decodes(req), traced)
+	r := newLoopResponse(call, signal, req, p.sentURL, c.core.decodes(req), p.traced)
 	c.core.sawResponse(r.Response)
 	return r, nil
 }

@@ -19,6 +19,8 @@ type clientOptions struct {
 	policy             *BreakerPolicy
 	disableCompression bool
 	traces             bool
+	hooks              AttemptHooks
+	hooksSet           bool // WithAttemptHooks was used, possibly with two nil funcs (refused)
 }
 
 // WithRuntime builds the client from rt (its clock, resolve overrides, mock transport) instead of the
