@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <new>
 #include <string>
 
 #include "common/duration.h"
@@ -200,6 +201,14 @@ Status Bulkhead::refusal(bool deadline_first, Duration waited) const {
   }
   return Status(Code::kBulkheadFull,
                 "bulkhead full: " + in_flight + ", none freed within " + format_duration(wait_));
+}
+
+void Bulkhead::forget_calls_after_fork() {
+  new (&mu_) Mutex();  // std::mutex is trivially destructible: nothing is lost by building over it
+  in_flight_ = 0;
+  waiting_ = 0;
+  head_ = nullptr;
+  tail_ = nullptr;
 }
 
 }  // namespace humus::bulkhead

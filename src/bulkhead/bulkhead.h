@@ -104,6 +104,11 @@ class Bulkhead {
   uint32_t max_concurrent() const { return max_concurrent_; }
   Duration wait() const { return wait_; }
 
+  // In a forked child, before the child's first call (docs/fork.md §23.3): the slots held and the queue are the
+  // parent's calls', which this process never runs or ends. Forgotten, and the lock made anew (a thread of the
+  // parent may have held it at the fork). Only while no thread of this process uses the bulkhead.
+  void forget_calls_after_fork() NO_THREAD_SAFETY_ANALYSIS;
+
  private:
   friend class Slot;
 

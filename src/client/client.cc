@@ -112,6 +112,7 @@ void Client::on_transition(const breaker::Transition& t) {
 }
 
 Client::~Client() {
+  adopt_if_forked();  // a parent's calls hold bulkhead slots this process never gives back
   if (!runtime_.on_loop_thread()) cancel_calls_and_wait();
   // No call is left to record: the counts move to the runtime's record of clients gone.
   runtime_.telemetry().metrics().remove(metrics_);
@@ -127,6 +128,7 @@ std::shared_ptr<AsyncCall> Client::submit_open(Request request, CallDone done, s
 
 std::shared_ptr<AsyncCall> Client::start_async(Request request, CallDone done, std::shared_ptr<CancelToken> cancel,
                                                bool stream) {
+  adopt_if_forked();
   auto call = std::make_shared<AsyncCall>(call_env_, *transport_, runtime_.loop(), std::move(request), std::move(done),
                                          [this](AsyncCall* ended) { forget(ended); }, stream);
   {
@@ -151,12 +153,34 @@ void Client::forget(AsyncCall* call) {
   }
 }
 
+void Client::adopt() NO_THREAD_SAFETY_ANALYSIS {
+  MutexLock forking(transport::fork_mutex());
+  const uint64_t generation = transport::fork_generation();
+  if (calls_generation_.load(std::memory_order_relaxed) == generation) return;  // another thread adopted it
+  // calls_mu_ may have been held by a thread of the parent at the fork, for a few instructions: made anew, as
+  // is its condition variable (no thread of this process waits on it: each comes through here first).
+  new (&calls_mu_) Mutex();
+  new (&calls_done_) CondVar();
+  // The parent's calls in flight at the fork are the parent's: this process never runs them (their loop is
+  // abandoned) nor waits for them. They are let go of, memory and all, without running their destructors,
+  // which would reach for that loop.
+  (void)new std::unordered_map<AsyncCall*, std::shared_ptr<AsyncCall>>(std::move(calls_));
+  calls_.clear();
+  // The bulkhead slots those calls, and the parent's blocking calls on its other threads, hold: not this
+  // process's calls, never given back here.
+  bulkhead_.forget_calls_after_fork();
+  calls_generation_.store(generation, std::memory_order_release);
+}
+
 size_t Client::calls_in_flight() const {
+  // In a forked child not adopted yet: the parent's calls are none of this process's.
+  if (calls_generation_.load(std::memory_order_acquire) != transport::fork_generation()) return 0;
   MutexLock lock(calls_mu_);
   return calls_.size();
 }
 
 bool Client::cancel_calls() {
+  adopt_if_forked();
   std::vector<std::shared_ptr<AsyncCall>> live;
   {
     MutexLock lock(calls_mu_);
@@ -167,7 +191,7 @@ bool Client::cancel_calls() {
 }
 
 void Client::cancel_calls_and_wait() {
-  cancel_calls();
+  cancel_calls();  // adopts first, in a forked child
   transport::EventLoop* loop = runtime_.existing_loop();
   if (loop != nullptr && loop->caller_driven()) {
     // The outcomes are delivered by whoever drives the loop: this thread, while it waits.
@@ -186,6 +210,7 @@ CallResult Client::execute(const Request& request, CancelToken* cancel) { return
 CallResult Client::open(const Request& request, CancelToken* cancel) { return run(request, cancel, true); }
 
 CallResult Client::run(const Request& request, CancelToken* cancel, bool stream) {
+  adopt_if_forked();
   if (runtime_.on_loop_thread()) {
     CallResult refused;
     refused.error = Status(Code::kMisuse, "a blocking call from the runtime's event-loop thread (inside a callback) "

@@ -4,6 +4,7 @@
 // wait.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "retry/budget.h"
 #include "settings/settings.h"
 #include "telemetry/metrics.h"
+#include "transport/fork.h"
 #include "transport/transport.h"
 #include "transport/url.h"
 
@@ -81,6 +83,13 @@ class Client {
          std::unique_ptr<transport::Transport> transport);
 
   void forget(AsyncCall* call);
+  // In a forked child, before the child's first call (blocking or asynchronous) and before calls_mu_ is first
+  // taken: the parent's calls are forgotten (docs/fork.md §23.3). One relaxed load and a compare when not
+  // forked.
+  void adopt_if_forked() {
+    if (calls_generation_.load(std::memory_order_acquire) != transport::fork_generation()) [[unlikely]] adopt();
+  }
+  void adopt();
   std::shared_ptr<AsyncCall> start_async(Request request, CallDone done, std::shared_ptr<CancelToken> cancel,
                                          bool stream);
   CallResult run(const Request& request, CancelToken* cancel, bool stream);
@@ -106,6 +115,8 @@ class Client {
   mutable Mutex calls_mu_;
   CondVar calls_done_;
   std::unordered_map<AsyncCall*, std::shared_ptr<AsyncCall>> calls_ GUARDED_BY(calls_mu_);
+  // The fork generation calls_ belongs to (docs/fork.md §23).
+  std::atomic<uint64_t> calls_generation_{transport::fork_generation()};
 };
 
 }  // namespace humus::client

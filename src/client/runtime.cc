@@ -73,6 +73,15 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
     random_ = &system_random();
   }
   started_at_ = clock_->now();
+  transport::watch_forks();
+}
+
+Runtime::~Runtime() {
+  MutexLock lock(mu_);
+  if (loop_ && loop_generation_.load(std::memory_order_relaxed) != transport::fork_generation()) {
+    loop_->abandon_after_fork();
+    (void)loop_.release();
+  }
 }
 
 void Runtime::set_mock_handler(testing::MockHandler handler) {
@@ -81,10 +90,23 @@ void Runtime::set_mock_handler(testing::MockHandler handler) {
   mock_ = std::move(shared);
 }
 
-transport::EventLoop& Runtime::loop() {
-  // Acquire pairs with the release below: a thread that sees the pointer sees the loop built.
-  if (transport::EventLoop* existing = loop_ptr_.load(std::memory_order_acquire)) return *existing;
+transport::EventLoop& Runtime::make_loop() {
+  const uint64_t generation = transport::fork_generation();
+  // The fork lock before the runtime's: a forked child adopts one loop at a time, and fork() waits for it.
+  MutexLock forking(transport::fork_mutex());
   MutexLock lock(mu_);
+  if (loop_ && loop_generation_.load(std::memory_order_relaxed) != generation) {
+    // Made before a fork, in a parent: its thread is not in this process and its epoll set is the parent's.
+    // Abandoned, not destroyed (docs/fork.md §23): what it held is the parent's calls.
+    loop_->abandon_after_fork();
+    (void)loop_.release();
+  }
+  if (loop_generation_.load(std::memory_order_relaxed) != generation) {
+    // Cleared before the generation is written (release): a reader that sees the new generation then reads
+    // no parent's pointer (current_loop()).
+    loop_ptr_.store(nullptr, std::memory_order_relaxed);
+    loop_generation_.store(generation, std::memory_order_release);
+  }
   if (!loop_) {
     loop_ = std::make_unique<transport::EventLoop>(*clock_, virtual_clock_.get(),
                                                    options_.caller_loop
@@ -96,7 +118,8 @@ transport::EventLoop& Runtime::loop() {
 }
 
 bool Runtime::on_loop_thread() const {
-  const transport::EventLoop* loop = loop_ptr_.load(std::memory_order_acquire);
+  // Not a parent's loop: a caller-driven loop's thread may be the one that forked.
+  const transport::EventLoop* loop = current_loop();
   return loop != nullptr && loop->on_loop_thread();
 }
 

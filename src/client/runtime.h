@@ -17,6 +17,7 @@
 #include "testing/mock_transport.h"
 #include "testing/virtual_clock.h"
 #include "transport/event_loop.h"
+#include "transport/fork.h"
 #include "transport/transport.h"
 
 namespace humus::client {
@@ -39,6 +40,10 @@ Result<RuntimeOptions> runtime_options_from_json(std::string_view json);
 class Runtime {
  public:
   explicit Runtime(RuntimeOptions options);
+  // In a forked child, a loop made in the parent is abandoned rather than stopped (docs/fork.md §23).
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
 
   Clock& clock() { return *clock_; }
   testing::VirtualClock* virtual_clock() { return virtual_clock_.get(); }
@@ -53,11 +58,15 @@ class Runtime {
   void set_mock_handler(testing::MockHandler handler);
   bool has_mock() const;
 
-  // The event loop of asynchronous calls, started on first use. Thread-safe.
-  transport::EventLoop& loop();
-  // The event loop when it was started already, else null (a caller that only waits for it must not start
-  // it).
-  transport::EventLoop* existing_loop() const { return loop_ptr_.load(std::memory_order_acquire); }
+  // The event loop of asynchronous calls, started on first use. Thread-safe. In a forked child the parent's
+  // loop (whose thread the child does not have) is abandoned and a new one started (docs/fork.md §23).
+  transport::EventLoop& loop() {
+    if (transport::EventLoop* current = current_loop()) [[likely]] return *current;
+    return make_loop();
+  }
+  // The event loop when it was started already (in this process, not a parent's), else null (a caller that
+  // only waits for it must not start it).
+  transport::EventLoop* existing_loop() const { return current_loop(); }
   // Whether the calling thread is the event loop's: a blocking call from there would wait on itself.
   bool on_loop_thread() const;
 
@@ -67,6 +76,15 @@ class Runtime {
 
  private:
   Result<std::unique_ptr<transport::Transport>> make_base_transport(transport::TransportConfig config);
+  transport::EventLoop& make_loop();
+  // The loop if it was made in this process's fork generation. The generation is read first: once it is this
+  // process's, the pointer read after it (make_loop() cleared it before writing the generation) is not the
+  // parent's loop.
+  transport::EventLoop* current_loop() const {
+    if (loop_generation_.load(std::memory_order_acquire) != transport::fork_generation()) return nullptr;
+    // Acquire pairs with the release in make_loop(): a thread that sees the pointer sees the loop built.
+    return loop_ptr_.load(std::memory_order_acquire);
+  }
 
   const RuntimeOptions options_;
   std::unique_ptr<testing::VirtualClock> virtual_clock_;
@@ -80,6 +98,8 @@ class Runtime {
   // Declared last: destroyed (stopped and joined) first, while the clock it may sleep on still exists.
   std::unique_ptr<transport::EventLoop> loop_ GUARDED_BY(mu_);  // made on first use; never replaced
   std::atomic<transport::EventLoop*> loop_ptr_{nullptr};
+  // The fork generation loop_ptr_ belongs to (docs/fork.md §23).
+  std::atomic<uint64_t> loop_generation_{transport::fork_generation()};
 };
 
 }  // namespace humus::client

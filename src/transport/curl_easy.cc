@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "transport/curl_errors.h"
+#include "transport/fork.h"
 #include "transport/h2_observer.h"
 #include "transport/response_head.h"
 #include "transport/version_info.h"
@@ -324,11 +325,13 @@ curl_socket_t on_open_socket(void* user, curlsocktype /*purpose*/, curl_sockaddr
     return CURL_SOCKET_BAD;
   }
   st.opened.push_back(fd);
+  note_socket_opened(fd);  // a forked child must not use it (docs/fork.md §23)
   return fd;
 }
 
 int on_close_socket(void* user, curl_socket_t fd) {
   static_cast<SocketRegistry*>(user)->closed(fd);
+  note_socket_closed(fd);
   return ::close(fd);
 }
 

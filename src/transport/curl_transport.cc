@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +22,7 @@
 #include "common/mutex.h"
 #include "transport/curl_easy.h"
 #include "transport/curl_stream.h"
+#include "transport/fork.h"
 #include "transport/system_roots.h"
 #include "transport/tls_identity.h"
 
@@ -190,6 +193,21 @@ class AsyncMulti final : public EventLoop::SocketHandler {
   }
 
   EventLoop& loop() { return loop_; }
+
+  // In a forked child (docs/fork.md §23): the loop this multi was driven by is the parent's, abandoned. The
+  // multi lets go of it without a word to it (an epoll_ctl on a socket the child shares with the parent would
+  // change the parent's epoll set), and libcurl is told of no socket or timer any more. Whether it may then be
+  // taken apart: only with no transfer in it — a transfer in flight at the fork is the parent's (its easy
+  // handle is held by a call the child never runs, and a resolver thread it may wait for is not in the child).
+  bool forget_loop_after_fork() {
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, nullptr);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, nullptr);
+    sockets_.on_close(nullptr);
+    armed_.clear();
+    parked_.clear();
+    timer_ = 0;
+    return live_.empty();
+  }
 
   std::unique_ptr<AsyncAttempt> start(const WireRequest& request, const AttemptLimits& limits, AttemptDone done) {
     std::unique_ptr<CurlEasy> easy;
@@ -805,11 +823,14 @@ std::string read_file(const std::string& path, bool& ok) {
 class CurlTransport final : public Transport {
  public:
   explicit CurlTransport(TransportConfig config)
-      : config_(std::move(config)), connect_to_(make_slist(config_.connect_to)) {}
+      : config_(std::move(config)), connect_to_(make_slist(config_.connect_to)) {
+    watch_forks();
+  }
 
   // The async multi lives on the loop thread: it is destroyed there too. The private key is wiped once no
   // handle can read it any more: the client's own copies of secrets do not outlive it in the heap.
   ~CurlTransport() override {
+    adopt_if_forked();  // a parent's loop is not waited for
     if (async_ && async_loop_ != nullptr) {
       if (async_loop_->on_loop_thread()) {
         async_.reset();
@@ -839,6 +860,7 @@ class CurlTransport final : public Transport {
   }
 
   WireResult perform(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
+    adopt_if_forked();
     std::unique_ptr<Lane> lane;
     try {
       lane = acquire();
@@ -852,6 +874,7 @@ class CurlTransport final : public Transport {
 
   // The lane stays with the body until it is read or closed, then comes back as a perform()'s would.
   Opened open(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
+    adopt_if_forked();
     Lane* lane = nullptr;
     try {
       lane = acquire().release();
@@ -869,6 +892,7 @@ class CurlTransport final : public Transport {
 
   std::unique_ptr<AsyncAttempt> start(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
                                       AttemptDone done) override {
+    adopt_if_forked();
     if (std::optional<WireResult> shortage = make_async(loop)) {
       loop.post([done = std::move(done), result = std::move(*shortage)]() mutable { done(std::move(result)); });
       return std::make_unique<UnstartedAttempt>();
@@ -878,6 +902,7 @@ class CurlTransport final : public Transport {
 
   std::unique_ptr<AsyncAttempt> start_open(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
                                            OpenDone done) override {
+    adopt_if_forked();
     if (std::optional<WireResult> shortage = make_async(loop)) {
       loop.post([done = std::move(done), result = std::move(*shortage)]() mutable { done(std::move(result), nullptr); });
       return std::make_unique<UnstartedAttempt>();
@@ -886,6 +911,50 @@ class CurlTransport final : public Transport {
   }
 
  private:
+  // In a forked child, on first use: the parent's handles are dropped, to be made anew here (docs/fork.md
+  // §23). One relaxed load and a compare when not forked. Acquire: a thread that sees this process's
+  // generation sees the handles adopt() left.
+  void adopt_if_forked() {
+    if (generation_.load(std::memory_order_acquire) != fork_generation()) [[unlikely]] adopt();
+  }
+
+  void adopt() NO_THREAD_SAFETY_ANALYSIS {
+    MutexLock forking(fork_mutex());
+    const uint64_t generation = fork_generation();
+    if (generation_.load(std::memory_order_relaxed) == generation) return;  // another thread adopted it
+    // A thread of the parent may have held mu_ at the fork (for a few instructions: acquire(), release()), a
+    // thread this process does not have: it is made anew. No thread of this process holds it: each comes
+    // through here first. (std::mutex is trivially destructible: nothing is lost by building over it.)
+    new (&mu_) Mutex();
+    std::vector<std::unique_ptr<Lane>> inherited;
+    {
+      MutexLock lock(mu_);
+      inherited.swap(idle_);
+    }
+    // The parent's connections: the fork handler made each socket of theirs a dead one in this process, so
+    // libcurl takes them apart (a TLS close_notify, an HTTP/2 GOAWAY) without a byte reaching the parent's
+    // peer, and closes only this process's copies. Where it could not (no descriptor for the dead socket),
+    // they are left alone, memory and all. A lane another thread of the parent was using at the fork is not
+    // here: it stays with that thread's stack, which this process never runs (its socket is dead too).
+    const bool take_apart = !inherited_sockets_live();
+    for (std::unique_ptr<Lane>& lane : inherited) {
+      if (take_apart) {
+        lane.reset();
+      } else {
+        (void)lane.release();
+      }
+    }
+    if (async_) {
+      if (async_->forget_loop_after_fork() && take_apart) {
+        async_.reset();
+      } else {
+        (void)async_.release();  // the parent's transfers in flight: theirs, memory and all
+      }
+      async_loop_ = nullptr;
+    }
+    generation_.store(generation, std::memory_order_release);
+  }
+
   // The client's multi handle, made on first use: the failure to report when the machine has no descriptor
   // left for it.
   std::optional<WireResult> make_async(EventLoop& loop) {
@@ -925,8 +994,10 @@ class CurlTransport final : public Transport {
   OriginMemory origin_;  // shared by every lane and the async multi
   Mutex mu_;
   std::vector<std::unique_ptr<Lane>> idle_ GUARDED_BY(mu_);  // most recently used last
-  std::unique_ptr<AsyncMulti> async_;        // loop thread only
-  EventLoop* async_loop_ = nullptr;          // loop thread only
+  std::unique_ptr<AsyncMulti> async_;        // loop thread only (and adopt(), in a forked child)
+  EventLoop* async_loop_ = nullptr;          // loop thread only (and adopt(), in a forked child)
+  // The fork generation the handles above belong to (docs/fork.md §23).
+  std::atomic<uint64_t> generation_{fork_generation()};
 };
 
 }  // namespace

@@ -87,6 +87,16 @@ EventLoop::~EventLoop() {
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
+void EventLoop::abandon_after_fork() {
+  // free_on_loop_'s own lock is held for a few instructions at a time; what waits there is the parent's
+  // memory, freed here instead (FreeOnLoop::detach), and give_back refuses from now on.
+  if (free_on_loop_) free_on_loop_->detach();
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  epoll_fd_ = -1;
+  wake_fd_ = -1;  // a task posted to it now wakes nobody (write fails with EBADF) and is never run
+}
+
 void EventLoop::post(Task task) {
   bool was_empty = false;
   {

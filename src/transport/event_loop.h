@@ -71,6 +71,12 @@ class EventLoop {
   // must not depend on the caller's driver getting a CPU). Not from inside run_ready().
   void drive_until(const std::function<bool()>& done);
 
+  // In a forked child (docs/fork.md §23), instead of the destructor, which would join a thread the child does
+  // not have: closes the child's copies of the loop's descriptors (the epoll set named by them is the
+  // parent's, which the child must not change) and lets go of memory given back to it. The object is then
+  // left as it is, never destroyed, with what its queue and timers held: the parent's calls, not the child's.
+  void abandon_after_fork();
+
   // Loop thread only. A timer runs once, at or after `at`, unless cancelled first.
   TimerId add_timer(Instant at, Task task);
   void cancel_timer(TimerId id);
