@@ -24,29 +24,56 @@ type Call struct {
 	err     error     // set before done is closed
 
 	// The request's context cancels the call through the native token on its request (nil: a context
-	// that never ends and no hooks), as Do's does; the core honours it for submitted calls too.
-	state *callState
-	hooks *callHooks // the call's attempt hooks
+	// that never ends and no hooks), as Do's does; the core honours it for submitted calls too. A streamed
+	// call always has one: Cancel triggers it.
+	state    *callState
+	hooks    *callHooks // the call's attempt hooks (buffered calls: a streamed one's are its run's)
+	streamed bool       // Do's body path, run on a goroutine of the call's own (see Start)
 
 	mu     sync.Mutex
 	native *C.humus_call // guarded by mu; nil until Start has it and after the call ended
 	ended  bool          // guarded by mu
 }
 
-// Start begins the call and returns at once (humus_client_submit): every rule of Do applies — bulkhead
-// (waiting on a timer, not a goroutine), breaker, retries, deadline, attempt hooks — and concurrent calls
-// share the client's connections (HTTP/2 multiplexes them). A request that cannot be built fails here.
+// Start begins the call and returns at once: every rule of Do applies — bulkhead, breaker, retries,
+// deadline, attempt hooks — and concurrent calls share the client's connections (HTTP/2 multiplexes them).
+// A request that cannot be built fails here.
 //
-// req.Body is read whole first, and the Response's Body is buffered: the attempts run on the event loop,
-// which must not wait on a Go reader, and the C ABI has no asynchronous body read yet.
+// Bodies stream as Do's do, through the same path (docs/bodies.md §7): the Response comes once its headers
+// are in and its Body reads from the connection (close it), and req.Body is sent as it is read, GetBody
+// its rewind — memory stays bounded whatever either body's size. The call runs on a goroutine of its own,
+// which waits as Do does: on a channel while the runtime's event loop drives the call (a call that joins
+// others of the client, with no req.Body streamed), else blocked in C with an OS thread, as a lone Do.
+// With the call option BufferBody, and on a virtual-clock runtime, the call is instead submitted to the
+// event loop and buffered: req.Body read whole first, the Response's Body the buffer the core filled
+// (bounded by max_response_body), no goroutine and no OS thread waiting for it.
 //
-// done, when not nil, receives the outcome exactly once before Wait returns it, on the one goroutine that
-// delivers the completions of the process (completions.go; on a virtual-clock runtime, on the event-loop
-// thread at the moment the call ends, where a blocking Do is refused with ErrMisuse): it must not block,
-// since every other completion waits for it. Cancelling req's context cancels the call, as does
-// Call.Cancel. Safe for concurrent use.
+// done, when not nil, receives the outcome exactly once before Wait returns it. For a streamed call it
+// runs on the call's own goroutine, and may read the Body. For a buffered one it runs on the one goroutine
+// that delivers the completions of the process (completions.go; on a virtual-clock runtime, on the
+// event-loop thread at the moment the call ends, where a blocking Do is refused with ErrMisuse): it must
+// not block, since every other completion waits for it. Cancelling req's context cancels the call, as
+// does Call.Cancel. Safe for concurrent use.
 func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...CallOption) (*Call, error) {
 	o := collectCallOptions(req.Context(), opts)
+	if o.buffer || c.core.rt.virtual {
+		return c.startBuffered(req, done, &o)
+	}
+	p, err := c.prepare(req, &o)
+	if err != nil {
+		return nil, err
+	}
+	call := &Call{client: c.core, req: req, onDone: done, done: make(chan struct{}), state: p.state, streamed: true}
+	go func() {
+		r, err := c.run(p)
+		call.finish(r, err)
+	}()
+	return call, nil
+}
+
+// startBuffered submits the call to the event loop (humus_client_submit): req.Body read whole first, the
+// response's body buffered by the core.
+func (c *Client) startBuffered(req *http.Request, done func(*Response, error), o *callOptions) (*Call, error) {
 	body, err := readBody(req)
 	if err != nil {
 		return nil, err
@@ -55,7 +82,7 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 		return nil, err
 	}
 	ctx := req.Context()
-	bound, err := callBound(ctx, &o, c.core.rt.virtual)
+	bound, err := callBound(ctx, o, c.core.rt.virtual)
 	if err != nil {
 		c.core.release()
 		return nil, err
@@ -64,7 +91,7 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 	if ctx.Done() != nil || c.core.hooks != nil {
 		state = newCallState(ctx, bound.coreEndsDeadline)
 	}
-	native, sentURL, err := nativeRequest(req, requestBody{data: body}, &o, bound.ms, bound.set, state.nativeToken())
+	native, sentURL, err := nativeRequest(req, requestBody{data: body}, o, bound.ms, bound.set, state.nativeToken())
 	if err != nil {
 		state.free()
 		c.core.release()
@@ -110,9 +137,15 @@ func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...C
 	return call, nil
 }
 
-// Cancel cancels the call: it ends as soon as the event loop gets to it (ErrCancelled, or the response
-// buffered before a retry). Nothing once it has ended. Safe from any goroutine, callbacks included.
+// Cancel cancels the call: it ends as soon as the event loop (or the thread blocked for it) gets to it
+// (ErrCancelled, or the response buffered before a retry). For a streamed call whose Response came, it
+// cancels the reading of its Body (as the request's context would); nothing once the call has ended.
+// Safe from any goroutine, callbacks included.
 func (call *Call) Cancel() {
+	if call.streamed {
+		call.state.trigger() // nothing once the body has ended and the token is freed
+		return
+	}
 	call.mu.Lock()
 	defer call.mu.Unlock()
 	if call.native != nil && !call.ended {

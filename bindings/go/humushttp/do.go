@@ -52,7 +52,8 @@ func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	return c.run(p)
 }
 
-// prepared is a call of Do's body path (the request body streamed, the response's too) built but not run.
+// prepared is a call of Do's body path (the request body streamed, the response's too) built but not run:
+// Do runs it at once, Start on a goroutine of the call's own.
 type prepared struct {
 	req         *http.Request
 	native      *C.humus_request // freed by run

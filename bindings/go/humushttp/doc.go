@@ -27,14 +27,13 @@
 // Without cgo (CGO_ENABLED=0, or no C compiler) the package is a stub whose build stops with a sentence
 // saying that cgo and libhumus_http are needed.
 //
-// Bodies stream as with net/http (docs/bodies.md §7): a blocking call's resp.Body reads from the connection
+// Bodies stream as with net/http (docs/bodies.md §7): a call's resp.Body (Do's and Start's) reads from the connection
 // (close it: that, or reading to io.EOF, is when the breaker counts the result), and req.Body is sent as it
 // is read, req.GetBody replaying it (none: one attempt). Bodies arrive decoded, as with Go's own Transport:
 // the core asks for gzip, deflate, br and zstd and removes Content-Encoding and Content-Length
 // (Response.Uncompressed); WithDisableCompression, or a request's own Accept-Encoding, gets the bytes as sent.
 //
-// What the binding cannot express, and why (the C ABI decides): an asynchronous call (Start) buffers both
-// bodies (the ABI has no asynchronous body read yet); there are no 1xx responses and no trailers, no Host
+// What the binding cannot express, and why (the C ABI decides): there are no 1xx responses and no trailers, no Host
 // override, no per-request TLS state (http.Response.TLS is nil) and no proxy (the core reads no proxy
 // settings by design, docs/transport.md §10.4).
 package humushttp

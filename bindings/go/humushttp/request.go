@@ -209,9 +209,9 @@ func (b *bodyReader) rewind() error {
 
 func (b *bodyReader) close() { b.body.Close() }
 
-// readBody reads and closes the request body: the core keeps a copy to replay on a retry. An asynchronous
-// call (Client.Start) always sends its body this way: its attempts run on the event loop, which must not
-// wait on a Go reader.
+// readBody reads and closes the request body: the core keeps a copy to replay on a retry. A buffered
+// asynchronous call (Client.Start with BufferBody, or on a virtual clock) sends its body this way: its
+// attempts run on the event loop, which must not wait on a Go reader.
 func readBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil

@@ -33,8 +33,9 @@ import (
 // probe slot is given back after breaker.probe_timeout at the latest, but the slot and connection are held
 // until then.
 //
-// The Body of an asynchronous call (Client.Start) was read whole by the core before the call completed
-// (the C ABI has no asynchronous read yet); Body reads that buffer in place.
+// The Body of an asynchronous call (Client.Start) streams the same way; with BufferBody (and on a
+// virtual-clock runtime) it was read whole by the core before the call completed, and Body reads that
+// buffer in place.
 //
 // A Response is not safe for concurrent use, except that Body.Close may race Body.Read: a Close while a
 // Read waits for bytes cancels that read (its result is then not counted, as for a cancelled call) and
