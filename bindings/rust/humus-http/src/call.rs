@@ -128,6 +128,9 @@ unsafe extern "C" fn on_done<T>(
     let completion = unsafe { Box::from_raw(user_data.cast::<Completion<T>>()) };
     // A callback that failed this call panicked on this thread (the loop's): its message is waiting here.
     let panicked = panic::take();
+    // An attempt hook's `after` that panicked on the loop cannot be tied to its call here (other calls'
+    // attempts run in between): dropped, as documented on AttemptHooks.
+    let _ = panic::take_after();
     let outcome = if status == sys::HUMUS_OK {
         // SAFETY: on HUMUS_OK the response is ours (an error, if any, too).
         unsafe {

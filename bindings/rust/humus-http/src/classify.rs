@@ -111,14 +111,19 @@ impl ClassifierPreset {
     }
 }
 
-/// One attempt as a classifier sees it: the request's method, and the response's status and headers, or
-/// the error kind and message when no response came. Borrowed for the classifier's call, on its thread.
+/// One attempt as a classifier or an attempt hook's [`after`](crate::AttemptHooks::after) sees it: the request's method, and the response's status and headers, or
+/// the error kind and message when no response came. Borrowed for the callback's call, on its thread.
 pub struct Attempt<'a> {
     raw: *const sys::humus_attempt,
     _borrow: PhantomData<&'a sys::humus_attempt>,
 }
 
 impl<'a> Attempt<'a> {
+    /// A view of an attempt the library lends for a callback's duration (`'a`).
+    pub(crate) fn borrowed(raw: *const sys::humus_attempt) -> Attempt<'a> {
+        Attempt { raw, _borrow: PhantomData }
+    }
+
     /// The request's method, e.g. `"GET"`.
     pub fn method(&self) -> &'a str {
         // SAFETY: the attempt is live for 'a; the string lives as long as it.
@@ -137,6 +142,21 @@ impl<'a> Attempt<'a> {
         let name = ffi::c_string(name, "name").ok()?;
         // SAFETY: the attempt is live for 'a; the returned value lives as long as it.
         unsafe { ffi::borrowed_str(sys::humus_attempt_header(self.raw, name.as_ptr())) }
+    }
+
+    /// The response's headers in order, repeated names included (empty when no response came). Copied;
+    /// bytes that are not UTF-8 are replaced with U+FFFD.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        // SAFETY: the attempt is live for 'a; the strings are copied.
+        unsafe {
+            (0..sys::humus_attempt_header_count(self.raw))
+                .filter_map(|i| {
+                    let name = ffi::copy_str(sys::humus_attempt_header_name(self.raw, i))?;
+                    let value = ffi::copy_str(sys::humus_attempt_header_value(self.raw, i))?;
+                    Some((name, value))
+                })
+                .collect()
+        }
     }
 
     /// The error kind when no response came ([`ErrorKind::Connect`], [`ErrorKind::Timeout`], ...).
@@ -229,7 +249,7 @@ where
 {
     // SAFETY: user_data is the `F` boxed by set_classifier, alive until destroy; shared use is fine (Sync).
     let classify = unsafe { &*user_data.cast::<F>() };
-    let attempt = Attempt { raw: attempt, _borrow: PhantomData };
+    let attempt = Attempt::borrowed(attempt);
     match panic::catch("classifier", Report::ToCall, || classify(&attempt)) {
         Some(classification) => {
             // SAFETY: `out` is the library's, writable for this call.

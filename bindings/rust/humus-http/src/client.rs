@@ -114,16 +114,29 @@ impl Client {
     ) -> Result<*mut sys::humus_response, Error> {
         let raw_request = self.request_for(request)?;
         // A panic left by a callback of an earlier call that did not fail must not be blamed on this one.
-        let _ = panic::take();
+        let _ = (panic::take(), panic::take_after());
         let mut resp: *mut sys::humus_response = ptr::null_mut();
         let mut err: *mut sys::humus_error = ptr::null_mut();
         // SAFETY: client and request are live; the request is only read, the token it names outlives the
         // call (the request holds it); out-parameters are ours.
         let status = unsafe { run(self.raw(), raw_request.as_ptr(), &mut resp, &mut err) };
         let panicked = panic::take();
+        // Every attempt of this call ran on this thread: a panic of an attempt hook's `after` is this call's.
+        let after_panicked = panic::take_after();
         if status != sys::HUMUS_OK {
             // SAFETY: the error is ours.
-            return Err(unsafe { Error::from_raw(status, err) }.with_panic(panicked));
+            return Err(unsafe { Error::from_raw(status, err) }.with_panic(panicked.or(after_panicked)));
+        }
+        if let Some(message) = after_panicked {
+            // The C hook cannot fail the call: the response, already counted by the breaker, is dropped here
+            // (a streamed one closed) and the call fails as a failing callback would.
+            // SAFETY: the response is ours, freed once.
+            let attempts = u32::try_from(unsafe { sys::humus_response_attempts(resp) }).unwrap_or(0);
+            // SAFETY: as above.
+            unsafe { sys::humus_response_free(resp) };
+            let mut e = Error::new(ErrorKind::Callback, "an attempt hook failed the call", Vec::new());
+            e.set_attempts(attempts);
+            return Err(e.with_panic(Some(message)));
         }
         Ok(resp)
     }

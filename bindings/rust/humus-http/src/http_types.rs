@@ -5,10 +5,15 @@ use crate::error::{Error, ErrorKind};
 use crate::request::{CallContext, Request, RetryMode};
 use crate::response::Response;
 
+/// An `http::Request` extension that sets [`Request::follow_redirects`] when the request converts (cargo
+/// feature `http`): `FollowRedirects(false)` gets the first 3xx back, as the `tower` service's callers need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowRedirects(pub bool);
+
 /// An `http::Request` as this crate's [`Request`]: its method, its URI, every header in order (repeated
 /// names included) and its body (set when not empty; its bytes are copied, so every attempt can replay
-/// them). A [`CallContext`] or a [`RetryMode`] in its extensions is applied as
-/// [`Request::context`] / [`Request::retry`].
+/// them). A [`CallContext`], a [`RetryMode`] or a [`FollowRedirects`] in its extensions is applied as
+/// [`Request::context`] / [`Request::retry`] / [`Request::follow_redirects`].
 ///
 /// The URI is absolute (`https://payments:8443/v1/x`: sent to that URL, so to the client's origin or
 /// refused with [`ErrorKind::CrossOrigin`] when sent, as any request) or origin-form (`/v1/x?a=1`, the
@@ -41,6 +46,9 @@ impl<B: AsRef<[u8]>> TryFrom<http::Request<B>> for Request {
         }
         if let Some(mode) = parts.extensions.get::<RetryMode>() {
             out = out.retry(*mode);
+        }
+        if let Some(FollowRedirects(follow)) = parts.extensions.get::<FollowRedirects>() {
+            out = out.follow_redirects(*follow);
         }
         let body = body.as_ref();
         if !body.is_empty() {
@@ -78,8 +86,10 @@ fn url_of(uri: &http::Uri) -> Result<String, Error> {
 impl Response {
     /// This response as an `http::Response<Vec<u8>>` (cargo feature `http`): its status, every header in
     /// the order received (repeated names included), its body moved, and its version (`1.0`, `1.1`, `2`,
-    /// `3`; another reads as HTTP/1.1). [`attempts`](Response::attempts) and [`url`](Response::url) have no
-    /// place there and are dropped: read them first.
+    /// `3`; another reads as HTTP/1.1). The [`redirects`](Response::redirects) followed go into its
+    /// extensions as a `Vec<Redirect>` (`response.extensions().get::<Vec<humus_http::Redirect>>()`);
+    /// [`attempts`](Response::attempts) and [`url`](Response::url) have no place there and are dropped: read
+    /// them first.
     ///
     /// A status or a header the `http` crate cannot hold (a status outside 100–999, a name with a space, a
     /// value with a control character) is [`ErrorKind::Protocol`] naming `status` or the header: the peer
@@ -111,7 +121,9 @@ impl Response {
             "3" => http::Version::HTTP_3,
             _ => http::Version::HTTP_11,
         };
+        let redirects = self.redirects().to_vec();
         let mut out = http::Response::new(self.into_body());
+        out.extensions_mut().insert(redirects);
         *out.status_mut() = status;
         *out.headers_mut() = headers;
         *out.version_mut() = version;
@@ -141,6 +153,7 @@ mod tests {
                 headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
                 http_version: version.to_string(),
                 url: "https://payments:8443/v1/x".to_string(),
+                redirects: Vec::new(),
             },
             b"body".to_vec(),
         )

@@ -36,6 +36,11 @@
 //! [`RetryMode`] from its extensions) and `Response::into_http` (`TryFrom<Response>` for
 //! `http::Response<Vec<u8>>`), each failing with an [`Error`] naming what cannot convert.
 //!
+//! [`AttemptHooks`] run code around every attempt (each retry and redirect hop): a `before` that may set
+//! the attempt's headers or end the call, an `after` that sees each attempt's response. Redirects can be
+//! turned off per request ([`Request::follow_redirects`]); a response lists the hops it followed
+//! ([`Response::redirects`]).
+//!
 //! Many dependencies can be configured at once as an [`Upstreams`] registry (docs/upstreams.md §15). Callbacks
 //! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
 //! `extern "C"` trampolines; a closure that panics is reported to the library as a failing callback
@@ -53,6 +58,7 @@ mod client;
 mod deadline;
 mod error;
 mod ffi;
+mod hooks;
 #[cfg(feature = "http")]
 mod http_types;
 mod json;
@@ -78,11 +84,14 @@ pub use client::Client;
 pub use deadline::deadline_from_headers;
 pub use deadline::parse_deadline;
 pub use error::{Error, ErrorKind};
+pub use hooks::{AttemptHooks, AttemptRequest, BoxError};
+#[cfg(feature = "http")]
+pub use http_types::FollowRedirects;
 pub use log::LogRecord;
 pub use metrics::{MetricKind, MetricPoint};
 pub use mock::{MockReply, MockRequest};
 pub use request::{Body, CallContext, Request, RetryMode};
-pub use response::{Response, StreamingResponse};
+pub use response::{Redirect, Response, StreamingResponse};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
 pub use span::{AttributeValue, Span};

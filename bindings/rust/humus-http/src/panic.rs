@@ -11,6 +11,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 thread_local! {
     /// The first panic of the call running on this thread, if a callback that fails the call panicked.
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The first panic of an attempt hook's `after` on this thread, which cannot fail the call through C:
+    /// a blocking call (whose attempts run on its caller's thread) takes it when it returns and fails.
+    static AFTER_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
 /// Whether a panic in this callback fails the call it belongs to, so its message should travel to the
@@ -19,6 +22,9 @@ thread_local! {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Report {
     ToCall,
+    /// A callback that cannot fail its call in C (an attempt hook's `after`): kept apart, for the blocking
+    /// call on this thread to fail with once it returns ([`take_after`]).
+    ToBlockingCall,
     Drop,
 }
 
@@ -30,8 +36,16 @@ pub(crate) fn catch<R>(what: &str, report: Report, f: impl FnOnce() -> R) -> Opt
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(value) => Some(value),
         Err(payload) => {
-            if report == Report::ToCall {
-                remember(format!("{what} panicked: {}", describe(payload.as_ref())));
+            let message = || format!("{what} panicked: {}", describe(payload.as_ref()));
+            match report {
+                Report::ToCall => remember(message()),
+                Report::ToBlockingCall => {
+                    let message = message();
+                    AFTER_PANIC.with(|slot| {
+                        slot.borrow_mut().get_or_insert(message);
+                    });
+                }
+                Report::Drop => {}
             }
             // Dropping the payload may itself panic (a payload with a panicking Drop): contain that too.
             let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
@@ -54,6 +68,11 @@ pub(crate) fn remember(message: String) {
 /// Takes this thread's panic message, leaving the slot empty for the next call.
 pub(crate) fn take() -> Option<String> {
     PANIC.with(|slot| slot.borrow_mut().take())
+}
+
+/// Takes this thread's panic of an attempt hook's `after`, leaving the slot empty for the next call.
+pub(crate) fn take_after() -> Option<String> {
+    AFTER_PANIC.with(|slot| slot.borrow_mut().take())
 }
 
 /// What a panic said: the `&str` or `String` given to `panic!`.

@@ -358,6 +358,33 @@ impl Request {
         })
     }
 
+    /// Whether calls made with this request follow redirects within the origin (docs/origin.md §2): `true`, the
+    /// default, follows up to 10 (each hop is listed in [`Response::redirects`](crate::Response::redirects));
+    /// `false` returns the first 3xx as the response, its `Location` for the caller to decide, as Python's
+    /// `follow_redirects=False` and Go's `http.ErrUseLastResponse`.
+    pub fn follow_redirects(self, follow: bool) -> Request {
+        self.apply(move |raw| {
+            let mut err = ptr::null_mut();
+            // SAFETY: we own the request; `err` is our out-parameter.
+            let status = unsafe { sys::humus_request_set_follow_redirects(raw, i32::from(follow), &mut err) };
+            ffi::check(status, err)
+        })
+    }
+
+    /// Runs `hooks` around every attempt of this request's calls, after the settings' hooks
+    /// (docs/retries.md §6.7; see [`AttemptHooks`](crate::AttemptHooks) for what they may do, on which thread, and
+    /// how a failing one ends the call). Replaces hooks set on this request before; the closures are shared
+    /// by every C request built for it and dropped once, when the last of them and its calls are freed.
+    pub fn attempt_hooks(self, hooks: crate::AttemptHooks) -> Request {
+        let hooks = Arc::new(hooks);
+        self.apply(move |raw| {
+            crate::AttemptHooks::install(&hooks, |table, err| {
+                // SAFETY: we own the request (being built, not shared yet); the table is copied by the call.
+                unsafe { sys::humus_request_set_attempt_hooks(raw, table, err) }
+            })
+        })
+    }
+
     /// Overrides the retry rules for this request (docs/retries.md §4).
     pub fn retry(self, mode: RetryMode) -> Request {
         self.apply(move |raw| {

@@ -22,6 +22,18 @@ pub(crate) struct Head {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) http_version: String,
     pub(crate) url: String,
+    pub(crate) redirects: Vec<Redirect>,
+}
+
+/// One redirect a call followed (`humus_response_redirect_at`): the 3xx status and the URL of the request
+/// that got it. [`Response::redirects`] lists them oldest first, as Python's `Response.history` and Go's
+/// `Response.Redirects`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Redirect {
+    /// The redirect's status: 301, 302, 303, 307 or 308.
+    pub status: u16,
+    /// The URL of the request that got this redirect (the call's own for the first).
+    pub url: String,
 }
 
 impl Head {
@@ -45,6 +57,18 @@ impl Head {
                 headers,
                 http_version: ffi::copy_str(sys::humus_response_http_version(resp)).unwrap_or_default(),
                 url: ffi::copy_str(sys::humus_response_url(resp)).unwrap_or_default(),
+                redirects: (0..sys::humus_response_redirect_count(resp))
+                    .filter_map(|i| {
+                        let mut status: i32 = 0;
+                        let mut url: *const std::ffi::c_char = ptr::null();
+                        (sys::humus_response_redirect_at(resp, i, &mut status, &mut url) == sys::HUMUS_OK).then(|| {
+                            Redirect {
+                                status: u16::try_from(status).unwrap_or(0),
+                                url: ffi::copy_str(url).unwrap_or_default(),
+                            }
+                        })
+                    })
+                    .collect(),
             }
         }
     }
@@ -106,6 +130,16 @@ macro_rules! head_accessors {
         /// The URL of the last request, after redirects within the origin.
         pub fn url(&self) -> &str {
             &self.head.url
+        }
+
+        // Links by full path, as below.
+        /// The redirects the call followed to get this response, oldest first (empty when it followed none,
+        /// or with [`Request::follow_redirects(false)`](crate::Request::follow_redirects)): each hop's 3xx
+        /// status and the URL of the request that got it, as Python's `Response.history` and Go's
+        /// `Response.Redirects`.
+        #[doc(alias = "history")]
+        pub fn redirects(&self) -> &[crate::Redirect] {
+            &self.head.redirects
         }
 
         // Links by full path: this text is expanded into other modules, where short ones do not resolve.
