@@ -36,6 +36,10 @@
 //! [`RetryMode`] from its extensions) and `Response::into_http` (`TryFrom<Response>` for
 //! `http::Response<Vec<u8>>`), each failing with an [`Error`] naming what cannot convert.
 //!
+//! With the cargo feature `tower`, `&Client` and the clonable [`ClientService`] implement
+//! `tower::Service<http::Request<B>>`: each call is submitted to the event loop, its future ([`ResponseFuture`],
+//! `Send`) resolving to an `http::Response<Vec<u8>>`.
+//!
 //! [`AttemptHooks`] run code around every attempt (each retry and redirect hop): a `before` that may set
 //! the attempt's headers or end the call, an `after` that sees each attempt's response. Redirects can be
 //! turned off per request ([`Request::follow_redirects`]); a response lists the hops it followed
@@ -71,6 +75,8 @@ mod response;
 mod runtime;
 mod settings;
 mod span;
+#[cfg(feature = "tower")]
+mod tower_service;
 mod trace;
 mod upstreams;
 
@@ -95,6 +101,8 @@ pub use response::{Redirect, Response, StreamingResponse};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
 pub use span::{AttributeValue, Span};
+#[cfg(feature = "tower")]
+pub use tower_service::{ClientService, ResponseFuture};
 pub use trace::{AttemptRecord, BreakerPosition};
 pub use upstreams::Upstreams;
 
@@ -102,6 +110,11 @@ pub use upstreams::Upstreams;
 /// re-exported so that a program names the same version.
 #[cfg(feature = "http")]
 pub use http;
+
+/// The `tower` crate (cargo feature `tower`) whose `Service` the client implements, re-exported so that a
+/// program names the same version.
+#[cfg(feature = "tower")]
+pub use tower;
 
 /// The README's examples, compiled and run as doc tests so they cannot drift from the API.
 #[cfg(doctest)]
