@@ -512,6 +512,15 @@ HUMUS_API humus_status humus_request_new(const char *method, const char *url, hu
  * HUMUS_E_INVALID_ARGUMENT naming the header (docs/transport.md §10.5). */
 HUMUS_API humus_status humus_request_set_header(humus_request *r, const char *name, const char *value,
                                                 humus_error **err);
+/* Sends no header `name` (case-insensitive) unless one is set after this call: removes those set before, and
+ * leaves out the ones the client would add itself — configured in the settings, from the call context, per
+ * attempt (a span's traceparent, deadline_header) — and libcurl's own (Accept, User-Agent, Accept-Encoding; no
+ * Accept-Encoding asked for: the body comes as sent, not decoded). A header of the name set afterwards is sent,
+ * so curl's `-H 'Name:'` is this call, and its `-H 'Name;'` (an empty value) is humus_request_set_header with
+ * "" (docs/transport.md §10.5). The names a caller may not set (Host, the framing and connection headers) may
+ * not be removed either: HUMUS_E_INVALID_ARGUMENT naming the header, as humus_request_set_header refuses them;
+ * HUMUS_E_MISUSE for a bad `r`, HUMUS_E_INVALID_ARGUMENT for name NULL. Not concurrently on one request. */
+HUMUS_API humus_status humus_request_remove_header(humus_request *r, const char *name, humus_error **err);
 /* Sets the body; the bytes are copied, so every attempt can replay them. HUMUS_E_MISUSE for a bad `r`,
  * HUMUS_E_INVALID_ARGUMENT for data NULL with len > 0. No err: the signature is pinned (outside callers call it),
  * and those statuses say everything. Not concurrently on one request. */
@@ -661,6 +670,11 @@ HUMUS_API humus_status humus_response_body(humus_response *resp, const void **da
                                            humus_error **err);
 /* "1.1" or "2". */
 HUMUS_API const char *humus_response_http_version(const humus_response *resp);
+/* The reason phrase of the status line as the server sent it ("OK", "Not Found", a custom one), "" when it
+ * sent none and always for HTTP/2, which has none. Bounded and made safe (docs/transport.md §10.7): at most
+ * its first 256 bytes, each control byte (CR, LF, NUL, HTAB, any other C0, DEL) a space; other bytes as sent,
+ * so not necessarily UTF-8. */
+HUMUS_API const char *humus_response_reason(const humus_response *resp);
 /* The URL of the last request, after redirects within the origin. */
 HUMUS_API const char *humus_response_url(const humus_response *resp);
 /* The redirects the call followed, oldest first (0 for a bad `resp`); redirect `i` is the 3xx status and the
@@ -669,6 +683,17 @@ HUMUS_API const char *humus_response_url(const humus_response *resp);
 HUMUS_API size_t humus_response_redirect_count(const humus_response *resp);
 HUMUS_API humus_status humus_response_redirect_at(const humus_response *resp, size_t i, int32_t *status,
                                                   const char **url);
+/* The rest of redirect `i`'s head, as the final response's accessors give it: its reason phrase (as
+ * humus_response_reason), its HTTP version ("1.1" or "2"), its headers in the order received (each bounded as
+ * the final response's are, max_response_headers). A bad `resp` or `i` out of range reads as "" and count 0.
+ * humus_response_redirect_header_at: header `j` of redirect `i`; HUMUS_E_INVALID_ARGUMENT naming "i" or "j"
+ * when out of range, or for name/value NULL, HUMUS_E_MISUSE for a bad `resp`. No err: those statuses say
+ * everything. Strings live as long as the response. Any thread, on a response no thread frees. */
+HUMUS_API const char *humus_response_redirect_reason(const humus_response *resp, size_t i);
+HUMUS_API const char *humus_response_redirect_http_version(const humus_response *resp, size_t i);
+HUMUS_API size_t humus_response_redirect_header_count(const humus_response *resp, size_t i);
+HUMUS_API humus_status humus_response_redirect_header_at(const humus_response *resp, size_t i, size_t j,
+                                                         const char **name, const char **value);
 /* Frees a response; NULL and a freed response are ignored. A response of humus_client_do is a plain value:
  * the breaker counted its attempt when it was classified, so it may outlive its client and runtime, and
  * freeing it counts nothing. A response of humus_client_open whose body was not read to its end is closed:

@@ -1,4 +1,5 @@
 // The C functions of the request and cancel-token sections of include/humus_http.h.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -121,6 +122,24 @@ HUMUS_API humus_status humus_request_set_header(humus_request* r, const char* na
       return report(Status(Code::kInvalidArgument, st.message(), {name}), err);
     }
     r->request.headers.add(name, value);
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_request_remove_header(humus_request* r, const char* name, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(r) == nullptr) return bad_handle("humus_request_remove_header", "r", err);
+    if (name == nullptr) return null_argument("humus_request_remove_header", "name", err);
+    // The names a caller may not set it may not leave out either: without Host or the framing, a request
+    // is another request (docs/transport.md §10.5).
+    if (Status st = humus::settings::check_header(name, ""); !st.ok()) {
+      return report(Status(Code::kInvalidArgument, st.message(), {name}), err);
+    }
+    humus::client::Request& request = r->request;
+    request.headers.remove(name);
+    const bool known = std::any_of(request.omitted_headers.begin(), request.omitted_headers.end(),
+                                   [&](const std::string& o) { return humus::equals_ignore_case(o, name); });
+    if (!known) request.omitted_headers.emplace_back(name);
     return HUMUS_OK;
   });
 }

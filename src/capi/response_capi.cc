@@ -94,6 +94,12 @@ humus_status read_body(const char* function, humus_response* resp, void* buf, si
   return HUMUS_OK;
 }
 
+// Redirect `i` of a live response, or nullptr.
+const humus::client::Redirect* hop(const humus_response* resp, size_t i) {
+  if (live(resp) == nullptr || i >= resp->response.history.size()) return nullptr;
+  return &resp->response.history[i];
+}
+
 }  // namespace
 
 extern "C" {
@@ -222,6 +228,48 @@ HUMUS_API humus_status humus_response_redirect_at(const humus_response* resp, si
     }
     *status = history[i].status;
     *url = history[i].url.c_str();
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API const char* humus_response_reason(const humus_response* resp) {
+  return live(resp) == nullptr ? "" : resp->response.reason.c_str();
+}
+
+HUMUS_API const char* humus_response_redirect_reason(const humus_response* resp, size_t i) {
+  const humus::client::Redirect* r = hop(resp, i);
+  return r == nullptr ? "" : r->reason.c_str();
+}
+
+HUMUS_API const char* humus_response_redirect_http_version(const humus_response* resp, size_t i) {
+  const humus::client::Redirect* r = hop(resp, i);
+  return r == nullptr ? "" : r->http_version.c_str();
+}
+
+HUMUS_API size_t humus_response_redirect_header_count(const humus_response* resp, size_t i) {
+  const humus::client::Redirect* r = hop(resp, i);
+  return r == nullptr ? 0 : r->headers.size();
+}
+
+HUMUS_API humus_status humus_response_redirect_header_at(const humus_response* resp, size_t i, size_t j,
+                                                         const char** name, const char** value) {
+  return guard(nullptr, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_redirect_header_at", "resp", nullptr);
+    if (name == nullptr || value == nullptr) {
+      return null_argument("humus_response_redirect_header_at", "name/value", nullptr);
+    }
+    const humus::client::Redirect* r = hop(resp, i);
+    if (r == nullptr) {
+      return report(Status(Code::kInvalidArgument, "humus_response_redirect_header_at: redirect index out of range",
+                           {"i"}), nullptr);
+    }
+    const auto& fields = r->headers.fields();
+    if (j >= fields.size()) {
+      return report(Status(Code::kInvalidArgument, "humus_response_redirect_header_at: header index out of range",
+                           {"j"}), nullptr);
+    }
+    *name = fields[j].first.c_str();
+    *value = fields[j].second.c_str();
     return HUMUS_OK;
   });
 }

@@ -94,6 +94,7 @@ Step Call::start() {
   wire_.body = request_.body;
   wire_.body_source = request_.body_source;
   wire_.headers = headers_that_travel(s, request_, context);
+  wire_.omitted_headers = request_.omitted_headers;
   // A streamed request body without a rewind is sent once, whatever the method (docs/retries.md §4).
   body_replayable_ = request_.body_source == nullptr || request_.body_source->replayable();
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, body_replayable_, request_.retry);
@@ -150,14 +151,17 @@ Step Call::admit() {
   }
   attempt_started_ = now;
   if (scenario_) wire_.fault = draw_fault();
-  if (trace_.active()) wire_.headers.set("traceparent", trace_.begin(attempt_span(env_.clock.wall_now())));
+  if (trace_.active()) {
+    std::string traceparent = trace_.begin(attempt_span(env_.clock.wall_now()));
+    if (!omits("traceparent")) wire_.headers.set("traceparent", std::move(traceparent));
+  }
   ++attempt_;
   ++attempts_;
   decisions_.admitted(now, attempt_, admission.at, env_.budget.tokens());
   Step s;
   s.kind = Step::Kind::kSend;
   s.limits = {std::min(now + env_.settings.attempt_timeout, deadline_), deadline_};
-  if (!env_.settings.deadline_header.empty()) {
+  if (!env_.settings.deadline_header.empty() && !omits(env_.settings.deadline_header)) {
     // Set per attempt, after the hooks: what this attempt has left, as it is sent (docs/timeouts.md §8.4).
     wire_.headers.set(env_.settings.deadline_header,
                       deadline_header_value(s.limits.attempt_deadline - now, env_.settings.deadline_format));
@@ -358,7 +362,7 @@ Step Call::on_classified(const classify::Classification& c, transport::WireResul
     s.until = after + decision->wait;
     return s;
   }
-  if (next) return follow(std::move(*next), outcome.response->status);
+  if (next) return follow(std::move(*next), *outcome.response);
   if (streamed) {
     PendingVerdict pending{attempt_result(), c.breaker};
     outcome.response->stream = std::make_shared<ResponseStream>(std::move(body), pending, cancel_, std::move(slot_));
@@ -383,8 +387,14 @@ std::optional<transport::WireRequest> Call::redirect_of(const CallResult& outcom
   return next;
 }
 
-Step Call::follow(transport::WireRequest next, int status) {
-  history_.push_back(Redirect{status, wire_.url});
+bool Call::omits(std::string_view name) const {
+  return std::any_of(request_.omitted_headers.begin(), request_.omitted_headers.end(),
+                     [name](const std::string& o) { return equals_ignore_case(o, name); });
+}
+
+Step Call::follow(transport::WireRequest next, Response& got) {
+  history_.push_back(Redirect{got.status, wire_.url, std::move(got.reason), std::move(got.http_version),
+                              std::move(got.headers)});
   decisions_.redirect(wire_.method, wire_.url);
   wire_ = std::move(next);
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, wire_.body_source == nullptr || body_replayable_,

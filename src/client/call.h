@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include "breaker/breaker.h"
 #include "bulkhead/bulkhead.h"
@@ -100,7 +101,8 @@ class Call {
   bool follows(const transport::WireResult& sent) const;
   // The request a response asks to be sent next, within the origin and the redirect limit, or nothing.
   std::optional<transport::WireRequest> redirect_of(const CallResult& outcome) const;
-  Step follow(transport::WireRequest next, int status);  // status: of the 3xx that asked for it
+  Step follow(transport::WireRequest next, Response& got);  // got: the 3xx that asked for it, its head kept
+  bool omits(std::string_view name) const;  // whether the request omits the header (Request::omitted_headers)
   uint64_t body_size() const;  // of the request, for the metrics (0 when unknown)
   // The attempt hooks (docs/retries.md §6.7), the settings' then the request's. run_before gives the attempt
   // about to be sent (number attempt_ + 1) its own headers, which attempt_ended puts back.

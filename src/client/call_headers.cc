@@ -42,6 +42,7 @@ Headers headers_that_travel(const settings::Settings& s, const Request& r, const
   for (const auto& [name, value] : r.headers.fields()) {
     if (!is_trace_header(name)) out.remove(name);
   }
+  for (const std::string& name : r.omitted_headers) out.remove(name);
   for (const auto& [name, value] : r.headers.fields()) {
     if (!is_trace_header(name)) out.add(name, value);
   }

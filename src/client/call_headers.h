@@ -19,6 +19,7 @@ CallContext effective_context(const Request& request);
 // tracestate and baggage (the fault scenario already stripped; with spans, each attempt sends its own
 // traceparent); its bearer token only with forward_authorization (never Basic, and the origin check
 // keeps it on the origin); the call's own headers but its trace headers, which were taken into the context.
+// None of these goes under a name the request omits (Request::omitted_headers), but the request's own.
 Headers headers_that_travel(const settings::Settings& settings, const Request& request, const CallContext& context);
 
 // deadline_header's value for an attempt with `left` to go (docs/timeouts.md §8.4): whole milliseconds, rounded

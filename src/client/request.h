@@ -39,15 +39,22 @@ struct Request {
   CallContext context;
   // This call's own hooks (humus_request_set_attempt_hooks), run after the settings' ones; null: none.
   std::shared_ptr<const classify::AttemptHooks> attempt_hooks;
+  // Headers not to send unless `headers` has them (humus_request_remove_header): the ones the client adds
+  // itself — configured, from the call context, per attempt — and the ones libcurl adds (Accept, User-Agent).
+  std::vector<std::string> omitted_headers;
 };
 
 class ResponseStream;
 struct DecisionTrace;
 
-// A redirect the call followed: the 3xx status and the URL of the request that got it.
+// A redirect the call followed: the 3xx status and the URL of the request that got it, and the rest of the
+// 3xx's head (its reason phrase, HTTP version and headers, bounded as a final response's are).
 struct Redirect {
   int status = 0;
   std::string url;
+  std::string reason;
+  std::string http_version;
+  Headers headers;
 };
 
 // What the last attempt brought off the wire (transport::WireResponse: status, headers, body, HTTP version),

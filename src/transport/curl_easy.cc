@@ -138,6 +138,9 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
       st.abort(Code::kProtocol, "the server sent a malformed status line");
       return 0;
     }
+    // What follows "HTTP/x NNN ": HTTP/2 has none (libcurl writes "HTTP/2 200 "), trimmed away with the CRLF.
+    const size_t phrase_at = line.find(' ') + 5;
+    st.response.reason = line.size() > phrase_at ? reason_text(line.substr(phrase_at)) : std::string();
     return n;
   }
   if (line.empty()) {
@@ -595,9 +598,15 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
 
   // Decoded bodies by default (gzip, deflate, br, zstd: every coding this libcurl decodes, "" asks for all);
   // raw bytes when the caller asked for an encoding itself, for a HEAD or a Range (as Go's Transport).
+  const auto omitted = [&r](std::string_view name) {
+    return std::any_of(r.omitted_headers.begin(), r.omitted_headers.end(),
+                       [name](const std::string& o) { return equals_ignore_case(o, name); });
+  };
+  // A caller who leaves Accept-Encoding out asks for the bytes as sent, as one who sets it does.
   const bool decode = decompress_ && r.method != "HEAD" && !r.headers.contains("Accept-Encoding") &&
-                      !r.headers.contains("Range");
-  const bool same_list_lines = headers_ && decode == headers_ask_codings_ && post_framed == headers_post_framed_;
+                      !r.headers.contains("Range") && (r.omitted_headers.empty() || !omitted("Accept-Encoding"));
+  const bool same_list_lines = headers_ && decode == headers_ask_codings_ && post_framed == headers_post_framed_ &&
+                               r.omitted_headers == last_omitted_;
   if (same_list_lines && patch_header_values(r.headers)) {
     // Same names, same value lengths: the list libcurl reads at each perform was rewritten in place.
   } else if (!same_list_lines || r.headers.fields() != last_headers_.fields()) {
@@ -611,13 +620,19 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     // No "Expect: 100-continue" round trip: the client's own timeouts bound a slow dependency.
     if (post_framed) lines.emplace_back("Expect:");
     // Sent as a plain header rather than CURLOPT_USERAGENT, which libcurl re-formats on every request.
-    if (!r.headers.contains("User-Agent")) lines.emplace_back("User-Agent: humus_http/" HUMUS_CMAKE_VERSION_STRING);
+    if (!r.headers.contains("User-Agent") && (r.omitted_headers.empty() || !omitted("User-Agent"))) {
+      lines.emplace_back("User-Agent: humus_http/" HUMUS_CMAKE_VERSION_STRING);
+    }
     // libcurl labels every POST-framed body application/x-www-form-urlencoded; the client sends only the type
     // its caller gave, as net/http does (a PUT of a file is not a form). The two lines that take libcurl's
     // defaults away go only with a POST-framed request, since no other gets either: libcurl scans the whole
     // list for every header it considers adding (callgrind, a 100-byte GET: about 500 of libcurl's
     // instructions less a request).
     if (post_framed && !r.headers.contains("Content-Type")) lines.emplace_back("Content-Type:");
+    // "Name:" is libcurl's spelling of "send none": it leaves out its own (Accept, Host) too.
+    for (const std::string& name : r.omitted_headers) {
+      if (!r.headers.contains(name)) lines.push_back(name + ":");
+    }
     for (const auto& [name, value] : r.headers.fields()) {
       // "Name;" is libcurl's spelling of a header with an empty value ("Name:" would remove it).
       lines.push_back(value.empty() ? name + ";" : name + ": " + value);
@@ -626,6 +641,7 @@ void CurlEasy::prepare(const WireRequest& r, const AttemptLimits& limits, Instan
     headers_ask_codings_ = decode;
     headers_post_framed_ = post_framed;
     last_headers_ = r.headers;
+    last_omitted_ = r.omitted_headers;
     header_nodes_.clear();
     curl_slist* node = headers_.get();
     for (size_t skip = lines.size() - r.headers.size(); skip > 0; --skip) node = node->next;

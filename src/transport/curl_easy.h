@@ -177,6 +177,7 @@ class CurlEasy {
   // What the handle was last set to (see prepare()).
   Slist headers_;
   Headers last_headers_;
+  std::vector<std::string> last_omitted_;  // the omitted_headers the list was built for
   std::vector<curl_slist*> header_nodes_;  // the nodes of headers_ holding last_headers_' fields, in order
   bool headers_ask_codings_ = false;       // headers_ has the Accept-Encoding line of a decoded body
   bool headers_post_framed_ = false;       // headers_ has the lines that take libcurl's POST defaults away

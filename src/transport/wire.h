@@ -36,6 +36,9 @@ struct WireRequest {
   // A body the caller streams instead (set_body_reader); `body` is then nullptr. Shared with the request.
   std::shared_ptr<BodySource> body_source;
   InjectedFault fault;  // kNone unless the runtime injects faults and this attempt drew one
+  // Names of headers not to send unless `headers` has them: those libcurl or the transport would add on their own
+  // (Accept, User-Agent, Accept-Encoding). Usually empty.
+  std::vector<std::string> omitted_headers;
 };
 
 struct AttemptLimits {
@@ -48,6 +51,7 @@ struct WireResponse {
   Headers headers;
   std::string body;
   std::string http_version;  // "1.1" or "2"
+  std::string reason;        // the status line's reason phrase, bounded (transport/response_head.h); "" for HTTP/2
 };
 
 struct WireResult {

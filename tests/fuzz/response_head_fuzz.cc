@@ -23,6 +23,7 @@
 #include "fuzz_check.h"
 #include "retry/retry_after.h"
 #include "transport/curl_easy.h"
+#include "transport/response_head.h"
 #include "transport/url.h"
 
 namespace {
@@ -126,6 +127,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (result.error != humus::Code::kOk) return 0;
   const transport::WireResponse& r = result.response;
   FUZZ_CHECK(r.status >= 100 && r.status <= 999, "a status libcurl accepted");
+  FUZZ_CHECK(r.reason.size() <= transport::kMaxReasonPhrase, "the reason phrase is bounded");
+  for (const char c : r.reason) {
+    const auto u = static_cast<unsigned char>(c);
+    FUZZ_CHECK(u >= 0x20 && u != 0x7f, "no control byte in the reason phrase");
+  }
   for (const auto& [name, value] : r.headers.fields()) {
     FUZZ_CHECK(name.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos, name.c_str());
     FUZZ_CHECK(value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos, name.c_str());

@@ -452,6 +452,12 @@ extern "C" {
         value: *const c_char,
         err: *mut *mut humus_error,
     ) -> humus_status;
+    /// Sends no header `name` but one set after this call: the client's and libcurl's own left out too.
+    pub fn humus_request_remove_header(
+        r: *mut humus_request,
+        name: *const c_char,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
     pub fn humus_request_set_body(r: *mut humus_request, data: *const c_void, len: usize) -> humus_status;
     pub fn humus_request_set_body_reader(
         r: *mut humus_request,
@@ -556,12 +562,25 @@ extern "C" {
     ) -> humus_status;
     pub fn humus_response_http_version(resp: *const humus_response) -> *const c_char;
     pub fn humus_response_url(resp: *const humus_response) -> *const c_char;
+    /// The status line's reason phrase as sent ("" over HTTP/2), at most 256 bytes, not necessarily UTF-8.
+    pub fn humus_response_reason(resp: *const humus_response) -> *const c_char;
     pub fn humus_response_redirect_count(resp: *const humus_response) -> usize;
     pub fn humus_response_redirect_at(
         resp: *const humus_response,
         i: usize,
         status: *mut i32,
         url: *mut *const c_char,
+    ) -> humus_status;
+    /// The rest of redirect `i`'s head: its reason phrase, HTTP version and headers.
+    pub fn humus_response_redirect_reason(resp: *const humus_response, i: usize) -> *const c_char;
+    pub fn humus_response_redirect_http_version(resp: *const humus_response, i: usize) -> *const c_char;
+    pub fn humus_response_redirect_header_count(resp: *const humus_response, i: usize) -> usize;
+    pub fn humus_response_redirect_header_at(
+        resp: *const humus_response,
+        i: usize,
+        j: usize,
+        name: *mut *const c_char,
+        value: *mut *const c_char,
     ) -> humus_status;
     pub fn humus_response_free(resp: *mut humus_response);
     /// `humus_response_free` that returns once the body is closed and its result counted.
