@@ -141,8 +141,10 @@ class ResponseHeadServerTest : public humus::test::WithTestServer {
 // F137: every hop of a redirect chain keeps its head, bounded as a final response's, on HTTP/1.1 and HTTP/2.
 TEST_F(ResponseHeadServerTest, F137EveryRedirectHopKeepsItsHead) {
   for (const std::string listener : {"http", "https"}) {
-    server().script("/h1", nlohmann::json::parse(R"([{"status": 301, "headers": [["Location", "/h2"], ["X-Hop", "one"]]}])"));
-    server().script("/h2", nlohmann::json::parse(R"([{"status": 307, "headers": [["Location", "/h3"], ["X-Hop", "two"], ["X-Hop", "2b"]]}])"));
+    server().script("/h1", nlohmann::json::parse(
+                               R"([{"status": 301, "headers": [["Location", "/h2"], ["X-Hop", "one"]]}])"));
+    server().script("/h2", nlohmann::json::parse(R"([{"status": 307, "headers": [["Location", "/h3"],)"
+                                                 R"( ["X-Hop", "two"], ["X-Hop", "2b"]]}])"));
     server().script("/h3", nlohmann::json::parse(R"([{"status": 404, "body": "gone"}])"));
     Call c;
     ASSERT_EQ(get(c, settings(listener), url(listener, "/h1"), runtime(listener)), HUMUS_OK) << listener;
