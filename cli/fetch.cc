@@ -224,12 +224,11 @@ int run_fetch(const FetchOptions& o) {
   }
   for (const std::string& name : o.unset_headers) {
     std::erase_if(sent_headers, [&](const auto& h) { return strcasecmp(h.first.c_str(), name.c_str()) == 0; });
-    // The library adds some headers itself, and its C ABI cannot be asked to leave them out.
-    for (const char* own : {"Accept", "Accept-Encoding", "User-Agent", "Host"}) {
-      if (strcasecmp(name.c_str(), own) == 0 && !o.silent) {
-        std::fprintf(stderr, "humus-http: note: -H '%s:': the client still sends its own %s header\n",
-                     name.c_str(), own);
-      }
+    // And the ones the client and libcurl add themselves (Accept, User-Agent, Accept-Encoding), as curl does;
+    // a -H of the name still goes.
+    if (humus_request_remove_header(request.get(), name.c_str(), &raw_error) != HUMUS_OK) {
+      Error e(raw_error);
+      return report({exit_code::kUsage, "-H '" + name + ":': " + describe(e.get())});
     }
   }
   sent_headers.insert(sent_headers.end(), o.headers.begin(), o.headers.end());
@@ -378,6 +377,10 @@ int run_fetch(const FetchOptions& o) {
     std::fputs(text.c_str(), stderr);
   };
 
+  // What -i, -I and -D write: every redirect's head, then the final response's, as curl -L does.
+  const auto heads = [](const humus_response* resp) {
+    return redirects_block(resp, "", "\r\n") + headers_block(resp, "", "\r\n");
+  };
   // Writes one call's output: its head, its body (read as it comes, for a streamed call), its -w line. A
   // value is the command's end: an output could not be written.
   int status = exit_code::kOk;
@@ -389,16 +392,16 @@ int run_fetch(const FetchOptions& o) {
     if (humus_response* resp = r.response.get()) {
       const int32_t code = r.http_code;
       if (o.verbose) {
-        std::fputs(headers_block(resp, "< ", "\n").c_str(), stderr);
+        std::fputs((redirects_block(resp, "< ", "\n") + headers_block(resp, "< ", "\n")).c_str(), stderr);
         std::fprintf(stderr, "* %s%d after %s in %lld ms\n", which.c_str(), code,
                      attempts_text(r.attempts).c_str(), static_cast<long long>(r.headers_ms));
       }
       if (o.dump_header) {
-        if (auto failed = headers_out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
+        if (auto failed = headers_out.write(heads(resp) + "\r\n")) return report(*failed);
       }
       if (r.past_max_redirs) {
         if (o.include || o.method == "HEAD") {
-          if (auto failed = out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
+          if (auto failed = out.write(heads(resp) + "\r\n")) return report(*failed);
         }
         call_status = report({exit_code::kTooManyRedirects,
                               which + "Maximum (" + std::to_string(*o.max_redirs) + ") redirects followed"});
@@ -407,7 +410,7 @@ int run_fetch(const FetchOptions& o) {
             {exit_code::kHttpError, which + "the server answered " + std::to_string(code) + " (--fail)"});
       } else {
         if (o.include || o.method == "HEAD") {
-          if (auto failed = out.write(headers_block(resp, "", "\r\n") + "\r\n")) return report(*failed);
+          if (auto failed = out.write(heads(resp) + "\r\n")) return report(*failed);
         }
         const CopiedBody copied = copy_body(resp, out, progress);
         progress.end();

@@ -38,9 +38,18 @@ Outcome Output::failed() const {
                                  ": cannot write: " + std::generic_category().message(error)};
 }
 
+namespace {
+
+// curl's status line: "HTTP/1.1 404 Not Found" with the phrase as sent, "HTTP/2 200 " (HTTP/2 has none; curl
+// writes the space the phrase would follow, as a conforming HTTP/1.1 server with an empty phrase does).
+std::string status_text(const char* version, int32_t status, const char* reason) {
+  return "HTTP/" + std::string(version) + " " + std::to_string(status) + " " + reason;
+}
+
+}  // namespace
+
 std::string status_line(const humus_response* r) {
-  return "HTTP/" + std::string(humus_response_http_version(r)) + " " +
-         std::to_string(humus_response_status(r));
+  return status_text(humus_response_http_version(r), humus_response_status(r), humus_response_reason(r));
 }
 
 std::string headers_block(const humus_response* r, const char* prefix, const char* eol) {
@@ -50,6 +59,25 @@ std::string headers_block(const humus_response* r, const char* prefix, const cha
     const char* value = nullptr;
     if (humus_response_header_at(r, i, &name, &value) == HUMUS_OK)
       s += std::string(prefix) + name + ": " + value + eol;
+  }
+  return s;
+}
+
+std::string redirects_block(const humus_response* r, const char* prefix, const char* eol) {
+  std::string s;
+  for (size_t i = 0; i < humus_response_redirect_count(r); ++i) {
+    int32_t status = 0;
+    const char* url = nullptr;
+    if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) continue;
+    s += prefix + status_text(humus_response_redirect_http_version(r, i), status, humus_response_redirect_reason(r, i)) +
+         eol;
+    for (size_t j = 0; j < humus_response_redirect_header_count(r, i); ++j) {
+      const char* name = nullptr;
+      const char* value = nullptr;
+      if (humus_response_redirect_header_at(r, i, j, &name, &value) == HUMUS_OK)
+        s += std::string(prefix) + name + ": " + value + eol;
+    }
+    s += prefix + std::string(eol);
   }
   return s;
 }

@@ -45,9 +45,12 @@ class Output {
   bool ends_line_ = true;
 };
 
-// "HTTP/1.1 200".
+// "HTTP/1.1 200 OK", "HTTP/2 200 ": as curl prints it, the reason phrase as the server sent it.
 std::string status_line(const humus_response* r);
 // The status line and every header, each line after `prefix` and ending with `eol`.
 std::string headers_block(const humus_response* r, const char* prefix, const char* eol);
+// The head of every redirect the call followed, oldest first, as headers_block writes one, each followed by an
+// empty line (`prefix` and `eol`): what curl -L prints before the final response's head.
+std::string redirects_block(const humus_response* r, const char* prefix, const char* eol);
 
 }  // namespace humus::cli

@@ -190,7 +190,7 @@ def test_head_prints_the_status_line_and_headers(run, server: TestServer) -> Non
     result = run("head", server.url("http", "/h"))
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
-    assert text.startswith("HTTP/1.1 200\r\n")
+    assert text.startswith("HTTP/1.1 200 OK\r\n")
     assert "x-answer: 42\r\n" in text.lower()
     assert text.endswith("\r\n\r\n")
     assert server.requests("/h")[0]["method"] == "HEAD"
@@ -756,7 +756,7 @@ def test_head_flag_makes_a_head_and_prints_the_headers(run, server: TestServer, 
     server.script("/h", [{"headers": {"X-Answer": "42"}, "body": "ignored"}])
     result = run(flag, server.url("http", "/h"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(b"HTTP/1.1 200\r\n") and b"x-answer: 42" in result.stdout.lower()
+    assert result.stdout.startswith(b"HTTP/1.1 200 OK\r\n") and b"x-answer: 42" in result.stdout.lower()
     assert result.stdout.endswith(b"\r\n\r\n")
     assert server.requests("/h")[0]["method"] == "HEAD"
 
@@ -928,7 +928,7 @@ def test_dump_header_writes_the_headers_to_a_file_or_stdout(run, server: TestSer
     result = run(server.url("http", "/d"), flag, str(dump))
     assert result.returncode == 0 and result.stdout == b"body"
     text = dump.read_bytes()
-    assert text.startswith(b"HTTP/1.1 202\r\n") and b"x-made: yes\r\n" in text.lower()
+    assert text.startswith(b"HTTP/1.1 202 Accepted\r\n") and b"x-made: yes\r\n" in text.lower()
     assert text.endswith(b"\r\n\r\n")
     to_stdout = run(server.url("http", "/d"), flag, "-")
     head, _, body = to_stdout.stdout.partition(b"\r\n\r\n")

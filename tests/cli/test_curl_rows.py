@@ -1,11 +1,13 @@
-"""humus-http against the system curl on the same requests to the project's server (issue 40): headers
-left out or sent empty, ranges, bearer tokens, --max-redirs, curl's -w variables, flags before the command,
+"""humus-http against the system curl on the same requests to the project's server (issue 40): status lines
+with the reason phrase as sent, every redirect hop's head, headers left out or sent empty, ranges, bearer tokens, --max-redirs, curl's -w variables, flags before the command,
 and the messages that say what to do next. Each comparison is skipped, saying so, when curl is absent."""
 from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +46,132 @@ def test_empty_and_left_out_headers_as_curl_sends_them(run, server: TestServer) 
         assert name not in mine and name not in their
 
 
-def test_leaving_out_a_header_the_library_adds_says_it_stays(run, server: TestServer) -> None:
-    result = run(server.url("http", "/acc"), "--json", "{}", "-H", "Accept:")
-    assert result.returncode == 0
-    (headers,) = sent(server, "/acc")
-    assert headers.get("accept") != "application/json"  # the CLI's own is gone; libcurl's */* stays
-    assert "note: -H 'Accept:': the client still sends its own Accept header" in result.stderr
+@needs_curl
+@pytest.mark.parametrize("listener", ["http", "https"])
+def test_headers_the_client_adds_are_left_out_as_curl_leaves_them_out(run, server: TestServer, listener: str) -> None:
+    # curl sends no Accept-Encoding of its own; the client's is left out too, so both send the same set.
+    args = ["-H", "Accept:", "-H", "User-Agent:", "-H", "Accept-Encoding:", "-H", "X-Foo:", "-H", "X-Empty;"]
+    tls = ["--resolve", server.resolve("https"), "--cacert", str(server.ca_file)] if listener == "https" else []
+    base = server.url("http", "") if listener == "http" else f"https://payments:{server.port('https')}"
+    ours = run(base + "/mine", *tls, *args)
+    theirs = curl(base + "/theirs", *tls, *args)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert "note:" not in ours.stderr
+    (mine,), (their,) = sent(server, "/mine"), sent(server, "/theirs")
+    assert mine == their, (mine, their)
+    assert "accept" not in mine and "user-agent" not in mine and mine["x-empty"] == ""
+
+
+@needs_curl
+def test_a_header_left_out_then_given_is_sent_as_curl_sends_it(run, server: TestServer) -> None:
+    args = ["--json", "{}", "-H", "Accept:", "-H", "Accept: text/x-mine", "-H", "User-Agent:", "-H", "Accept-Encoding:"]
+    assert run(server.url("http", "/mine"), *args).returncode == 0
+    assert curl(server.url("http", "/theirs"), *args).returncode == 0
+    (mine,), (their,) = sent(server, "/mine"), sent(server, "/theirs")
+    assert mine == their and mine["accept"] == "text/x-mine", (mine, their)
+
+
+def test_the_host_header_cannot_be_left_out(run, server: TestServer) -> None:
+    result = run(server.url("http", "/h"), "-H", "Host:")
+    assert result.returncode == 2 and not server.requests("/h")
+    assert "-H 'Host:': " in result.stderr and 'header "Host" is the client\'s own' in result.stderr, result.stderr
+
+
+def heads_of(output: bytes) -> list[bytes]:
+    """The status lines of the heads in `output`, in order."""
+    return re.findall(rb"^HTTP/[^\r\n]*", output, re.MULTILINE)
+
+
+@needs_curl
+@pytest.mark.parametrize("listener", ["http", "https"])
+@pytest.mark.parametrize("flags", [["-i"], ["-I"], ["-D", "-", "-o", "/dev/null"], ["-i", "-D", "{dump}"]])
+def test_every_redirect_hops_head_is_printed_as_curl_prints_it(run, server: TestServer, tmp_path: Path,
+                                                               listener: str, flags: list[str]) -> None:
+    def script() -> None:
+        server.reset()
+        server.script("/r1", [{"status": 301, "headers": [["Location", "/r2"], ["X-Hop", "one"]]}])
+        server.script("/r2", [{"status": 307, "headers": [["Location", "/r3"], ["X-Hop", "two"]]}])
+        server.script("/r3", [{"status": 404, "headers": [["X-Hop", "end"]], "body": "gone"}])
+
+    tls = ["--resolve", server.resolve("https"), "--cacert", str(server.ca_file)] if listener == "https" else []
+    url = server.url("http", "/r1") if listener == "http" else f"https://payments:{server.port('https')}/r1"
+    outputs = []
+    for who, tool in (("ours", run), ("theirs", lambda *a: curl("-L", *a))):
+        script()
+        dump = tmp_path / f"{who}.head"
+        result = tool(url, *tls, *[str(dump) if f == "{dump}" else f for f in flags])
+        assert result.returncode == 0, result.stderr
+        outputs.append((result.stdout, dump.read_bytes() if dump.exists() else b""))
+    assert outputs[0] == outputs[1], outputs
+    if listener == "http":
+        assert heads_of(outputs[0][0] + outputs[0][1])[:3] == [b"HTTP/1.1 301 Moved Permanently",
+                                                                 b"HTTP/1.1 307 Temporary Redirect",
+                                                                 b"HTTP/1.1 404 Not Found"]
+    else:
+        assert heads_of(outputs[0][0] + outputs[0][1])[:3] == [b"HTTP/2 301 ", b"HTTP/2 307 ", b"HTTP/2 404 "]
+
+
+def test_verbose_shows_every_hops_head_in_order(run, server: TestServer) -> None:
+    server.script("/v1", [{"status": 302, "headers": [["Location", "/v2"]]}])
+    server.script("/v2", [{"status": 200, "body": "ok"}])
+    result = run(server.url("http", "/v1"), "-v")
+    assert result.returncode == 0 and result.stdout == b"ok"
+    heads = re.findall(r"^< (HTTP/.*)$", result.stderr, re.MULTILINE)
+    assert heads == ["HTTP/1.1 302 Found", "HTTP/1.1 200 OK"], result.stderr
+    assert "< Location: /v2\n< Content-Length: 0\n< \n< HTTP/1.1 200 OK\n" in result.stderr, result.stderr
+
+
+class RawPeer:
+    """A loopback peer answering every request with one fixed response: what the test server never sends."""
+
+    def __init__(self, response: bytes) -> None:
+        self.response = response
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(self.response)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@needs_curl
+@pytest.mark.parametrize("status_line", [b"HTTP/1.1 200 OK", b"HTTP/1.1 299 Fine, Thanks", b"HTTP/1.1 200 ",
+                                         b"HTTP/1.1 404 Not Here", b"HTTP/1.1 503 Busy \xe2\x80\x94 later"])
+def test_the_status_line_carries_the_reason_phrase_as_sent(run, status_line: bytes) -> None:
+    peer = RawPeer(status_line + b"\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+    try:
+        url = f"http://127.0.0.1:{peer.port}/s"
+        ours = run(url, "-i", "--retry", "0")
+        theirs = curl(url, "-i")
+    finally:
+        peer.close()
+    assert ours.stdout == theirs.stdout, (ours.stdout, theirs.stdout)
+    assert ours.stdout.startswith(status_line + b"\r\n")
+
+
+@needs_curl
+def test_http2_has_no_reason_phrase_as_curl_prints_it(run, server: TestServer) -> None:
+    server.script("/s", [{"status": 418, "headers": [["X-A", "1"]], "body": "tea"}])
+    h2 = ["--resolve", server.resolve("https"), "--cacert", str(server.ca_file), "-i"]
+    url = f"https://payments:{server.port('https')}/s"
+    ours, theirs = run(url, *h2), curl(url, *h2)
+    assert ours.stdout == theirs.stdout and ours.stdout.startswith(b"HTTP/2 418 \r\n"), (ours.stdout, theirs.stdout)
 
 
 @needs_curl

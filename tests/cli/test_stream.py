@@ -147,7 +147,7 @@ def test_fail_writes_no_body_and_fail_with_body_streams_it(run, server: TestServ
     kept = tmp_path / "kept.bin"
     result = run("get", server.url("http", "/gone"), "--fail-with-body", "-o", str(kept), "-D", "-")
     assert result.returncode == 22
-    assert result.stdout.startswith(b"HTTP/1.1 404\r\n") and kept.read_bytes() == b"x" * 200_000
+    assert result.stdout.startswith(b"HTTP/1.1 404 Not Found\r\n") and kept.read_bytes() == b"x" * 200_000
 
 
 def test_sequential_repeats_stream_in_order_with_each_head_before_its_body(run, server: TestServer) -> None:
@@ -155,7 +155,7 @@ def test_sequential_repeats_stream_in_order_with_each_head_before_its_body(run, 
     server.script("/r", [{"body": "one\n"}, {"body": "two\n"}, {"body": "three\n"}])
     result = run("get", server.url("http", "/r"), "--repeat", "3", "-i")
     assert result.returncode == 0, result.stderr
-    bodies = re.findall(rb"HTTP/1.1 200\r\n.*?\r\n\r\n(\w+)\n", result.stdout, re.DOTALL)
+    bodies = re.findall(rb"HTTP/1.1 200 OK\r\n.*?\r\n\r\n(\w+)\n", result.stdout, re.DOTALL)
     assert bodies == [b"one", b"two", b"three"]
 
 
