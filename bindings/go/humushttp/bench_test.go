@@ -165,7 +165,7 @@ func BenchmarkHumusVsNetHTTP(b *testing.B) {
 	netHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
 	defer netHTTP.CloseIdleConnections()
 
-	var humus, humusDo, humusStart, std benchResult
+	var humus, humusDo, humusStart, humusStartBuffered, std benchResult
 	b.Run("humus", func(b *testing.B) { measure(b, func() error { return fetch(humusHTTP, url) }, &humus) })
 	b.Run("humus_do", func(b *testing.B) {
 		measure(b, func() error {
@@ -178,29 +178,37 @@ func BenchmarkHumusVsNetHTTP(b *testing.B) {
 			return resp.Body.Close()
 		}, &humusDo)
 	})
-	// Start completes on the event loop and wakes the goroutine from there: the concurrent path, measured here
-	// one call at a time to show what that handoff costs.
-	b.Run("humus_start", func(b *testing.B) {
-		measure(b, func() error {
-			req, _ := http.NewRequest("GET", url, nil)
-			call, err := client.Start(req, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := call.Wait()
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			return resp.Body.Close()
-		}, &humusStart)
-	})
+	// Start streams as Do does, on a goroutine of the call's own; with BufferBody it completes on the event
+	// loop and wakes the goroutine from there: the concurrent path, measured here one call at a time to show
+	// what those handoffs cost.
+	for _, start := range []struct {
+		name string
+		opts []humushttp.CallOption
+		res  *benchResult
+	}{{"humus_start", nil, &humusStart}, {"humus_start_buffered", []humushttp.CallOption{humushttp.BufferBody()}, &humusStartBuffered}} {
+		b.Run(start.name, func(b *testing.B) {
+			measure(b, func() error {
+				req, _ := http.NewRequest("GET", url, nil)
+				call, err := client.Start(req, nil, start.opts...)
+				if err != nil {
+					return err
+				}
+				resp, err := call.Wait()
+				if err != nil {
+					return err
+				}
+				io.Copy(io.Discard, resp.Body)
+				return resp.Body.Close()
+			}, start.res)
+		})
+	}
 	b.Run("net_http", func(b *testing.B) { measure(b, func() error { return fetch(netHTTP, url) }, &std) })
 	if std.reqPerSec > 0 {
 		for _, r := range []struct {
 			name string
 			res  benchResult
-		}{{"humus *http.Client", humus}, {"humus Client.Do   ", humusDo}, {"humus Client.Start", humusStart}} {
+		}{{"humus *http.Client", humus}, {"humus Client.Do   ", humusDo}, {"humus Client.Start", humusStart},
+			{"humus Start+BufferBody", humusStartBuffered}} {
 			fmt.Printf("%s: %.2fx net/http's req/s (%.0f vs %.0f), %.2fx its CPU per request (%v vs %v)\n",
 				r.name, r.res.reqPerSec/std.reqPerSec, r.res.reqPerSec, std.reqPerSec,
 				float64(r.res.cpuPerReq)/float64(std.cpuPerReq), r.res.cpuPerReq, std.cpuPerReq)
