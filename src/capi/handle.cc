@@ -1,5 +1,7 @@
 #include "capi/handle.h"
 
+#include <pthread.h>
+
 #include <array>
 #include <cstddef>
 #include <string>
@@ -19,9 +21,26 @@ struct alignas(64) Shard {  // one cache line each: no false sharing between nei
   AddressSet live GUARDED_BY(mu);
 };
 
+std::array<Shard, kShards>* all_shards = nullptr;
+
+// Every C function takes one of these locks for a few instructions: a fork() while another thread held one
+// would copy it held into the child, whose first call on a handle of that shard would wait for ever. So the
+// fork holds them all (docs/fork.md §23.3): taken before it, given back after it in both processes. Leaf
+// locks: nothing is taken while one is held, so taking them all cannot deadlock.
+void lock_all_shards() NO_THREAD_SAFETY_ANALYSIS {
+  for (Shard& s : *all_shards) s.mu.lock();
+}
+void unlock_all_shards() NO_THREAD_SAFETY_ANALYSIS {
+  for (Shard& s : *all_shards) s.mu.unlock();
+}
+
 // Never destroyed: a handle freed from a static destructor at exit still finds its registry.
 std::array<Shard, kShards>& shards() {
-  static auto* all = new std::array<Shard, kShards>();
+  static auto* all = [] {
+    all_shards = new std::array<Shard, kShards>();
+    pthread_atfork(&lock_all_shards, &unlock_all_shards, &unlock_all_shards);
+    return all_shards;
+  }();
   return *all;
 }
 

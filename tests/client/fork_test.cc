@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 
 #include "client/client.h"
 #include "common/mutex.h"
+#include "humus_http.h"
 #include "support/sanitizers.h"
 #include "support/test_server.h"
 #include "transport/fork.h"
@@ -85,9 +87,10 @@ class ForkTest : public humus::test::WithTestServer {
     return out;
   }
 
-  // Waits (at most 60 s, then kills it) for the child; its exit status, or -1 when it did not exit by itself.
-  static int wait_child(pid_t pid) {
-    const auto until = std::chrono::steady_clock::now() + seconds(60);
+  // Waits (at most `guard`, then kills it) for the child; its exit status, or -1 when it did not exit by
+  // itself. The guard only ends a child that would otherwise hang.
+  static int wait_child(pid_t pid, std::chrono::seconds guard = seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + guard;
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > until) {
@@ -298,6 +301,35 @@ TEST_F(ForkTest, FreeingInTheChildWaitsForNothingOfTheParents) {
   ASSERT_TRUE(ok200(submit_and_wait(*runtime, *client, req(listener, "/fork/parent-after-async"))));
   EXPECT_EQ(connections("/fork/parent-after"), connections("/fork/parent-before"));
   EXPECT_EQ(connections("/fork/parent-after-async"), connections("/fork/parent-before-async"));
+}
+
+// F166: a thread of the parent inside the C ABI at the fork. Every C function looks its handle up in the
+// handle registry, under one of its locks: a fork that copied that lock held would leave the child's first
+// C call on a handle of that shard waiting for ever. The fork handlers hold every registry lock across the
+// fork. Forked 40 times while another thread calls in a loop: without them, some child hangs.
+TEST_F(ForkTest, ACApiCallOnAnotherThreadAtTheForkLeavesNoRegistryLockHeld) {
+  SKIP_UNDER_TSAN_UNLESS_ALLOWED();
+  humus_request* r = nullptr;
+  ASSERT_EQ(humus_request_new("GET", "http://127.0.0.1:9/x", &r, nullptr), HUMUS_OK);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> calls{0};
+  std::thread caller([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (humus_request_set_timeout_ms(r, 1000, nullptr) == HUMUS_OK) calls.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  int hung = 0;
+  for (int i = 0; i < 40; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(humus_request_set_timeout_ms(r, 2000, nullptr) == HUMUS_OK ? 0 : 1);
+    ASSERT_GT(pid, 0) << std::strerror(errno);
+    if (wait_child(pid, seconds(5)) != 0) ++hung;
+  }
+  stop = true;
+  caller.join();
+  humus_request_free(r);
+  EXPECT_GT(calls.load(), 0u);
+  EXPECT_EQ(hung, 0) << "children whose C call found a registry lock held (killed after 5 s)";
 }
 
 }  // namespace HUMUS_UNITY_ID
