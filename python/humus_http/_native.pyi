@@ -79,12 +79,16 @@ class Response:
     def attempts(self) -> int: ...
     @property
     def elapsed_us(self) -> int: ...
-    def redirects(self) -> list[tuple[int, str]]:
-        """The redirects followed, oldest first: (3xx status, URL of the request that got it)."""
+    def redirects(self) -> list[tuple[int, str, bytes | None]]:
+        """The redirects followed, oldest first: (3xx status, URL of the request that got it, its reason phrase
+        as sent or None over HTTP/2)."""
     @property
     def http_version(self) -> str: ...
     @property
     def url(self) -> str: ...
+    @property
+    def reason(self) -> bytes | None:
+        """The status line's reason phrase as sent (humus_response_reason), None over HTTP/2."""
     def body(self) -> bytes: ...
     def read(self, cap: int) -> bytes:
         """Up to ``cap`` next bytes of the body, b"" at its end (humus_response_read); raises Failure."""

@@ -201,14 +201,22 @@ class _StatusPredicates:
 class Redirect(_StatusPredicates):
     """One redirect a call followed, an entry of ``Response.history``: its 3xx ``status_code`` and the ``url``
     of the request that got it, with the status predicates of a Response (``is_redirect`` is True). Unlike
-    httpx's history, which holds whole Responses, the core keeps only these two: a redirect's headers and body
-    are not kept. Immutable."""
+    httpx's history, which holds whole Responses, only these two are kept: a redirect's headers and body are
+    not. Immutable."""
 
-    __slots__ = ("status_code", "url")
+    __slots__ = ("_reason", "status_code", "url")
 
-    def __init__(self, status_code: int, url: URL | str) -> None:
+    def __init__(self, status_code: int, url: URL | str, *, _reason: bytes | None = None) -> None:
         self.status_code: int = status_code
         self.url: URL = url if isinstance(url, URL) else URL(url)
+        #: The 3xx's reason phrase as sent; None over HTTP/2 or when not known (the standard one is given).
+        self._reason = _reason
+
+    @property
+    def reason_phrase(self) -> str:
+        """The 3xx's reason phrase as sent over HTTP/1.x, the standard phrase over HTTP/2 (as Response's)."""
+        raw = self._reason
+        return _reason(self.status_code) if raw is None else raw.decode("ascii", errors="ignore")
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Redirect):
@@ -266,8 +274,8 @@ class Response(_StatusPredicates, Closing):
     """
 
     __slots__ = ("_attempt", "_attempts", "_bridge_of", "_content", "_elapsed_us", "_final_request", "_headers",
-                 "_history", "_http_version", "_max_body", "_native", "_request", "_retried", "_streamed", "_trace",
-                 "_trace_text", "_url", "origin", "status_code")
+                 "_history", "_http_version", "_max_body", "_native", "_reason", "_request", "_retried", "_streamed",
+                 "_trace", "_trace_text", "_url", "origin", "status_code")
 
     def __init__(self, native: _native.Response, origin: str, request: RequestParts,
                  stream: bool = False) -> None:
@@ -279,6 +287,8 @@ class Response(_StatusPredicates, Closing):
         #: AsyncClient.stream() only (set by it): aread()'s bound, the client's max_response_body.
         self._max_body = 0
         self.status_code: int = native.status
+        #: The status line's reason phrase as sent, or None over HTTP/2 (read now: it outlives close()).
+        self._reason: bytes | None = native.reason
         self._elapsed_us: int = native.elapsed_us
         self._request: RequestParts = request
         self._final_request: Request | None = None
@@ -308,6 +318,7 @@ class Response(_StatusPredicates, Closing):
         response._bridge_of = None
         response._max_body = 0
         response.status_code = status_code
+        response._reason = None
         response._elapsed_us = 0
         response._request = request
         response._final_request = request
@@ -358,6 +369,15 @@ class Response(_StatusPredicates, Closing):
         return headers
 
     @property
+    def reason_phrase(self) -> str:
+        """The reason phrase of the status line as the server sent it ("OK", "Not Found", a custom one; "" when
+        it sent none), its bytes past ASCII dropped, as httpx gives it. HTTP/2 has none: there, as httpx does,
+        the standard phrase of the status ("" for an unknown status); so too for a response hook's response of
+        an attempt not kept. The core bounds the phrase (docs/transport.md §10.7)."""
+        raw = self._reason
+        return _reason(self.status_code) if raw is None else raw.decode("ascii", errors="ignore")
+
+    @property
     def http_version(self) -> str:
         """``"HTTP/2"`` or ``"HTTP/1.1"``, as httpx spells them."""
         version = self._http_version
@@ -381,7 +401,8 @@ class Response(_StatusPredicates, Closing):
         kept (httpx's history holds whole Responses)."""
         history = self._history
         if history is None:
-            history = self._history = [Redirect(status, url) for status, url in self._live().redirects()]
+            history = self._history = [Redirect(status, url, _reason=reason)
+                                       for status, url, reason in self._live().redirects()]
         return list(history)
 
     @property
@@ -572,7 +593,7 @@ class Response(_StatusPredicates, Closing):
         if self._url is None:
             self._url = URL(native.url)
         if self._history is None:
-            self._history = [Redirect(status, url) for status, url in native.redirects()]
+            self._history = [Redirect(status, url, _reason=reason) for status, url, reason in native.redirects()]
         if self._attempts is None:
             self._attempts = native.attempts
         if self._trace is None:

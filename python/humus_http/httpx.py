@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack
+from typing import Any
 
 try:
     import httpx
@@ -106,9 +107,12 @@ def _content(request: httpx.Request) -> bytes | Iterator[bytes] | None:
 
 
 def _response(response: Response, stream: httpx.SyncByteStream | httpx.AsyncByteStream) -> httpx.Response:
+    extensions: dict[str, Any] = {"http_version": response.http_version.encode("ascii"),
+                                  "humus_http.response": response}
+    if response._reason is not None:  # HTTP/1.x: the phrase as sent, as httpcore hands it to httpx
+        extensions["reason_phrase"] = response._reason
     return httpx.Response(response.status_code, headers=response.headers.multi_items(), stream=stream,
-                          extensions={"http_version": response.http_version.encode("ascii"),
-                                      "humus_http.response": response})
+                          extensions=extensions)
 
 
 class _Body(httpx.SyncByteStream):

@@ -86,6 +86,7 @@ void register_response(py::module_& m) {
       .def("redirects", &Response::redirects)
       .def_property_readonly("http_version", &Response::http_version)
       .def_property_readonly("url", &Response::url)
+      .def_property_readonly("reason", &Response::reason)
       .def("body", &Response::body)
       .def("read", &Response::read, py::arg("cap"))
       .def("read_rest", &Response::read_rest)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "errors.h"
@@ -53,7 +54,14 @@ class Response {
   int64_t elapsed_us() const { return elapsed_us_; }
   std::string http_version() const { return humus_response_http_version(get()); }
   std::string url() const { return humus_response_url(get()); }
-  // The redirects the call followed, oldest first: (3xx status, URL of the request that got it).
+  // The status line's reason phrase as sent (bytes: not necessarily UTF-8), or None over HTTP/2, which has none.
+  py::object reason() const {
+    const humus_response* r = get();
+    if (std::string_view(humus_response_http_version(r)) == "2") return py::none();
+    return py::bytes(humus_response_reason(r));
+  }
+  // The redirects the call followed, oldest first: (3xx status, URL of the request that got it, its reason phrase
+  // as sent, or None over HTTP/2).
   py::list redirects() const {
     const humus_response* r = get();
     const size_t n = humus_response_redirect_count(r);
@@ -64,7 +72,11 @@ class Response {
       if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) {
         throw std::runtime_error("redirect index");
       }
-      out[i] = py::make_tuple(status, py::str(url));
+      py::object reason = py::none();
+      if (std::string_view(humus_response_redirect_http_version(r, i)) != "2") {
+        reason = py::bytes(humus_response_redirect_reason(r, i));
+      }
+      out[i] = py::make_tuple(status, py::str(url), std::move(reason));
     }
     return out;
   }
