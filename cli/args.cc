@@ -704,9 +704,9 @@ Options as curl spells them (short flags combine: -sfi):
       --max-redirs N           follow at most N redirects (-1: the client's limit, 10); past N, exit 47 and
                                the next hop is not made (at 10 and over, the client stops at 10 itself)
   -H, --header 'Name: value'   add a request header (repeatable). 'Name:' leaves out a header this program
-                               would add (from -A, -u, --json, -r, a body's Content-Type); the library's own
-                               Accept, Accept-Encoding and User-Agent stay, said in a note (its C ABI cannot
-                               leave them out). 'Name;' sends the header with an empty value
+                               or the client would add (from -A, -u, --json, -r, a body's Content-Type, the
+                               settings' headers, and Accept, User-Agent, Accept-Encoding), as curl does; not
+                               Host. 'Name;' sends the header with an empty value
   -r, --range RANGE            ask for byte ranges: Range: bytes=RANGE (0-499, 500-, -500, 0-0,-1; a lone N
                                is N-, as curl makes it); the body comes as the server sends it, undecoded
       --oauth2-bearer TOKEN    send Authorization: Bearer TOKEN (a -H Authorization wins; not with -u); the
