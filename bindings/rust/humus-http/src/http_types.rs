@@ -10,6 +10,14 @@ use crate::response::Response;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FollowRedirects(pub bool);
 
+/// The reason phrase of an `http::Response` made by [`Response::into_http`] (cargo feature `http`), in its
+/// extensions: the `http` crate's response has no place for the phrase the server sent (its
+/// `StatusCode::canonical_reason` is the standard one of the status), so it is kept here, as hyper keeps it
+/// in its own `ReasonPhrase` extension. Absent when the response had none ([`Response::reason`] is `""`: over
+/// HTTP/2, or a status line without a phrase).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReasonPhrase(pub String);
+
 /// An `http::Request` as this crate's [`Request`]: its method, its URI, every header in order (repeated
 /// names included) and its body (set when not empty; its bytes are copied, so every attempt can replay
 /// them). A [`CallContext`], a [`RetryMode`] or a [`FollowRedirects`] in its extensions is applied as
@@ -86,10 +94,11 @@ fn url_of(uri: &http::Uri) -> Result<String, Error> {
 impl Response {
     /// This response as an `http::Response<Vec<u8>>` (cargo feature `http`): its status, every header in
     /// the order received (repeated names included), its body moved, and its version (`1.0`, `1.1`, `2`,
-    /// `3`; another reads as HTTP/1.1). The [`redirects`](Response::redirects) followed go into its
-    /// extensions as a `Vec<Redirect>` (`response.extensions().get::<Vec<humus_http::Redirect>>()`);
-    /// [`attempts`](Response::attempts) and [`url`](Response::url) have no place there and are dropped: read
-    /// them first.
+    /// `3`; another reads as HTTP/1.1). What `http::Response` has no field for goes into its extensions: the
+    /// [`redirects`](Response::redirects) followed, each with its head, as a `Vec<Redirect>`
+    /// (`response.extensions().get::<Vec<humus_http::Redirect>>()`), and the [`reason`](Response::reason)
+    /// phrase, when there is one, as a [`ReasonPhrase`]; [`attempts`](Response::attempts) and
+    /// [`url`](Response::url) are dropped: read them first.
     ///
     /// A status or a header the `http` crate cannot hold (a status outside 100–999, a name with a space, a
     /// value with a control character) is [`ErrorKind::Protocol`] naming `status` or the header: the peer
@@ -122,8 +131,12 @@ impl Response {
             _ => http::Version::HTTP_11,
         };
         let redirects = self.redirects().to_vec();
+        let reason = (!self.reason().is_empty()).then(|| ReasonPhrase(self.reason().to_string()));
         let mut out = http::Response::new(self.into_body());
         out.extensions_mut().insert(redirects);
+        if let Some(reason) = reason {
+            out.extensions_mut().insert(reason);
+        }
         *out.status_mut() = status;
         *out.headers_mut() = headers;
         *out.version_mut() = version;
@@ -152,6 +165,7 @@ mod tests {
                 attempts: 2,
                 headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
                 http_version: version.to_string(),
+                reason: if version == "2" { String::new() } else { "Fine, Thanks".to_string() },
                 url: "https://payments:8443/v1/x".to_string(),
                 redirects: Vec::new(),
             },
@@ -219,6 +233,9 @@ mod tests {
         let multi: Vec<_> = converted.headers().get_all("x-multi").iter().collect();
         assert_eq!(multi, ["a", "b"]);
         assert_eq!(converted.body(), b"body");
+        assert_eq!(converted.extensions().get::<ReasonPhrase>(), None, "HTTP/2 has no phrase");
+        let http1 = response(299, &[], "1.1").into_http().unwrap();
+        assert_eq!(http1.extensions().get::<ReasonPhrase>(), Some(&ReasonPhrase("Fine, Thanks".to_string())));
         assert_eq!(response(200, &[], "1.1").into_http().unwrap().version(), http::Version::HTTP_11);
         assert_eq!(response(200, &[], "1.0").into_http().unwrap().version(), http::Version::HTTP_10);
     }

@@ -43,7 +43,9 @@
 //! [`AttemptHooks`] run code around every attempt (each retry and redirect hop): a `before` that may set
 //! the attempt's headers or end the call, an `after` that sees each attempt's response. Redirects can be
 //! turned off per request ([`Request::follow_redirects`]); a response lists the hops it followed
-//! ([`Response::redirects`]).
+//! ([`Response::redirects`]), each with its head, as curl `-L -i` prints them; [`Response::reason`] is the
+//! status line's phrase as sent, and [`Request::remove_header`] leaves out a header the client would add
+//! (curl's `-H 'Name:'`).
 //!
 //! Many dependencies can be configured at once as an [`Upstreams`] registry (docs/upstreams.md §15). Callbacks
 //! (classifiers, breaker policies, the mock transport, the log, span and metric sinks) are Rust closures behind
@@ -92,7 +94,7 @@ pub use deadline::parse_deadline;
 pub use error::{Error, ErrorKind};
 pub use hooks::{AttemptHooks, AttemptRequest, BoxError};
 #[cfg(feature = "http")]
-pub use http_types::FollowRedirects;
+pub use http_types::{FollowRedirects, ReasonPhrase};
 pub use log::LogRecord;
 pub use metrics::{MetricKind, MetricPoint};
 pub use mock::{MockReply, MockRequest};

@@ -255,6 +255,24 @@ impl Request {
         })
     }
 
+    /// Sends no header `name` (case-insensitive) unless one is set after this step, as curl's `-H 'Name:'`
+    /// (`humus_request_remove_header`, docs/transport.md §10.5): removes the ones set before, and leaves out
+    /// those the client would add itself — the settings' `headers`, the [`CallContext`]'s, the per-attempt ones
+    /// (a span's `traceparent`, `deadline_header`) and libcurl's own `Accept`, `User-Agent` and
+    /// `Accept-Encoding` (without an `Accept-Encoding` the body comes as sent, not decoded). A
+    /// [`header`](Request::header) of the name after this step is sent; one set to `""` is sent empty (curl's
+    /// `-H 'Name;'`). The headers a caller may not set (`Host`, the framing and connection headers) may not be
+    /// removed either: refused naming the header, as [`header`](Request::header) refuses them.
+    pub fn remove_header(self, name: &str) -> Request {
+        let name = name.to_string();
+        self.apply(move |raw| {
+            let n = ffi::c_string(&name, &name)?;
+            let mut err: *mut sys::humus_error = ptr::null_mut();
+            // SAFETY: we own the request; `n` is valid during the call.
+            ffi::check(unsafe { sys::humus_request_remove_header(raw, n.as_ptr(), &mut err) }, err)
+        })
+    }
+
     /// Appends `pairs` to the URL's query, form-encoded (`?a=1&b=x+y`; after a query the URL has, before its
     /// fragment), as reqwest's `RequestBuilder::query`. Repeat for more; an empty slice changes nothing. The
     /// C request is built again for the new URL, with every step so far.

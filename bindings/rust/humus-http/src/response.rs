@@ -21,19 +21,82 @@ pub(crate) struct Head {
     pub(crate) attempts: u32,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) http_version: String,
+    pub(crate) reason: String,
     pub(crate) url: String,
     pub(crate) redirects: Vec<Redirect>,
 }
 
-/// One redirect a call followed (`humus_response_redirect_at`): the 3xx status and the URL of the request
-/// that got it. [`Response::redirects`] lists them oldest first, as Python's `Response.history` and Go's
-/// `Response.Redirects`.
+/// One redirect a call followed, with its head (`humus_response_redirect_at` and the
+/// `humus_response_redirect_*` accessors): the 3xx status, the URL of the request that got it, and the
+/// reason phrase, HTTP version and headers as the final response's accessors give them — what curl `-L -i`
+/// prints for each hop. [`Response::redirects`] lists them oldest first, as Python's `Response.history` and
+/// Go's `Response.Redirects`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Redirect {
     /// The redirect's status: 301, 302, 303, 307 or 308.
     pub status: u16,
     /// The URL of the request that got this redirect (the call's own for the first).
     pub url: String,
+    /// Its reason phrase as the server sent it, as [`Response::reason`]: `""` over HTTP/2 or when it sent none.
+    pub reason: String,
+    /// `"1.1"` or `"2"`.
+    pub http_version: String,
+    /// Its headers in the order received, repeated names included (`Location` among them), bounded as the
+    /// final response's are (`max_response_headers`). Bytes that are not UTF-8 are replaced with U+FFFD.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Redirect {
+    /// The first value of one of its headers, by case-insensitive name (`"location"`); `None` if absent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The `count` headers `header_at` reads (`humus_response_header_at` or `humus_response_redirect_header_at`),
+/// copied in order; one the library refuses is left out.
+///
+/// # Safety
+/// `header_at` fills its two out-parameters with strings valid until it is called again, or fails.
+unsafe fn copy_headers(
+    count: usize,
+    header_at: impl Fn(usize, *mut *const std::ffi::c_char, *mut *const std::ffi::c_char) -> sys::humus_status,
+) -> Vec<(String, String)> {
+    let mut headers = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut name: *const std::ffi::c_char = ptr::null();
+        let mut value: *const std::ffi::c_char = ptr::null();
+        if header_at(i, &mut name, &mut value) == sys::HUMUS_OK {
+            // SAFETY: the caller's contract: both strings are valid now.
+            headers
+                .push(unsafe { (ffi::copy_str(name).unwrap_or_default(), ffi::copy_str(value).unwrap_or_default()) });
+        }
+    }
+    headers
+}
+
+/// Redirect `i` of a live response, or `None` when the library has none at `i`.
+///
+/// # Safety
+/// `resp` is a live response.
+unsafe fn copy_redirect(resp: *mut sys::humus_response, i: usize) -> Option<Redirect> {
+    let mut status: i32 = 0;
+    let mut url: *const std::ffi::c_char = ptr::null();
+    // SAFETY: accessors of a live response (the caller's contract); borrowed strings are copied at once.
+    unsafe {
+        if sys::humus_response_redirect_at(resp, i, &mut status, &mut url) != sys::HUMUS_OK {
+            return None;
+        }
+        Some(Redirect {
+            status: u16::try_from(status).unwrap_or(0),
+            url: ffi::copy_str(url).unwrap_or_default(),
+            reason: ffi::copy_str(sys::humus_response_redirect_reason(resp, i)).unwrap_or_default(),
+            http_version: ffi::copy_str(sys::humus_response_redirect_http_version(resp, i)).unwrap_or_default(),
+            headers: copy_headers(sys::humus_response_redirect_header_count(resp, i), |j, name, value| {
+                sys::humus_response_redirect_header_at(resp, i, j, name, value)
+            }),
+        })
+    }
 }
 
 impl Head {
@@ -42,32 +105,17 @@ impl Head {
     pub(crate) unsafe fn copy(resp: *mut sys::humus_response) -> Head {
         // SAFETY: accessors of a live response; borrowed strings are copied.
         unsafe {
-            let count = sys::humus_response_header_count(resp);
-            let mut headers = Vec::with_capacity(count);
-            for i in 0..count {
-                let mut name: *const std::ffi::c_char = ptr::null();
-                let mut value: *const std::ffi::c_char = ptr::null();
-                if sys::humus_response_header_at(resp, i, &mut name, &mut value) == sys::HUMUS_OK {
-                    headers.push((ffi::copy_str(name).unwrap_or_default(), ffi::copy_str(value).unwrap_or_default()));
-                }
-            }
             Head {
                 status: u16::try_from(sys::humus_response_status(resp)).unwrap_or(0),
                 attempts: u32::try_from(sys::humus_response_attempts(resp)).unwrap_or(0),
-                headers,
+                headers: copy_headers(sys::humus_response_header_count(resp), |i, name, value| {
+                    sys::humus_response_header_at(resp, i, name, value)
+                }),
                 http_version: ffi::copy_str(sys::humus_response_http_version(resp)).unwrap_or_default(),
+                reason: ffi::copy_str(sys::humus_response_reason(resp)).unwrap_or_default(),
                 url: ffi::copy_str(sys::humus_response_url(resp)).unwrap_or_default(),
                 redirects: (0..sys::humus_response_redirect_count(resp))
-                    .filter_map(|i| {
-                        let mut status: i32 = 0;
-                        let mut url: *const std::ffi::c_char = ptr::null();
-                        (sys::humus_response_redirect_at(resp, i, &mut status, &mut url) == sys::HUMUS_OK).then(|| {
-                            Redirect {
-                                status: u16::try_from(status).unwrap_or(0),
-                                url: ffi::copy_str(url).unwrap_or_default(),
-                            }
-                        })
-                    })
+                    .filter_map(|i| copy_redirect(resp, i))
                     .collect(),
             }
         }
@@ -127,6 +175,15 @@ macro_rules! head_accessors {
             &self.head.http_version
         }
 
+        /// The reason phrase of the status line as the server sent it (`humus_response_reason`): `"OK"`,
+        /// `"Not Found"`, a custom one as it is; `""` when it sent none, and always over HTTP/2, which has
+        /// none (reqwest has no such accessor: its `StatusCode::canonical_reason` is the standard phrase of
+        /// the status, not the wire's). The library keeps at most its first 256 bytes, each control byte a
+        /// space (docs/transport.md §10.7); bytes that are not UTF-8 are replaced with U+FFFD.
+        pub fn reason(&self) -> &str {
+            &self.head.reason
+        }
+
         /// The URL of the last request, after redirects within the origin.
         pub fn url(&self) -> &str {
             &self.head.url
@@ -135,8 +192,8 @@ macro_rules! head_accessors {
         // Links by full path, as below.
         /// The redirects the call followed to get this response, oldest first (empty when it followed none,
         /// or with [`Request::follow_redirects(false)`](crate::Request::follow_redirects)): each hop's 3xx
-        /// status and the URL of the request that got it, as Python's `Response.history` and Go's
-        /// `Response.Redirects`.
+        /// status, the URL of the request that got it, and its head (reason phrase, HTTP version, headers),
+        /// as Python's `Response.history` and Go's `Response.Redirects`.
         #[doc(alias = "history")]
         pub fn redirects(&self) -> &[crate::Redirect] {
             &self.head.redirects
