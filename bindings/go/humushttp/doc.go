@@ -24,6 +24,10 @@
 // of yours decides as with any *http.Client, and the default, FollowWithinOrigin, is the core's rule
 // (docs/origin.md §2). A redirect to another origin is never sent, whatever CheckRedirect says.
 //
+// Heads are net/http's: Response.Status carries the reason phrase as the server sent it over HTTP/1.x, and
+// over HTTP/2, which has none, net/http's "200 OK" from http.StatusText. Each redirect Do and Start followed
+// keeps its head in Response.Redirects.
+//
 // Without cgo (CGO_ENABLED=0, or no C compiler) the package is a stub whose build stops with a sentence
 // saying that cgo and libhumus_http are needed.
 //

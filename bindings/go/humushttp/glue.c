@@ -213,6 +213,7 @@ void humusgo_response_read(humus_response *resp, humusgo_response_info *info, in
   info->http_version = humus_response_http_version(resp);
   info->url = humus_response_url(resp);
   info->redirect_count = humus_response_redirect_count(resp);
+  info->reason = humus_response_reason(resp);
 }
 
 void humusgo_response_headers(const humus_response *resp, humusgo_header *out, size_t n) {
@@ -225,6 +226,16 @@ void humusgo_response_headers(const humus_response *resp, humusgo_header *out, s
     out[i].name_len = strlen(out[i].name);
     out[i].value_len = strlen(out[i].value);
   }
+}
+
+void humusgo_redirect_read(const humus_response *resp, size_t i, humusgo_redirect_info *info) {
+  if (humus_response_redirect_at(resp, i, &info->status, &info->url) != HUMUS_OK) {
+    info->status = 0;
+    info->url = "";
+  }
+  info->reason = humus_response_redirect_reason(resp, i);
+  info->http_version = humus_response_redirect_http_version(resp, i);
+  info->header_count = humus_response_redirect_header_count(resp, i);
 }
 
 void humusgo_attempt_read(const humus_attempt *a, humusgo_attempt_info *info) {
@@ -241,6 +252,16 @@ static void fill_header(humusgo_header *h, const char *name, const char *value) 
   h->value = value != NULL ? value : "";
   h->name_len = strlen(h->name);
   h->value_len = strlen(h->value);
+}
+
+void humusgo_redirect_headers(const humus_response *resp, size_t i, humusgo_header *out, size_t n) {
+  size_t j;
+  for (j = 0; j < n; j++) {
+    const char *name = NULL;
+    const char *value = NULL;
+    (void)humus_response_redirect_header_at(resp, i, j, &name, &value); /* a failure leaves both NULL: "" */
+    fill_header(&out[j], name, value);
+  }
 }
 
 void humusgo_attempt_headers(const humus_attempt *a, humusgo_header *out, size_t n) {

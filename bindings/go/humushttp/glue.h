@@ -168,7 +168,8 @@ typedef struct humusgo_response_info {
   size_t body_len;
   const char *http_version;
   const char *url;
-  size_t redirect_count; /* humus_response_redirect_count: read each with humus_response_redirect_at */
+  size_t redirect_count; /* humus_response_redirect_count: read each with humusgo_redirect_read */
+  const char *reason;    /* humus_response_reason */
 } humusgo_response_info;
 void humusgo_response_read(humus_response *resp, humusgo_response_info *info, int with_body);
 /* One response header: borrowed strings with their lengths, so Go copies them without a strlen call each. */
@@ -180,6 +181,19 @@ typedef struct humusgo_header {
 } humusgo_header;
 /* The first `n` headers (n <= humus_response_header_count), in the order received. */
 void humusgo_response_headers(const humus_response *resp, humusgo_header *out, size_t n);
+
+/* Redirect `i`'s head (humus_response_redirect_at and the humus_response_redirect_* accessors), read in one
+ * crossing; an `i` out of range reads as status 0 and "". Strings live as long as the response. */
+typedef struct humusgo_redirect_info {
+  int32_t status;
+  const char *url;
+  const char *reason;
+  const char *http_version;
+  size_t header_count;
+} humusgo_redirect_info;
+void humusgo_redirect_read(const humus_response *resp, size_t i, humusgo_redirect_info *info);
+/* The first `n` headers of redirect `i` (n <= its header_count), in the order received. */
+void humusgo_redirect_headers(const humus_response *resp, size_t i, humusgo_header *out, size_t n);
 
 /* One attempt as a classifier sees it, read in one crossing. Strings live for the callback. */
 typedef struct humusgo_attempt_info {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,11 +146,13 @@ func TestDoRedirects(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	want := []humushttp.Redirect{{StatusCode: 302, URL: s.url("https", from)}, {StatusCode: 302, URL: s.url("https", mid)}}
-	if resp.StatusCode != 200 || resp.Request.URL.Path != to || len(resp.Redirects) != 2 ||
-		resp.Redirects[0] != want[0] || resp.Redirects[1] != want[1] {
-		t.Fatalf("got %d at %v, Redirects %+v; want 200 at %s, %+v", resp.StatusCode, resp.Request.URL,
-			resp.Redirects, to, want)
+	want := []string{"302 " + s.url("https", from), "302 " + s.url("https", mid)}
+	var got []string
+	for _, r := range resp.Redirects {
+		got = append(got, strconv.Itoa(r.StatusCode)+" "+r.URL)
+	}
+	if resp.StatusCode != 200 || resp.Request.URL.Path != to || strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("got %d at %v, Redirects %q; want 200 at %s, %q", resp.StatusCode, resp.Request.URL, got, to, want)
 	}
 
 	resp, err = c.Do(req, humushttp.FollowRedirects(false))

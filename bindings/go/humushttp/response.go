@@ -23,6 +23,14 @@ import (
 // Response is a call's response: a standard *http.Response (status, every header, the body, Request.URL
 // the URL of the last request after the redirects the core followed) plus what net/http has no field for.
 //
+// Status is net/http's: over HTTP/1.x the status line's code and reason phrase as the server sent them
+// ("200 OK", "404 Not Found", "299 Fine, Thanks"; humus_response_reason, its first 256 bytes, each control
+// byte a space). HTTP/2 has no reason phrase, so there it is what net/http's HTTP/2 transport makes: the
+// code, a space and http.StatusText ("200 OK"; "599 " for a code StatusText does not know). A response
+// whose status line had no phrase (and one of a mock transport, which has no status line) gets the HTTP/2
+// form too: the C ABI reads an empty phrase and a missing one alike, where net/http's HTTP/1 reader would
+// give "200" or "200 ".
+//
 // The Body of a blocking call (Client.Do, and so *http.Client) streams from its connection: each Read is
 // one humus_response_read into the caller's buffer, so memory stays at that buffer whatever the body's
 // size. The call is not over until the body is read to io.EOF or closed: that is when the breaker counts its
@@ -49,11 +57,18 @@ type Response struct {
 	Redirects []Redirect
 }
 
-// Redirect is one redirect the core followed (Response.Redirects): the 3xx status and the URL of the request
-// that got it. A plain value.
+// Redirect is one redirect the core followed (Response.Redirects): the URL of the request that got it and
+// the head of its 3xx response, as Response has them — StatusCode, Status with the reason phrase as sent
+// (the rule of Response.Status), the protocol, and every header in the order received (Location among
+// them), names canonicalised; no body. A plain value, the caller's to keep.
 type Redirect struct {
 	StatusCode int
 	URL        string
+	Status     string // e.g. "302 Found"
+	Proto      string // "HTTP/1.1" or "HTTP/2.0"
+	ProtoMajor int
+	ProtoMinor int
+	Header     http.Header
 }
 
 // newResponse takes ownership of resp, a buffered response (humus_client_do, humus_client_submit); sentURL
@@ -87,15 +102,11 @@ func responseHead(resp *C.humus_response, req *http.Request, sentURL string, wit
 
 	out := &http.Response{
 		StatusCode: int(info.status),
-		Status:     statusLine(int(info.status)),
+		Status:     statusText(int(info.status), info.reason),
 		Header:     header,
 		Request:    req,
 	}
-	if view(info.http_version) == "2" {
-		out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/2.0", 2, 0
-	} else {
-		out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
-	}
+	out.Proto, out.ProtoMajor, out.ProtoMinor = proto(info.http_version)
 	if final := view(info.url); req != nil && final != "" && final != sentURL { // redirected within the origin
 		if u, err := url.Parse(strings.Clone(final)); err == nil {
 			moved := new(http.Request)
@@ -108,31 +119,59 @@ func responseHead(resp *C.humus_response, req *http.Request, sentURL string, wit
 		info
 }
 
-// readRedirects copies the redirects the core followed (humus_response_redirect_at); nil when there were none.
+// proto is net/http's Proto, ProtoMajor and ProtoMinor for the C ABI's HTTP version ("1.1" or "2").
+func proto(version *C.char) (string, int, int) {
+	if view(version) == "2" {
+		return "HTTP/2.0", 2, 0
+	}
+	return "HTTP/1.1", 1, 1
+}
+
+// readRedirects copies the redirects the core followed, each hop's head with it: two crossings a hop (its
+// scalars, its headers); nil when there were none.
 func readRedirects(resp *C.humus_response, n int) []Redirect {
 	if n == 0 {
 		return nil
 	}
 	out := make([]Redirect, 0, n)
 	for i := range n {
-		var status C.int32_t
-		var u *C.char
-		if C.humus_response_redirect_at(resp, C.size_t(i), &status, &u) == C.HUMUS_OK {
-			out = append(out, Redirect{StatusCode: int(status), URL: C.GoString(u)})
+		var info C.humusgo_redirect_info
+		C.humusgo_redirect_read(resp, C.size_t(i), &info)
+		if info.status == 0 { // out of range: cannot happen below the count the response gave
+			continue
 		}
+		hop := Redirect{StatusCode: int(info.status), URL: C.GoString(info.url),
+			Status: statusText(int(info.status), info.reason)}
+		hop.Proto, hop.ProtoMajor, hop.ProtoMinor = proto(info.http_version)
+		var raw []C.humusgo_header
+		if m := int(info.header_count); m > 0 {
+			raw = make([]C.humusgo_header, m)
+			C.humusgo_redirect_headers(resp, C.size_t(i), &raw[0], C.size_t(m))
+		}
+		hop.Header = copyHeaders(raw)
+		out = append(out, hop)
 	}
 	return out
 }
 
-// readHeaders copies every header into an http.Header (names canonicalised, repeated names in order) with
-// two allocations for all the text and all the values rather than a few per header.
+// readHeaders copies every header of the response into an http.Header.
 func readHeaders(resp *C.humus_response, n int) http.Header {
+	if n == 0 {
+		return make(http.Header)
+	}
+	raw := make([]C.humusgo_header, n)
+	C.humusgo_response_headers(resp, &raw[0], C.size_t(n))
+	return copyHeaders(raw)
+}
+
+// copyHeaders copies borrowed headers into an http.Header (names canonicalised, repeated names in order)
+// with two allocations for all the text and all the values rather than a few per header.
+func copyHeaders(raw []C.humusgo_header) http.Header {
+	n := len(raw)
 	header := make(http.Header, n)
 	if n == 0 {
 		return header
 	}
-	raw := make([]C.humusgo_header, n)
-	C.humusgo_response_headers(resp, &raw[0], C.size_t(n))
 	total := 0
 	for _, h := range raw {
 		total += int(h.name_len) + int(h.value_len)
@@ -172,21 +211,28 @@ func contentLength(req *http.Request, header http.Header, n int64) int64 {
 	return n
 }
 
-// statusLines are "200 OK" and the like, made once rather than per response.
+// statusLines are net/http's HTTP/2 Status for each code, "200 OK" and the like (code, space, StatusText),
+// made once rather than per response.
 var statusLines = func() (lines [600]string) {
 	for code := range lines {
-		if text := http.StatusText(code); text != "" {
-			lines[code] = strconv.Itoa(code) + " " + text
-		}
+		lines[code] = strconv.Itoa(code) + " " + http.StatusText(code)
 	}
 	return lines
 }()
 
-func statusLine(code int) string {
-	if code >= 0 && code < len(statusLines) && statusLines[code] != "" {
-		return statusLines[code]
+// statusText is Response.Status: the code and the reason phrase the server sent, or net/http's HTTP/2 form
+// when it sent none (HTTP/2 never does). The phrase is copied (it lives in the C response) unless it is
+// StatusText's, the usual case, whose line is made already.
+func statusText(code int, reason *C.char) string {
+	phrase := view(reason)
+	known := code >= 0 && code < len(statusLines)
+	if phrase == "" || known && phrase == http.StatusText(code) {
+		if known {
+			return statusLines[code]
+		}
+		return strconv.Itoa(code) + " " + http.StatusText(code)
 	}
-	return strconv.Itoa(code)
+	return strconv.Itoa(code) + " " + phrase // the concatenation copies the phrase
 }
 
 // view is a C string as a Go string without copying: only for comparing or copying while the C memory lives.
