@@ -27,6 +27,15 @@ import (
 // *bytes.Buffer, *bytes.Reader and *strings.Reader bodies); a failing req.Body ends the call with
 // ErrCallback, its error the cause. req.Body is closed once the library is done with it.
 //
+// req.Header is sent as net/http sends it, and leaves out by net/http's conventions a header the client
+// would add itself (humus_request_remove_header): a name present with no values (req.Header["Accept"] =
+// nil, as net/http's server and httputil.ReverseProxy leave out the headers they add) sends none of that
+// name — not the configured one (Settings.Headers), the call context's, libcurl's Accept or the core's
+// Accept-Encoding (the body then comes as sent, not decoded) — and a User-Agent whose first value is ""
+// (or none) sends no User-Agent, as net/http's client; of several User-Agent values the first is sent. An
+// empty value of any other name is sent empty. Host and the framing headers (Content-Length,
+// Transfer-Encoding, Connection, ...) can be neither set nor left out: ErrInvalidArgument naming the header.
+//
 // The request's context bounds the call and the reading of its body: its deadline becomes the call's
 // deadline, and its cancellation cancels the native call (or the read in progress); the error then also
 // matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
@@ -196,9 +205,11 @@ func (c *clientCore) sawResponse(r *http.Response) {
 func (c *clientCore) sawBody(n int64) { c.smallBodies.Store(n < C.HUMUSGO_WHOLE_BODY) }
 
 // decodes says whether the core asks for a compressed body for req and hands over the decoded bytes: the
-// setting decompress is on and the caller set neither Accept-Encoding nor Range (net/http's Transport rule).
+// setting decompress is on and the caller set neither Accept-Encoding nor Range (net/http's Transport rule),
+// nor left Accept-Encoding out (a nil value: see leftOut), which asks for nothing.
 func (c *clientCore) decodes(req *http.Request) bool {
-	return !c.compressionOff && req.Method != http.MethodHead && req.Header.Get("Accept-Encoding") == "" &&
+	_, named := req.Header["Accept-Encoding"]
+	return !c.compressionOff && req.Method != http.MethodHead && !named && req.Header.Get("Accept-Encoding") == "" &&
 		req.Header.Get("Range") == ""
 }
 

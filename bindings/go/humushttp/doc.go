@@ -26,7 +26,9 @@
 //
 // Heads are net/http's: Response.Status carries the reason phrase as the server sent it over HTTP/1.x, and
 // over HTTP/2, which has none, net/http's "200 OK" from http.StatusText. Each redirect Do and Start followed
-// keeps its head in Response.Redirects.
+// keeps its head in Response.Redirects. A header the client would add (the configured headers, Accept,
+// Accept-Encoding, User-Agent, ...) is left out by net/http's conventions: a name in req.Header with no
+// values (req.Header["Accept"] = nil), and a User-Agent set to "".
 //
 // Without cgo (CGO_ENABLED=0, or no C compiler) the package is a stub whose build stops with a sentence
 // saying that cgo and libhumus_http are needed.

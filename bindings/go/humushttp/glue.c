@@ -173,7 +173,9 @@ humus_status humusgo_request_new(const char *buf, const uint32_t *offsets, size_
   size_t i;
   if (status != HUMUS_OK) return status;
   for (i = 0; i < header_count && status == HUMUS_OK; i++) {
-    status = humus_request_set_header(r, AT(HUMUSGO_OFF_HEADERS + 2 * i), AT(HUMUSGO_OFF_HEADERS + 2 * i + 1), err);
+    const char *name = AT(HUMUSGO_OFF_HEADERS + 2 * i);
+    const char *value = AT(HUMUSGO_OFF_HEADERS + 2 * i + 1);
+    status = value == NULL ? humus_request_remove_header(r, name, err) : humus_request_set_header(r, name, value, err);
   }
   if (status == HUMUS_OK && offsets[HUMUSGO_OFF_IDEMPOTENCY_KEY] != HUMUSGO_NONE) {
     status = humus_request_set_idempotency_key(r, AT(HUMUSGO_OFF_IDEMPOTENCY_KEY), err);

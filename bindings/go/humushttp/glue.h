@@ -28,7 +28,8 @@ enum {
 };
 
 /* Builds a request from NUL-terminated strings at `offsets` into `buf` (Go memory, read during the call only):
- * method, url, then the optional parts, then `header_count` (name, value) pairs. `has_context` says whether
+ * method, url, then the optional parts, then `header_count` (name, value) pairs, in order; a pair whose value
+ * is HUMUSGO_NONE is humus_request_remove_header of its name. `has_context` says whether
  * humus_request_set_context is called. `retry` 0 leaves the default; `has_timeout` sets timeout_ms;
  * `follow_redirects` 0 or 1 is humus_request_set_follow_redirects, -1 leaves the default (follow).
  * On failure *err is set, except after humus_request_set_body or humus_request_set_cancel, which have no err

@@ -1,12 +1,14 @@
 package humushttp_test
 
-// What net/http users read of a response's head, against real servers: the status line's reason phrase as
-// sent (Response.Status) and every redirect hop's head (Response.Redirects). The test server sends Python's
-// phrases — "I'm a Teapot" for 418 where Go's StatusText says "I'm a teapot", "Unknown" for a code it has
-// none for — and a raw loopback peer sends the status lines it never does.
+// What net/http users read of a response's head and leave out of a request's, against real servers: the
+// status line's reason phrase as sent (Response.Status), every redirect hop's head (Response.Redirects), and
+// headers left out (a nil value; an empty User-Agent). The test server sends Python's phrases — "I'm a
+// Teapot" for 418 where Go's StatusText says "I'm a teapot", "Unknown" for a code it has none for — and a
+// raw loopback peer sends the status lines it never does.
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -236,5 +238,94 @@ func TestRedirectHopReasonAsSent(t *testing.T) {
 	if hop := resp.Redirects[0]; hop.Status != "302 Look Over There" || hop.StatusCode != 302 ||
 		hop.URL != base+"/from" || hop.Proto != "HTTP/1.1" || hop.Header.Get("X-Hop") != "raw" {
 		t.Fatalf("hop %+v, want the 302 \"Look Over There\" of /from with X-Hop raw", hop)
+	}
+}
+
+// A header the client would add is left out by a name with no values (Header["Accept"] = nil), and the
+// User-Agent by an empty one as net/http's client does: none of them reaches the server, over HTTP/1.1 and
+// HTTP/2, through Do and through *http.Client. Without them, each is sent.
+func TestHeadersLeftOut(t *testing.T) {
+	s := server(t)
+	for _, listener := range []string{"https_h1", "https"} {
+		t.Run(listener, func(t *testing.T) {
+			settings := s.settings(listener)
+			settings.Headers = map[string]string{"X-Team": "checkout"}
+			c := s.open(t, settings)
+			hc := c.HTTPClient()
+			send := func(how string, header http.Header) record {
+				t.Helper()
+				path := uniquePath()
+				req, _ := http.NewRequest("GET", s.url(listener, path), nil)
+				req.Header = header
+				var resp *http.Response
+				if how == "Do" {
+					r, err := c.Do(req)
+					if err != nil {
+						t.Fatalf("%s: %v", how, err)
+					}
+					resp = r.Response
+				} else {
+					r, err := hc.Do(req)
+					if err != nil {
+						t.Fatalf("%s: %v", how, err)
+					}
+					resp = r
+				}
+				resp.Body.Close()
+				got := s.requests(t, path)
+				if len(got) != 1 {
+					t.Fatalf("%s: the server received %d requests, want 1", how, len(got))
+				}
+				return got[0]
+			}
+			for _, how := range []string{"Do", "*http.Client"} {
+				plain := send(how, http.Header{})
+				for _, name := range []string{"User-Agent", "Accept", "Accept-Encoding", "X-Team"} {
+					if _, ok := plain.header(name); !ok {
+						t.Fatalf("%s: a plain request sent no %s (%v): nothing to leave out", how, name, plain.Headers)
+					}
+				}
+				left := send(how, http.Header{"User-Agent": {""}, "Accept": nil, "Accept-Encoding": nil, "X-Team": nil,
+					"X-Mine": {"kept"}})
+				for _, name := range []string{"User-Agent", "Accept", "Accept-Encoding", "X-Team"} {
+					if v, ok := left.header(name); ok {
+						t.Errorf("%s: %s: %q sent, want none", how, name, v)
+					}
+				}
+				if v, _ := left.header("X-Mine"); v != "kept" {
+					t.Errorf("%s: X-Mine %q, want \"kept\"", how, v)
+				}
+				// A nil User-Agent too; and of several, net/http sends the first.
+				if v, ok := send(how, http.Header{"User-Agent": nil}).header("User-Agent"); ok {
+					t.Errorf("%s: a nil User-Agent sent %q", how, v)
+				}
+				if v, _ := send(how, http.Header{"User-Agent": {"sdk/2", "other/1"}}).header("User-Agent"); v != "sdk/2" {
+					t.Errorf("%s: User-Agent sdk/2, other/1 sent %q, want \"sdk/2\"", how, v)
+				}
+				// An empty value of another header is sent empty, as net/http sends it.
+				if v, ok := send(how, http.Header{"Accept": {""}}).header("Accept"); !ok || v != "" {
+					t.Errorf("%s: Accept \"\": sent %q (%v), want an empty Accept", how, v, ok)
+				}
+			}
+		})
+	}
+}
+
+// A header the client owns cannot be left out, as it cannot be set: ErrInvalidArgument naming it, nothing
+// sent.
+func TestHeaderLeftOutTheClientOwns(t *testing.T) {
+	s := server(t)
+	c := s.open(t, s.settings("http"))
+	path := uniquePath()
+	req, _ := http.NewRequest("GET", s.url("http", path), nil)
+	req.Header["Content-Length"] = nil
+	_, err := c.Do(req)
+	var he *humushttp.Error
+	if !errors.Is(err, humushttp.ErrInvalidArgument) || !errors.As(err, &he) ||
+		!slices.ContainsFunc(he.Fields, func(f string) bool { return strings.EqualFold(f, "Content-Length") }) {
+		t.Fatalf("err = %v, want ErrInvalidArgument naming Content-Length", err)
+	}
+	if n := len(s.requests(t, path)); n != 0 {
+		t.Fatalf("the server received %d requests, want none", n)
 	}
 }

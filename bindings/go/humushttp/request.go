@@ -87,7 +87,17 @@ func nativeRequest(req *http.Request, body requestBody, o *callOptions, timeoutM
 			return nil, "", &Error{Status: StatusInvalidArgument, Fields: []string{name},
 				Message: fmt.Sprintf("header name %q contains a NUL byte", name)}
 		}
-		for _, value := range req.Header[name] {
+		values := req.Header[name]
+		if leftOut(name, values) {
+			p.add(name)
+			p.none() // humus_request_remove_header
+			headers++
+			continue
+		}
+		if isUserAgent(name) {
+			values = values[:1] // net/http sends one User-Agent, the first
+		}
+		for _, value := range values {
 			if err := refuseNUL(name, value); err != nil {
 				return nil, "", err
 			}
@@ -122,6 +132,16 @@ func nativeRequest(req *http.Request, body requestBody, o *callOptions, timeoutM
 	}
 	return native, target, nil
 }
+
+// leftOut says whether a request header is one the call must not send, not even the one the client would
+// add (humus_request_remove_header), following net/http's conventions: a name present with no values
+// (Header["Accept"] = nil, as net/http's server and ReverseProxy leave out the headers they would add), and
+// a User-Agent whose first value is "" (net/http's client then sends none).
+func leftOut(name string, values []string) bool {
+	return len(values) == 0 || values[0] == "" && isUserAgent(name)
+}
+
+func isUserAgent(name string) bool { return len(name) == 10 && strings.EqualFold(name, "User-Agent") }
 
 // refuseNUL is ErrInvalidArgument naming field when s holds a NUL byte (never quoting s: it may be a
 // credential).
