@@ -141,6 +141,7 @@ std::string render_svg(const Run& run) {
       {"series-calls", "calls", "#1565c0", "", [](const Second& s) { return s.calls; }},
       {"series-attempts", "attempts", "#ef6c00", "", [](const Second& s) { return s.attempts; }},
       {"series-ok", "ok (2xx)", "#2e7d32", "", [](const Second& s) { return s.ok; }},
+      {"series-failed", "failed", "#6d4c41", "4 2", [](const Second& s) { return s.failed; }},
       {"series-rejected", "rejected (breaker open)", "#c62828", "6 3",
        [](const Second& s) { return s.rejected; }},
       {"series-throttled", "throttled (budget)", "#6a1b9a", "2 3",
@@ -252,36 +253,48 @@ std::string render_svg(const Run& run) {
     o += element("polyline", a);
   }
 
-  // The breaker's state, from the client's log records: one rectangle per stretch of one state.
+  // The breaker's state, from the client's log records: one rectangle per stretch of one state. A half-open
+  // stretch lasts as long as its probes, often a few milliseconds, a fraction of a pixel: it is drawn at
+  // least kMinHalfOpenWidth wide, after the others so that the next stretch does not cover it.
+  constexpr double kMinHalfOpenWidth = 4;
   o += open_tag("g", {{"id", "series-breaker"}});
   o += element("text", {{"x", num(kLeft - 6)}, {"y", num(kBreakerTop + 14)}, {"text-anchor", "end"}},
                "breaker");
+  std::string half_open;
   for (size_t i = 0; i < run.breaker.size(); ++i) {
     const double from = static_cast<double>(run.breaker[i].ms) / 1000.0;
     const double to =
         i + 1 < run.breaker.size() ? static_cast<double>(run.breaker[i + 1].ms) / 1000.0 : seconds;
     if (to <= from) continue;
     const int32_t st = run.breaker[i].state;
-    o += start_tag("rect", {{"class", std::string("breaker-") + circuit_name(st)},
-                            {"x", num(x_of(from))},
-                            {"y", num(kBreakerTop)},
-                            {"width", num(std::max(0.5, x_of(to) - x_of(from)))},
-                            {"height", num(kBreakerHeight)},
-                            {"fill", breaker_fill(st)}});
-    o += element("title", {}, std::string(circuit_name(st)) + " " + num(from) + "-" + num(to) + "s");
-    o += "</rect>\n";
+    const bool is_half_open = st == HUMUS_CIRCUIT_HALF_OPEN;
+    const double width = std::max(is_half_open ? kMinHalfOpenWidth : 0.5, x_of(to) - x_of(from));
+    std::string& into = is_half_open ? half_open : o;
+    into += start_tag("rect", {{"class", std::string("breaker-") + circuit_name(st)},
+                               {"x", num(std::min(x_of(from), kRight - width))},
+                               {"y", num(kBreakerTop)},
+                               {"width", num(width)},
+                               {"height", num(kBreakerHeight)},
+                               {"fill", breaker_fill(st)}});
+    into += element("title", {}, std::string(circuit_name(st)) + " " + num(from) + "-" + num(to) + "s");
+    into += "</rect>\n";
   }
+  o += half_open;
   o += "</g>\n";
 
-  // Legend.
+  // Legend: the series on one row, the breaker's states on the next.
   o += open_tag("g", {{"id", "legend"}});
   double lx = kLeft;
-  const double ly = kHeight - 28;
+  double ly = kHeight - 36;
   for (const Series& se : series) {
     o += line(lx, ly, lx + 22, ly, stroke(se));
     o += element("text", {{"x", num(lx + 28)}, {"y", num(ly + 4)}}, se.label);
     lx += 40 + 7.0 * static_cast<double>(std::strlen(se.label));
   }
+  lx = kLeft;
+  ly += 20;
+  o += element("text", {{"x", num(lx)}, {"y", num(ly + 4)}}, "breaker:");
+  lx += 64;
   for (const int32_t st : {HUMUS_CIRCUIT_CLOSED, HUMUS_CIRCUIT_HALF_OPEN, HUMUS_CIRCUIT_OPEN}) {
     o += element(
         "rect",

@@ -1,7 +1,8 @@
 #pragma once
-// The demo's timeline as an SVG chart: calls, attempts, successes, rejections and throttled retries per
-// second as lines, the breaker's state as a band under them, the upstream's phases as a band above. Plain
-// SVG 1.1, no script, no external resource: any browser renders it.
+// The demo's timeline as an SVG chart: calls, attempts, successes, failed calls, rejections and throttled
+// retries per second as lines, the breaker's state as a band under them (a half-open stretch at least a few
+// pixels wide, however short), the upstream's phases as a band above. Plain SVG 1.1, no script, no external
+// resource: any browser renders it.
 
 #include <string>
 

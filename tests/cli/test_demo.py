@@ -97,13 +97,17 @@ def test_the_svg_renders_in_a_browser_with_every_series(demo: DemoRun) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     dom = result.stdout
     assert "parsererror" not in dom and "<svg" in dom
-    for series in ("series-calls", "series-attempts", "series-ok", "series-rejected", "series-throttled"):
+    for series in ("series-calls", "series-attempts", "series-ok", "series-failed", "series-rejected",
+                   "series-throttled"):
         match = re.search(rf'<polyline id="{series}"[^>]* points="([^"]*)"', dom)
         assert match, f"{series} missing from the rendered DOM"
         assert len(match.group(1).split()) == DURATION_S
     breaker = re.search(r'<g id="series-breaker">(.*?)</g>', dom, re.DOTALL)
     assert breaker, "breaker band missing"
     assert 'class="breaker-open"' in breaker.group(1) and 'class="breaker-closed"' in breaker.group(1)
+    # A half-open stretch lasts as long as its probes: drawn wide enough to see however short it was.
+    for width in re.findall(r'class="breaker-half-open"[^>]* width="([0-9.]+)"', breaker.group(1)):
+        assert float(width) >= 4, f"a half-open stretch {width} px wide"
 
 
 def test_plot_to_an_unwritable_path_exits_23(cli: Path, tmp_path: Path) -> None:
