@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
+	"time"
 
 	humushttp "github.com/humus-http/humus_http/bindings/go/humushttp"
 )
@@ -106,7 +107,11 @@ func TestStartStreamsALargeDownload(t *testing.T) {
 // F143: a 64 MiB upload through Start, sent from a reader without GetBody in bounded memory.
 func TestStartStreamsALargeUpload(t *testing.T) {
 	s := server(t)
-	c := s.open(t, s.settings("https"))
+	// The attempt lasts until the server answered the whole upload: bounds no loaded machine reaches, as the
+	// 1 GiB tests have (the default attempt_timeout, 5 s, is what a test server in Python under -race can take).
+	settings := s.settings("https")
+	settings.Timeout, settings.AttemptTimeout = 5*time.Minute, 2*time.Minute
+	c := s.open(t, settings)
 	path := uniquePath()
 	memory := watchMemory()
 	allocs := watchAllocs()
