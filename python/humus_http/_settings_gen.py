@@ -11,7 +11,7 @@ from typing import Literal
 
 from ._settings_values import Duration, Group
 
-__all__ = ["Breaker", "Bulkhead", "Probe", "RetryBudget", "TLS", "Trip"]
+__all__ = ["Breaker", "Bulkhead", "Probe", "RetryBudget", "Share", "TLS", "Trip"]
 
 #: The top-level keys whose values are durations (written in the settings' string form).
 DURATION_KEYS = frozenset({
@@ -133,7 +133,19 @@ class TLS(Group):
     min_version: Literal["1.2", "1.3"] | None = None
 
 
+@dataclass(frozen=True)
+class Share(Group):
+    """The ``share`` settings: one breaker, budget and bulkhead per host (docs/shared.md §22); null: per client. A
+    field left None is not given: the core's default applies. A frozen value: share it between threads freely."""
+
+    FORMS = {"name": "value"}
+
+    #: the shared-memory segment's name (/dev/shm/humus_http.<name>)
+    name: str | None = None
+
+
 #: The helper class of each group key.
 GROUPS: dict[str, type[Group]] = {
     "retry_budget": RetryBudget, "breaker": Breaker, "trip": Trip, "probe": Probe, "bulkhead": Bulkhead, "tls": TLS,
+    "share": Share,
 }

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "breaker/outcome.h"
@@ -52,6 +54,76 @@ struct Transition {
   uint64_t generation = 0;  // the generation entered; consecutive transitions have consecutive generations
 };
 
+// A probe in flight: which attempt holds the slot, until when, and which process (docs/shared.md §22.2): pid 0
+// is this process's own breaker; a shared breaker tags its probes with the holder's pid and start time, so a
+// slot a killed worker held can be freed before its timeout.
+struct ProbeSlot {
+  uint64_t id;
+  Instant deadline;  // admitted + probe_timeout
+  int32_t pid;
+  uint32_t reserved;
+  uint64_t start_time;  // the holder's start time (/proc/<pid>/stat field 22)
+};
+
+// The breaker's mutable state as plain data with no pointer in it, so that it can live in the breaker's own
+// memory or in a segment every process of the host maps (docs/shared.md §22.1). Followed in memory by the
+// window's ring (`window` bytes) and then the probe slots (`probe_capacity` of them): core_size() bytes in all.
+// Guarded by the breaker's lock (its own mutex or the segment's robust one).
+struct Core {
+  State state;
+  uint32_t ring_next;  // where the next result goes
+  uint64_t generation;
+  uint64_t next_id;
+  Instant open_until;  // in open, when it becomes half-open
+  Counts counts;       // of the current state; counts.state == state
+  uint32_t window;
+  uint32_t probe_capacity;
+  uint32_t probe_count;  // probes in flight: probes()[0, probe_count), unordered
+  uint32_t reserved;
+
+  static constexpr size_t ring_offset() { return sizeof(Core); }
+  static constexpr size_t probes_offset(uint32_t window) {
+    return (sizeof(Core) + window + alignof(ProbeSlot) - 1) / alignof(ProbeSlot) * alignof(ProbeSlot);
+  }
+  // Bytes for a core with a window of `window` results and room for `probe_capacity` probes.
+  static constexpr size_t size(uint32_t window, uint32_t probe_capacity) {
+    return probes_offset(window) + sizeof(ProbeSlot) * probe_capacity;
+  }
+  // Sets up a fresh closed breaker in `memory` (core_size() bytes, aligned for Core).
+  static Core* init(void* memory, uint32_t window, uint32_t probe_capacity);
+
+  uint8_t* ring() { return reinterpret_cast<uint8_t*>(this) + ring_offset(); }
+  ProbeSlot* probes() { return reinterpret_cast<ProbeSlot*>(reinterpret_cast<std::byte*>(this) + probes_offset(window)); }
+};
+static_assert(std::is_trivially_copyable_v<Core> && std::is_standard_layout_v<Core>);
+static_assert(std::is_trivially_copyable_v<ProbeSlot> && std::is_standard_layout_v<ProbeSlot>);
+
+// Frees the probe slots `pid`/`start_time` holds, counting each as a timed-out probe: that process died
+// holding them (docs/shared.md §22.2). Returns how many. The caller holds the lock the core lives under.
+uint32_t release_probes_of(Core& core, int32_t pid, uint64_t start_time);
+// Makes a core that a process killed in the middle of an update may have left half-written consistent again
+// (docs/shared.md §22.2): a valid state, the window's counts recomputed from its ring, no probe beyond the
+// capacity, and a new generation, so every permit of the interrupted moment is stale. The caller holds the lock.
+void repair(Core& core);
+
+// What a breaker whose core is not its own is given (docs/shared.md §22): the lock that guards the core, who it
+// is, and how to find out about the other processes. Implemented by src/shared/.
+class External {
+ public:
+  virtual ~External() = default;
+  // A lock every process sharing the core takes; lock() returns with the core consistent even when its last
+  // holder died holding it. Never held across I/O or a callback.
+  virtual void lock() = 0;
+  virtual void unlock() = 0;
+  // Called without the lock when every probe slot is taken: frees the slots of holders found dead. Returns
+  // true when it freed any.
+  virtual bool reclaim() = 0;
+  // Live processes sharing the core, this one included.
+  virtual uint32_t processes() = 0;
+  int32_t pid = 0;          // tags of this process's probes
+  uint64_t start_time = 0;
+};
+
 // Thread-safe: every member function may be called from any thread concurrently.
 class Breaker {
  public:
@@ -66,6 +138,11 @@ class Breaker {
 
   // A null policy means the built-in one with docs/settings.md §3 defaults. `clock` must outlive the breaker.
   Breaker(Options options, std::shared_ptr<const Policy> policy, Clock& clock);
+  // With `external` set: a breaker whose core lives elsewhere (a shared segment), made for `options` (its
+  // window, and probe slots for its probes), guarded by `external`'s lock; both must outlive the breaker. The
+  // listener and its queue stay this breaker's: a transition is delivered by the process that made it. Both
+  // null: as the constructor above.
+  Breaker(Options options, std::shared_ptr<const Policy> policy, Clock& clock, Core* core, External* external);
   ~Breaker();
   Breaker(const Breaker&) = delete;
   Breaker& operator=(const Breaker&) = delete;
@@ -94,6 +171,9 @@ class Breaker {
   // The current state generation; starts at 1 and grows by one per transition. For tests and telemetry.
   uint64_t generation();
 
+  // Live processes sharing this breaker's state (docs/shared.md §22): 0 when it is this process's alone.
+  uint32_t processes() { return external_ != nullptr ? external_->processes() : 0; }
+
   // Replaces the listener (an empty function removes it). Delivery guarantees: each transition is delivered
   // exactly once, never with the breaker's lock held (the listener may call the breaker), never
   // concurrently with another delivery of this breaker, and in transition order (generation order). It is
@@ -104,9 +184,29 @@ class Breaker {
   void set_listener(Listener listener);
 
  private:
-  struct ProbeSlot {
-    uint64_t id;
-    Instant deadline;  // admitted + probe_timeout
+  // The lock the core lives under: this breaker's own mutex, or the external one. A capability of its own, so
+  // the analysis checks every access to the core against it.
+  class CAPABILITY("mutex") StateLock {
+   public:
+    explicit StateLock(External* external) : external_(external) {}
+    void lock() ACQUIRE() {
+      if (external_ != nullptr) {
+        external_->lock();
+      } else {
+        mu_.lock();
+      }
+    }
+    void unlock() RELEASE() {
+      if (external_ != nullptr) {
+        external_->unlock();
+      } else {
+        mu_.unlock();
+      }
+    }
+
+   private:
+    Mutex mu_;
+    External* const external_;
   };
 
   void observe_locked() REQUIRES(mu_);             // advance_locked(now) unless closed (no timed change)
@@ -114,6 +214,7 @@ class Breaker {
   void transition_locked(State to, Instant at) REQUIRES(mu_);
   Duration retry_after_locked(Instant now) const REQUIRES(mu_);
   bool take_probe_locked(uint64_t id) REQUIRES(mu_);  // frees probe `id`'s slot; false when it holds none
+  bool probe_room_locked() REQUIRES(mu_);             // a probe slot is free (an own core grows to max_probes_)
   Counts with_result_locked(bool failure, bool slow) const REQUIRES(mu_);  // counts_ after one more result
   Status record_closed_locked(Outcome outcome, bool slow) REQUIRES(mu_);
   Status record_half_open_locked(Outcome outcome, bool slow) REQUIRES(mu_);
@@ -128,16 +229,11 @@ class Breaker {
   const std::shared_ptr<const Policy> policy_;
   const DefaultPolicy* const default_policy_;  // policy_ itself when it is the built-in one: called directly
   Clock& clock_;
+  External* const external_;  // null: the core is own_
 
-  mutable Mutex mu_;
-  State state_ GUARDED_BY(mu_) = State::kClosed;
-  uint64_t generation_ GUARDED_BY(mu_) = 1;
-  uint64_t next_id_ GUARDED_BY(mu_) = 1;
-  Instant open_until_ GUARDED_BY(mu_){};                // in open, when it becomes half-open
-  Counts counts_ GUARDED_BY(mu_);                       // of the current state; counts_.state == state_
-  std::vector<uint8_t> ring_ GUARDED_BY(mu_);           // the closed state's last results: kFailed | kSlow
-  uint32_t ring_next_ GUARDED_BY(mu_) = 0;              // where the next result goes
-  std::vector<ProbeSlot> probes_ GUARDED_BY(mu_);       // probes in flight, unordered; capacity is kept
+  mutable StateLock mu_;
+  std::unique_ptr<std::byte[]> own_ GUARDED_BY(mu_);  // the core's memory when it is this breaker's own
+  Core* core_ GUARDED_BY(mu_) PT_GUARDED_BY(mu_);     // in own_ or in the external memory
   std::shared_ptr<const Listener> listener_ GUARDED_BY(mu_);
   std::vector<Transition> pending_ GUARDED_BY(mu_);     // transitions not yet delivered, in order
   bool delivering_ GUARDED_BY(mu_) = false;             // a thread is in deliver()'s unlocked part

@@ -51,6 +51,16 @@ void Slot::release() noexcept {
 Bulkhead::Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock)
     : max_concurrent_(max_concurrent), wait_(std::max(wait, Duration::zero())), clock_(clock) {}
 
+Bulkhead::Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock, External* external)
+    : max_concurrent_(max_concurrent), wait_(std::max(wait, Duration::zero())), clock_(clock), external_(external) {}
+
+bool Bulkhead::take_free_locked() {
+  if (in_flight_ >= max_concurrent_ || head_ != nullptr) return false;
+  if (external_ != nullptr && !external_->try_acquire()) return false;
+  ++in_flight_;
+  return true;
+}
+
 Bulkhead::~Bulkhead() { assert(in_flight_ == 0 && head_ == nullptr); }
 
 Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
@@ -59,9 +69,14 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
   }
   MutexLock lock(mu_);
   // Fast path. Only when nobody queues: a freed slot belongs to the oldest waiter, not to a newcomer.
-  if (in_flight_ < max_concurrent_ && head_ == nullptr) {
-    ++in_flight_;
-    return Slot(this);
+  if (take_free_locked()) return Slot(this);
+  if (external_ != nullptr && in_flight_ < max_concurrent_ && head_ == nullptr) {
+    // The host is at its cap: a process that died holding permits gives them back (read from /proc, so
+    // without the lock).
+    lock.unlock();
+    const bool freed = external_->reclaim();
+    lock.lock();
+    if (freed && take_free_locked()) return Slot(this);
   }
 
   const Instant start = clock_.now();
@@ -82,8 +97,14 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
     // A cancel that came before the waker was set is seen here: cancel() sets its flag before it takes the
     // lock under which set_waker() ran.
     if (cancel == nullptr || !cancel->cancelled()) {
-      // Ends on a hand-over or a cancel (both notify self.wake) or at `until`.
-      clock_.sleep_until(until, self.wake);
+      // Ends on a hand-over or a cancel (both notify self.wake) or at `until`; when shared, also every
+      // kSharedPoll, to look for a permit another process gave back.
+      Instant wake_at = until;
+      if (external_ != nullptr) {
+        const Instant now = clock_.now();
+        if (until - now > kSharedPoll) wake_at = now + kSharedPoll;
+      }
+      clock_.sleep_until(wake_at, self.wake);
     }
     lock.lock();
     // Everything is re-checked under mu_: release() may hand this waiter a slot right up to this point.
@@ -96,6 +117,11 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
       return Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot");
     }
     if (self.granted) return Slot(this);  // in_flight_ already counts it: release() handed it over
+    if (external_ != nullptr && head_ == &self && in_flight_ < max_concurrent_ && external_->try_acquire()) {
+      unlink_locked(self);  // first in line here, and another process gave a permit back
+      ++in_flight_;
+      return Slot(this);
+    }
     if (clock_.now() >= until) {
       unlink_locked(self);
       return refusal(deadline_first, until - start);
@@ -124,6 +150,7 @@ void Bulkhead::release_locked() {
   if (w == nullptr) {
     assert(in_flight_ > 0);
     --in_flight_;
+    if (external_ != nullptr) external_->release();
     return;
   }
   // Direct hand-off: in_flight_ stays as it is, the slot changes hands. Notified under mu_, which the waiter
@@ -139,9 +166,12 @@ void Bulkhead::release_locked() {
 
 std::optional<Slot> Bulkhead::acquire_or_queue(AsyncWaiter& waiter) {
   MutexLock lock(mu_);
-  if (in_flight_ < max_concurrent_ && head_ == nullptr) {
-    ++in_flight_;
-    return Slot(this);
+  if (take_free_locked()) return Slot(this);
+  if (external_ != nullptr && in_flight_ < max_concurrent_ && head_ == nullptr) {
+    lock.unlock();
+    const bool freed = external_->reclaim();
+    lock.lock();
+    if (freed && take_free_locked()) return Slot(this);
   }
   waiter.node_.granted = false;
   push_locked(waiter.node_);

@@ -16,6 +16,19 @@ namespace humus::bulkhead {
 
 class Bulkhead;
 
+// A host-wide cap the bulkhead also answers to (docs/shared.md §22.3): the permits every process sharing it
+// holds, counted in a shared segment. Implemented by src/shared/.
+class External {
+ public:
+  virtual ~External() = default;
+  // Takes one host-wide permit if the host is under its cap. Cheap, no I/O: called with the bulkhead's lock.
+  virtual bool try_acquire() = 0;
+  virtual void release() = 0;
+  // Called without the bulkhead's lock when the host is at its cap: gives back the permits of processes
+  // found dead. True when it freed any.
+  virtual bool reclaim() = 0;
+};
+
 // A permit for one call in flight: move-only, given back on destruction (or release()). It points at its
 // Bulkhead, which must outlive it.
 class Slot {
@@ -58,6 +71,12 @@ class Bulkhead {
  public:
   // max_concurrent ≥ 1 and wait ≥ 0 are the settings' checks (docs/settings.md §3); a negative wait acts as 0.
   Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock);
+  // As above, and a slot is only granted with a host-wide permit from `external`, which must outlive the
+  // bulkhead. A slot freed in this process goes to this process's oldest waiter with its permit; one freed
+  // in another process is noticed by a blocking waiter within kSharedPoll (docs/shared.md §22.3).
+  // Null `external`: as the constructor above.
+  Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock, External* external);
+  static constexpr Duration kSharedPoll = std::chrono::milliseconds(2);
   ~Bulkhead();  // no Slot or waiter may outlive it
   Bulkhead(const Bulkhead&) = delete;
   Bulkhead& operator=(const Bulkhead&) = delete;
@@ -114,12 +133,15 @@ class Bulkhead {
 
   void release() EXCLUDES(mu_);
   void release_locked() REQUIRES(mu_);
+  // A slot for a newcomer when nobody queues and one is free here and, when shared, host-wide.
+  bool take_free_locked() REQUIRES(mu_);
   void push_locked(Waiter& w) REQUIRES(mu_);
   void unlink_locked(Waiter& w) REQUIRES(mu_);
 
   const uint32_t max_concurrent_;
   const Duration wait_;
   Clock& clock_;
+  External* const external_ = nullptr;
   mutable Mutex mu_;
   uint32_t in_flight_ GUARDED_BY(mu_) = 0;
   size_t waiting_ GUARDED_BY(mu_) = 0;

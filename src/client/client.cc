@@ -44,6 +44,53 @@ retry::BudgetOptions budget_options(const settings::RetryBudgetSettings& b) {
   return o;
 }
 
+// What every client sharing an origin must agree on (docs/shared.md §22.1).
+shared::SlotConfig slot_config(const settings::Settings& s) {
+  shared::SlotConfig c;
+  c.window = s.breaker.window;
+  c.probes = s.breaker.probes;
+  c.open_for_ns = s.breaker.open_for.count();
+  c.probe_timeout_ns = s.breaker.probe_timeout.count();
+  c.max_concurrent = s.bulkhead.max_concurrent;
+  c.budget_policy = static_cast<int32_t>(s.retry_budget.policy);
+  c.tokens = s.retry_budget.tokens;
+  c.ratio = s.retry_budget.ratio;
+  if (s.retry_budget.policy == retry::BudgetPolicy::kRatio) {
+    c.min_per_second = s.retry_budget.min_per_second;
+    c.budget_window_ns = s.retry_budget.window.count();
+  }
+  return c;
+}
+
+// The slot of the client's origin in its `share` segment, or why it cannot share (kProgram for settings that
+// cannot be shared, kConfig for the segment).
+Result<std::unique_ptr<shared::OriginShare>> open_share(Runtime& runtime, const settings::Settings& s,
+                                                        const transport::Origin& origin) {
+  if (dynamic_cast<RealClock*>(&runtime.clock()) == nullptr) {
+    return Status(Code::kProgram,
+                  "share: the runtime runs on the virtual clock, whose instants mean nothing to other processes; "
+                  "share state only on the real clock",
+                  {"share"});
+  }
+  if (s.breaker_policy) {
+    return Status(Code::kProgram,
+                  "share: a breaker_policy callback or plugin would run under the host-wide lock; a shared breaker "
+                  "uses the built-in policy (trip and probe settings)",
+                  {"share", "breaker_policy"});
+  }
+  if (s.breaker.probes > shared::kMaxProbes) {
+    return Status(Code::kProgram,
+                  "share: breaker.probes must be at most " + std::to_string(shared::kMaxProbes) +
+                      " to be shared, got " + std::to_string(s.breaker.probes),
+                  {"share", "breaker.probes"});
+  }
+  Result<std::shared_ptr<shared::Segment>> segment = shared::Segment::attach(s.share->name);
+  if (!segment.ok()) return segment.status();
+  Result<shared::Slot*> slot = (*segment)->slot(OriginSpelling(origin).with_port(), slot_config(s));
+  if (!slot.ok()) return slot.status();
+  return std::make_unique<shared::OriginShare>(std::move(segment).value(), **slot);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::create(Runtime& runtime, settings::Settings s) {
@@ -59,15 +106,23 @@ Result<std::unique_ptr<Client>> Client::create(Runtime& runtime, settings::Setti
   }
   Result<std::unique_ptr<retry::Budget>> budget = retry::make_budget(budget_options(s.retry_budget), runtime.clock());
   if (!budget.ok()) return Status(Code::kProgram, budget.status().message(), budget.status().fields());
+  std::unique_ptr<shared::OriginShare> share;
+  if (s.share) {
+    Result<std::unique_ptr<shared::OriginShare>> opened = open_share(runtime, s, origin);
+    if (!opened.ok()) return opened.status();
+    share = std::move(opened).value();
+    budget = share->make_budget(slot_config(s));  // the same checks passed above
+  }
   Result<std::unique_ptr<transport::Transport>> transport = runtime.make_transport(transport_config(s, origin));
   if (!transport.ok()) return transport.status();
   return std::unique_ptr<Client>(new Client(runtime, std::move(s), origin, std::move(classifier),
-                                            std::move(budget).value(), std::move(transport).value()));
+                                            std::move(budget).value(), std::move(transport).value(),
+                                            std::move(share)));
 }
 
 Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
                std::shared_ptr<const classify::Classifier> classifier, std::unique_ptr<retry::Budget> budget,
-               std::unique_ptr<transport::Transport> transport)
+               std::unique_ptr<transport::Transport> transport, std::unique_ptr<shared::OriginShare> share)
     : runtime_(runtime),
       clock_(runtime.clock()),
       settings_(std::move(s)),
@@ -78,12 +133,13 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
       backoff_(settings_.backoff_base, settings_.backoff_max),
       max_retry_after_(settings::effective_max_retry_after(settings_)),
       metrics_(origin_.host, origin_.port),
+      share_(std::move(share)),
       breaker_(breaker::Breaker::Options{settings_.breaker.window, settings_.breaker.open_for,
                                          settings_.breaker.probes, settings_.breaker.probe_timeout},
                settings_.breaker_policy ? settings_.breaker_policy : breaker::make_default_policy(settings_.policy_params),
-               runtime.clock()),
+               runtime.clock(), share_ ? &share_->core() : nullptr, share_.get()),
       budget_(std::move(budget)),
-      bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock()),
+      bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock(), share_.get()),
       transport_(std::move(transport)),
       max_response_body_(transport_config(settings_, origin_).max_response_body),
       call_env_{clock_,    runtime.random(), runtime.telemetry(), runtime.options().faults,

@@ -22,6 +22,7 @@
 #include "retry/backoff.h"
 #include "retry/budget.h"
 #include "settings/settings.h"
+#include "shared/segment.h"
 #include "telemetry/metrics.h"
 #include "transport/fork.h"
 #include "transport/transport.h"
@@ -80,7 +81,7 @@ class Client {
  private:
   Client(Runtime& runtime, settings::Settings settings, transport::Origin origin,
          std::shared_ptr<const classify::Classifier> classifier, std::unique_ptr<retry::Budget> budget,
-         std::unique_ptr<transport::Transport> transport);
+         std::unique_ptr<transport::Transport> transport, std::unique_ptr<shared::OriginShare> share);
 
   void forget(AsyncCall* call);
   // In a forked child, before the child's first call (blocking or asynchronous) and before calls_mu_ is first
@@ -105,6 +106,9 @@ class Client {
   const retry::Backoff backoff_;
   const Duration max_retry_after_;
   telemetry::ClientMetrics metrics_;  // before breaker_: its listener records here
+  // With `share` set (docs/shared.md §22): the segment slot the breaker, budget and bulkhead keep their state
+  // in; before them, so it outlives them.
+  const std::unique_ptr<shared::OriginShare> share_;
   breaker::Breaker breaker_;
   const std::unique_ptr<retry::Budget> budget_;
   bulkhead::Bulkhead bulkhead_;

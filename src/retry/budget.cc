@@ -28,7 +28,16 @@ int64_t to_units(double value, int64_t lo, int64_t hi) {
 TokenBucketBudget::TokenBucketBudget(double tokens, double ratio)
     : max_units_(to_units(tokens, 1, kMaxTokenUnits)),
       ratio_units_(to_units(ratio, 1, max_units_)),
-      units_(max_units_) {}
+      own_units_(max_units_),
+      units_(own_units_) {}
+
+TokenBucketBudget::TokenBucketBudget(double tokens, double ratio, std::atomic<int64_t>& units)
+    : max_units_(to_units(tokens, 1, kMaxTokenUnits)),
+      ratio_units_(to_units(ratio, 1, max_units_)),
+      own_units_(0),
+      units_(units) {}
+
+int64_t TokenBucketBudget::initial_units(double tokens) { return to_units(tokens, 1, kMaxTokenUnits); }
 
 Budget::Charge TokenBucketBudget::on_retryable() {
   int64_t current = units_.load(std::memory_order_relaxed);

@@ -58,6 +58,10 @@ inline constexpr int64_t kBudgetUnitsPerToken = 1'000'000;
 class TokenBucketBudget final : public Budget {
  public:
   explicit TokenBucketBudget(double tokens = 10, double ratio = 0.1);
+  // The balance kept in `units` instead (a shared segment's, docs/shared.md §22.1), which must outlive the
+  // budget; it is not reset: the segment's creator filled it with initial_units(tokens).
+  TokenBucketBudget(double tokens, double ratio, std::atomic<int64_t>& units);
+  static int64_t initial_units(double tokens);
 
   void on_request() override {}
   void on_success() override;
@@ -71,8 +75,10 @@ class TokenBucketBudget final : public Budget {
   const int64_t ratio_units_;
   // Relaxed everywhere: the balance is a lone counter and nothing else is published through it; every
   // change is a read-modify-write, and RMWs on one atomic are totally ordered whatever the memory order,
-  // so no charge or refill is lost and each CAS computes its result from the latest balance.
-  std::atomic<int64_t> units_;
+  // so no charge or refill is lost and each CAS computes its result from the latest balance. The same holds
+  // across processes: a lock-free std::atomic<int64_t> is address-free, so one in shared memory works.
+  std::atomic<int64_t> own_units_;
+  std::atomic<int64_t>& units_;  // own_units_ or a shared segment's
 };
 
 // Finagle's RetryBudget (jfast's retry_budget_ratio): a retry is allowed while, counting it, the retries of

@@ -213,6 +213,31 @@ void check_tls_combination(const Settings& s, Problems& p) {
   }
 }
 
+// share.name: a POSIX shared-memory name of the project's (docs/shared.md §22.1).
+Status check_share_name(std::string_view key, const Value& v) {
+  const std::string& name = std::get<std::string>(v);
+  bool ok = !name.empty() && name.size() <= 64 && name.front() != '.';
+  for (const char c : name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                c == '-' || c == '.');
+  }
+  if (ok) return Status();
+  return problem(key, "a segment name is 1 to 64 letters, digits, '_', '-' or '.', not starting with '.', got \"" +
+                          name + "\"");
+}
+
+bool has_share(const Settings& s) { return s.share.has_value(); }
+void reset_share(Settings& s, bool present) {
+  if (present) {
+    s.share.emplace();
+  } else {
+    s.share.reset();
+  }
+}
+void check_share_object(const Settings& s, Problems& p) {
+  if (s.share->name.empty()) p.add(problem("share.name", "required when share is given"));
+}
+
 bool has_tls(const Settings& s) { return s.tls.has_value(); }
 void reset_tls(Settings& s, bool present) {
   if (present) {
@@ -463,6 +488,22 @@ constexpr Field kFields[] = {
                                 "how deadline_header spells it: \"ms\" 1500, \"grpc\" 1500m", kDeadlineFormatNames),
     duration<&S::min_attempt_time>("min_attempt_time", "an attempt with less of the call left is not started",
                                    kZero, false),
+    [] {
+      Field f = object("share", "one breaker, budget and bulkhead per host (docs/shared.md §22); null: per client");
+      f.nullable = true;
+      f.present = has_share;
+      f.reset = reset_share;
+      f.check_object = check_share_object;
+      f.omit_unset = true;  // off: left out of to_json, which stays as it was before the key existed
+      return f;
+    }(),
+    [] {
+      Field f = scalar<&S::share, &ShareSettings::name>("share.name", Kind::kString,
+                                                        "the shared-memory segment's name (/dev/shm/humus_http.<name>)");
+      f.extra = check_share_name;
+      f.omit_unset = true;
+      return f;
+    }(),
     [] {
       Field f = scalar<&S::classify_preset>(
           "classify", Kind::kEnum, "the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a)",

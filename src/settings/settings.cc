@@ -262,7 +262,12 @@ Json keys_json(std::string_view parent, const Settings& s) {
       for (const auto& [header, value] : s.headers.fields()) headers[header] = value;
       j[name] = std::move(headers);
     } else if (f->kind == Kind::kObject) {
-      j[name] = present(*f, s) ? keys_json(f->key, s) : Json(nullptr);
+      // An absent object is null, or left out when it is off by being absent (share: docs/shared.md §22).
+      if (present(*f, s)) {
+        j[name] = keys_json(f->key, s);
+      } else if (!f->omit_unset) {
+        j[name] = nullptr;
+      }
     } else if (const Value v = f->get(s); !(f->omit_unset && unset(*f, v))) {
       j[name] = schema::value_json(*f, v);
     }

@@ -67,6 +67,14 @@ struct TlsSettings {
   bool operator==(const TlsSettings&) const = default;
 };
 
+// Host-wide sharing (docs/shared.md §22): the segment whose breaker, budget and bulkhead this client shares with
+// every client of its origin and segment name on the host.
+struct ShareSettings {
+  std::string name;  // required: 1..64 of [A-Za-z0-9_.-], not starting with '.'
+
+  bool operator==(const ShareSettings&) const = default;
+};
+
 struct Settings {
   std::string base_url;  // required
   Duration timeout = std::chrono::seconds(10);
@@ -96,6 +104,7 @@ struct Settings {
   std::string deadline_header;
   DeadlineFormat deadline_format = DeadlineFormat::kMilliseconds;
   Duration min_attempt_time = Duration::zero();
+  std::optional<ShareSettings> share;  // unset: this process's own breaker, budget and bulkhead
   std::string classify_preset = "humus";  // JSON "classify" as a preset name
   // JSON "classify" / "breaker_policy" as a plugin (docs/retries.md §5.4a): what the settings name, loaded
   // into classifier / breaker_policy by from_json. Set exactly when that callback came from the plugin.

@@ -215,6 +215,7 @@ BreakerView view_of(breaker::Breaker& breaker, std::string origin) {
   v.counts = breaker.counts();
   v.state = v.counts.state;
   v.retry_after = breaker.retry_after();
+  v.processes = breaker.processes();
   return v;
 }
 

@@ -181,6 +181,7 @@ struct BreakerView {
   breaker::State state = breaker::State::kClosed;
   breaker::Counts counts;
   Duration retry_after{};
+  uint32_t processes = 0;  // live processes sharing the breaker (docs/shared.md §22); 0: not shared
 };
 
 // Reads `breaker` now: counts first, since reading them advances a due open → half-open, so state and counts

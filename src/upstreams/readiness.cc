@@ -24,6 +24,8 @@ std::string readiness_json(const std::vector<ReadinessEntry>& entries) {
                    {"window_failures", b.counts.window_failures},
                    {"slow_results", b.counts.slow_results},
                    {"window_slow", b.counts.window_slow}};
+    // A breaker shared by the processes of the host (docs/shared.md §22): how many share it now.
+    if (b.processes > 0) c["processes"] = b.processes;
     clients.push_back(std::move(c));
   }
   return nlohmann::json{{"status", degraded ? "degraded" : "ok"}, {"clients", std::move(clients)}}.dump();

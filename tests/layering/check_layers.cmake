@@ -9,6 +9,7 @@ set(HUMUS_LAYERS
   "common"
   "transport"
   "breaker,bulkhead,classify,faults,plugin,retry,settings,telemetry,testing"
+  "shared"
   "client"
   "upstreams"
   "capi")

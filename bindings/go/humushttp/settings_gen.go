@@ -45,6 +45,7 @@ type Settings struct {
 	DeadlineHeader        string            `json:"deadline_header"`         // send each attempt's time left in this header; empty: none
 	DeadlineFormat        string            `json:"deadline_format"`         // how deadline_header spells it: "ms" 1500, "grpc" 1500m (default "ms"; one of "ms", "grpc")
 	MinAttemptTime        *time.Duration    `json:"min_attempt_time"`        // an attempt with less of the call left is not started (default 0s; >= 0s)
+	Share                 *ShareSettings    `json:"share"`                   // one breaker, budget and bulkhead per host (docs/shared.md §22); null: per client
 	Classify              string            `json:"classify"`                // the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a) (default "humus"; one of "humus", "jfast", "strict")
 	ClassifyPlugin        *Plugin           `json:"-" humus:"classify"`      // or a plugin's (docs/retries.md §5.4a), not with Classify
 }
@@ -101,4 +102,10 @@ type TLSSettings struct {
 	KeyFile    string `json:"key_file"`    // the certificate's key: a PEM file
 	KeyPEM     string `json:"key_pem"`     // the certificate's key: PEM text
 	MinVersion string `json:"min_version"` // the lowest TLS version (default "1.2"; one of "1.2", "1.3")
+}
+
+// ShareSettings are the settings under "share": one breaker, budget and bulkhead per host (docs/shared.md §22); null: per client.
+// A plain value, as Settings are.
+type ShareSettings struct {
+	Name string `json:"name"` // the shared-memory segment's name (/dev/shm/humus_http.<name>)
 }

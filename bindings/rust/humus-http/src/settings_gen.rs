@@ -179,6 +179,11 @@ impl SettingsBuilder {
         self.top("min_attempt_time", Json::duration(d))
     }
 
+    /// `share.name`: the shared-memory segment's name (/dev/shm/humus_http.<name>).
+    pub fn share_name(self, text: &str) -> SettingsBuilder {
+        self.nested("share", "name", Json::Str(text.to_string()))
+    }
+
     /// `classify`: the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a) (default "humus"; one of
     /// "humus", "jfast", "strict").
     pub fn classify(self, choice: ClassifierPreset) -> SettingsBuilder {

@@ -52,5 +52,7 @@ fn generated_setters() -> Vec<(&'static str, Setter)> {
             ]),
         ),
         ("min_attempt_time", Duration(|b, d| b.min_attempt_time(d))),
+        ("share", Object),
+        ("share.name", Text(|b, s| b.share_name(s), "x")),
     ]
 }
