@@ -118,9 +118,10 @@ transport::EventLoop& Runtime::make_loop() {
 }
 
 bool Runtime::on_loop_thread() const {
-  // Not a parent's loop: a caller-driven loop's thread may be the one that forked.
-  const transport::EventLoop* loop = current_loop();
-  return loop != nullptr && loop->on_loop_thread();
+  const transport::EventLoop* loop = loop_ptr_.load(std::memory_order_acquire);
+  if (loop == nullptr || !loop->on_loop_thread()) return false;  // the common answer, at the old cost
+  // Not a parent's loop: a caller-driven loop's driver may be the thread that forked.
+  return current_loop() == loop;
 }
 
 bool Runtime::has_mock() const {
