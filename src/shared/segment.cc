@@ -261,7 +261,7 @@ Status layout_error(std::string_view name, const Prefix& prefix, size_t file_siz
                                      std::to_string(prefix.version) + "; this library uses version " +
                                      std::to_string(kLayoutVersion) +
                                      " (processes of both versions cannot share it: give them other names, or "
-                                     "reset it with `humus-http shared reset " + std::string(name) + "`)",
+                                     "remove /dev/shm" + shm_name(name) + " once no process uses it)",
                   {"share.name"});
   }
   if (prefix.header_size != sizeof(Header) || prefix.segment_size != segment_size() || file_size != segment_size()) {
@@ -338,8 +338,7 @@ Result<std::pair<void*, size_t>> map_segment(std::string_view name, bool create)
     if (i == 200) {
       ::close(fd);
       return Status(Code::kConfig, "share.name \"" + std::string(name) +
-                                       "\": segment was never set up (its creator died?): reset it with "
-                                       "`humus-http shared reset " + std::string(name) + "`",
+                                       "\": segment was never set up (its creator died?): remove /dev/shm" + shm_name(name),
                     {"share.name"});
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -363,8 +362,7 @@ Result<std::pair<void*, size_t>> map_segment(std::string_view name, bool create)
   Status layout = layout_error(name, prefix, file_size);
   if (layout.ok() && static_cast<Header*>(base)->ready.load(std::memory_order_acquire) != kReady) {
     layout = Status(Code::kConfig, "share.name \"" + std::string(name) +
-                                       "\": segment was never set up (its creator died?): reset it with "
-                                       "`humus-http shared reset " + std::string(name) + "`",
+                                       "\": segment was never set up (its creator died?): remove /dev/shm" + shm_name(name),
                     {"share.name"});
   }
   if (!layout.ok()) {

@@ -144,8 +144,8 @@ class OriginShare final : public breaker::External, public bulkhead::External {
   Slot& slot_;
 };
 
-// What `humus-http shared show` prints: the segment read under its locks, nothing changed but what a reap
-// gives back when asked.
+// A segment's state as a tool or a test reads it: read under its locks (a slot whose holder died is repaired
+// on the way, as any process's lock would), nothing else changed.
 struct OriginReport {
   std::string origin;
   breaker::State state = breaker::State::kClosed;
@@ -169,11 +169,12 @@ struct Report {
   std::vector<ProcessReport> processes;
   std::vector<OriginReport> origins;
 };
-// Reads segment `name` without entering this process in its table. kNotFound when there is none.
+// Reads segment `name` without entering this process in its table. kInvalidArgument when there is none.
 Result<Report> inspect(std::string_view name);
 // The names of the segments on this host (the /dev/shm entries with kNamePrefix), sorted.
 std::vector<std::string> list();
-// Removes segment `name` (processes attached keep their mapping until they detach). kNotFound when absent.
+// Removes segment `name` (processes attached keep their mapping until they detach). kInvalidArgument when
+// absent.
 Status remove(std::string_view name);
 
 }  // namespace humus::shared
