@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _native
 from ._errors import ConfigError, from_native
 from ._mock import MockHandler, adapter
-from ._settings_gen import DURATION_KEYS, TLS, Breaker, Bulkhead, Probe, RetryBudget, Trip
+from ._settings_gen import DURATION_KEYS, TLS, Breaker, Bulkhead, Probe, RetryBudget, Share, Trip
 from ._settings_values import Duration as Duration  # the name callers import from here
 from ._settings_values import Group
 from ._settings_values import duration_json as _duration
@@ -40,6 +40,7 @@ __all__ = [
     "ProbeDecision",
     "RetryBudget",
     "Runtime",
+    "Share",
     "Trip",
     "default_classify",
     "preset_classify",
