@@ -79,9 +79,9 @@ class Response:
     def attempts(self) -> int: ...
     @property
     def elapsed_us(self) -> int: ...
-    def redirects(self) -> list[tuple[int, str, bytes | None]]:
+    def redirects(self) -> list[tuple[int, str, bytes | None, str, list[tuple[str, str]]]]:
         """The redirects followed, oldest first: (3xx status, URL of the request that got it, its reason phrase
-        as sent or None over HTTP/2)."""
+        as sent or None over HTTP/2, its HTTP version ("1.1", "2"), its headers as headers() gives them)."""
     @property
     def http_version(self) -> str: ...
     @property

@@ -199,18 +199,38 @@ class _StatusPredicates:
 
 
 class Redirect(_StatusPredicates):
-    """One redirect a call followed, an entry of ``Response.history``: its 3xx ``status_code`` and the ``url``
-    of the request that got it, with the status predicates of a Response (``is_redirect`` is True). Unlike
-    httpx's history, which holds whole Responses, only these two are kept: a redirect's headers and body are
-    not. Immutable."""
+    """One redirect a call followed, an entry of ``Response.history``: its 3xx ``status_code``, the ``url`` of
+    the request that got it, and its head as a Response gives its own: ``headers`` (a Headers, every field in
+    the order received, repeated ones kept), ``http_version`` (``"HTTP/1.1"`` or ``"HTTP/2"``) and
+    ``reason_phrase``, with the status predicates of a Response (``is_redirect`` is True). Unlike httpx's
+    history, which holds whole Responses, a redirect's body is not kept. Immutable."""
 
-    __slots__ = ("_reason", "status_code", "url")
+    __slots__ = ("_header_items", "_headers", "_reason", "_version", "status_code", "url")
 
-    def __init__(self, status_code: int, url: URL | str, *, _reason: bytes | None = None) -> None:
+    def __init__(self, status_code: int, url: URL | str, *, _reason: bytes | None = None, _version: str = "",
+                 _headers: list[tuple[str, str]] | None = None) -> None:
         self.status_code: int = status_code
         self.url: URL = url if isinstance(url, URL) else URL(url)
         #: The 3xx's reason phrase as sent; None over HTTP/2 or when not known (the standard one is given).
         self._reason = _reason
+        #: The HTTP version as the core gives it ("1.1", "2"; "" when not known).
+        self._version = _version
+        #: The head's (name, value) pairs, made a Headers when first read.
+        self._header_items = _headers
+        self._headers: Headers | None = None
+
+    @property
+    def headers(self) -> Headers:
+        """The redirect's response headers (case-insensitive, every value kept, in the order received)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = Headers(self._header_items or [])
+        return headers
+
+    @property
+    def http_version(self) -> str:
+        """``"HTTP/2"`` or ``"HTTP/1.1"``, as Response.http_version spells them ("" for a Redirect made by hand)."""
+        return "HTTP/" + self._version if self._version else ""
 
     @property
     def reason_phrase(self) -> str:
@@ -241,6 +261,12 @@ def merge_headers(configured: list[tuple[str, str]], own: list[tuple[str, str]] 
         return list(configured)
     names = {name.lower() for name, _ in own}
     return [(k, v) for k, v in configured if k.lower() not in names] + own
+
+
+def _history(native: _native.Response) -> list[Redirect]:
+    """The Redirect entries of a native response (none: an empty list, nothing else made)."""
+    return [Redirect(status, url, _reason=reason, _version=version, _headers=headers)
+            for status, url, reason, version, headers in native.redirects()]
 
 
 def _redirected(first: Request, history: list[Redirect], url: URL) -> Request:
@@ -397,12 +423,11 @@ class Response(_StatusPredicates, Closing):
     @property
     def history(self) -> list[Redirect]:
         """The redirects the call followed to get this response, oldest first (empty when none): each a
-        Redirect with the 3xx ``status_code`` and the ``url`` that got it. Their headers and bodies are not
-        kept (httpx's history holds whole Responses)."""
+        Redirect with the 3xx ``status_code``, the ``url`` that got it, its ``headers``, ``http_version`` and
+        ``reason_phrase``. Their bodies are not kept (httpx's history holds whole Responses)."""
         history = self._history
         if history is None:
-            history = self._history = [Redirect(status, url, _reason=reason)
-                                       for status, url, reason in self._live().redirects()]
+            history = self._history = _history(self._live())
         return list(history)
 
     @property
@@ -593,7 +618,7 @@ class Response(_StatusPredicates, Closing):
         if self._url is None:
             self._url = URL(native.url)
         if self._history is None:
-            self._history = [Redirect(status, url, _reason=reason) for status, url, reason in native.redirects()]
+            self._history = _history(native)
         if self._attempts is None:
             self._attempts = native.attempts
         if self._trace is None:

@@ -26,6 +26,14 @@ class Bridge;
 // it, and the read in flight shares it, since it stays lent until on_read ran even after a close().
 using ReadBuffer = std::shared_ptr<std::vector<char>>;
 
+// A header as (name, value): values are bytes on the wire, and latin-1 maps each to one code point, as httpx does.
+inline py::tuple header_pair(const char* name, const char* value) {
+  PyObject* v = PyUnicode_DecodeLatin1(value, static_cast<Py_ssize_t>(std::char_traits<char>::length(value)),
+                                       "strict");
+  if (v == nullptr) throw py::error_already_set();
+  return py::make_tuple(py::str(name), py::reinterpret_steal<py::object>(v));
+}
+
 // A response: whole in memory, or for Client.open its body still on its connection (read() hands out the
 // next bytes), or for Client.submit_open on its connection and read with read_async(). Read-only
 // accessors; close() frees it early. A streamed one keeps its client alive: the C ABI wants it freed before
@@ -61,7 +69,7 @@ class Response {
     return py::bytes(humus_response_reason(r));
   }
   // The redirects the call followed, oldest first: (3xx status, URL of the request that got it, its reason phrase
-  // as sent, or None over HTTP/2).
+  // as sent or None over HTTP/2, its HTTP version ("1.1", "2"), its headers as headers() gives them).
   py::list redirects() const {
     const humus_response* r = get();
     const size_t n = humus_response_redirect_count(r);
@@ -72,11 +80,20 @@ class Response {
       if (humus_response_redirect_at(r, i, &status, &url) != HUMUS_OK) {
         throw std::runtime_error("redirect index");
       }
+      const char* version = humus_response_redirect_http_version(r, i);
       py::object reason = py::none();
-      if (std::string_view(humus_response_redirect_http_version(r, i)) != "2") {
-        reason = py::bytes(humus_response_redirect_reason(r, i));
+      if (std::string_view(version) != "2") reason = py::bytes(humus_response_redirect_reason(r, i));
+      const size_t m = humus_response_redirect_header_count(r, i);
+      py::list headers(m);
+      for (size_t j = 0; j < m; ++j) {
+        const char* name = nullptr;
+        const char* value = nullptr;
+        if (humus_response_redirect_header_at(r, i, j, &name, &value) != HUMUS_OK) {
+          throw std::runtime_error("redirect header index");
+        }
+        headers[j] = header_pair(name, value);
       }
-      out[i] = py::make_tuple(status, py::str(url), std::move(reason));
+      out[i] = py::make_tuple(status, py::str(url), std::move(reason), py::str(version), std::move(headers));
     }
     return out;
   }
@@ -96,11 +113,7 @@ class Response {
       const char* name = nullptr;
       const char* value = nullptr;
       if (humus_response_header_at(r, i, &name, &value) != HUMUS_OK) throw std::runtime_error("header index");
-      // Values are bytes on the wire: latin-1 maps each to one code point, as httpx does.
-      PyObject* v = PyUnicode_DecodeLatin1(
-          value, static_cast<Py_ssize_t>(std::char_traits<char>::length(value)), "strict");
-      if (v == nullptr) throw py::error_already_set();
-      out[i] = py::make_tuple(py::str(name), py::reinterpret_steal<py::object>(v));
+      out[i] = header_pair(name, value);
     }
     return out;
   }
