@@ -19,7 +19,7 @@ from ._context import ContextTypes
 from ._errors import from_native
 from ._forms import CookieTypes, DataTypes, FilesTypes
 from ._hooks import AttemptHooks
-from ._response import HeaderTypes, Response
+from ._response import RequestHeaderTypes, Response
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 
 __all__ = ["AsyncBodyOptions", "AsyncClient"]
@@ -78,7 +78,7 @@ class AsyncClient(_BaseClient):
             self._bridge = cached
         return cached[1]
 
-    async def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
+    async def request(self, method: str, url: str, *, headers: RequestHeaderTypes | None = None,
                       params: QueryParams | None = None, cookies: CookieTypes | None = None,
                       content: bytes | str | None = None, data: DataTypes | None = None,
                       files: FilesTypes | None = None, json: Any = None,

@@ -21,7 +21,8 @@ from ._hooks import AttemptHooks, EventHooks
 from ._response import (
     BodyReader,
     ContentTypes,
-    HeaderTypes,
+    RequestHeaderTypes,
+    SentHeaders,
     Request,
     RequestParts,
     Response,
@@ -64,7 +65,7 @@ class CallOptions(TypedDict, total=False):
     """The keyword arguments of a call without a body (``get``, ``head``, ``options``, ``delete``); see
     ``Client.request``."""
 
-    headers: HeaderTypes | None
+    headers: RequestHeaderTypes | None
     params: QueryParams | None
     cookies: CookieTypes | None
     auth: AuthTypes | UseClientDefault | None
@@ -135,7 +136,7 @@ def _hooks(event_hooks: EventHooks | None) -> tuple[tuple[Callable[..., Any], ..
     return out[0], out[1]
 
 
-def _with_cookies(hdrs: list[tuple[str, str]] | None, cookies: str) -> list[tuple[str, str]]:
+def _with_cookies(hdrs: SentHeaders | None, cookies: str) -> SentHeaders:
     """The headers with ``cookies`` added to the call's own Cookie header, or as one."""
     out = list(hdrs or ())
     for i, (name, value) in enumerate(out):
@@ -177,16 +178,25 @@ def _max_response_body(document: Mapping[str, object]) -> int:
     return given if isinstance(given, int) else _default_max_response_body()
 
 
+def _configured(headers: Mapping[str, str | None]) -> dict[str, str]:
+    """The configured headers the core sends: those of a value None are left out by each call instead."""
+    return {k: v for k, v in headers.items() if v is not None}
+
+
 class _Call:
     """One call as the extension takes it, once its request hooks ran."""
 
-    __slots__ = ("body", "follow", "headers", "method", "request", "target", "timeout_ms")
+    __slots__ = ("body", "follow", "headers", "method", "omitted", "request", "target", "timeout_ms")
 
-    def __init__(self, method: str, target: str, headers: list[tuple[str, str]] | None,
-                 body: bytes | BodyReader | None, request: RequestParts, follow: int, timeout_ms: int) -> None:
+    def __init__(self, method: str, target: str, headers: SentHeaders | None,
+                 body: bytes | BodyReader | None, request: RequestParts, follow: int, timeout_ms: int,
+                 omitted: SentHeaders | None = None) -> None:
         self.method = method
         self.target = target
+        #: (name, value) pairs; a value None sends no header of that name (humus_request_remove_header).
         self.headers = headers
+        #: The (name, None) pairs of headers left out, which a Request (whose headers hold str values) leaves out.
+        self.omitted = omitted
         self.body = body
         self.request = request
         self.follow = follow
@@ -217,6 +227,8 @@ class _BaseClient(ClientArguments):
             classify = None
         headers = values["headers"]
         self._options(auth, follow_redirects, event_hooks, headers if isinstance(headers, Mapping) else None)
+        if isinstance(headers, Mapping):
+            values["headers"] = _configured(headers)
         self._build(base_url, settings_json(base_url, values), cast("Classifier | None", classify), breaker_policy,
                     runtime)
 
@@ -236,16 +248,24 @@ class _BaseClient(ClientArguments):
         configured = document.get("headers")
         client._options(auth, follow_redirects, event_hooks,
                         configured if isinstance(configured, Mapping) else None)
+        if isinstance(configured, Mapping):
+            document = {**document, "headers": _configured(configured)}
         client._build(base_url if isinstance(base_url, str) else "", document, classify, breaker_policy, runtime)
         return client
 
     def _options(self, auth: AuthTypes | None, follow_redirects: bool, event_hooks: EventHooks | None,
-                 headers: Mapping[str, str] | None) -> None:
+                 headers: Mapping[str, str | None] | None) -> None:
         """The options kept in Python: checked before the native client is built."""
         self._auth = auth_callable(auth)
         self.follow_redirects = bool(follow_redirects)
         self._request_hooks, self._response_hooks = _hooks(event_hooks)
-        self._default_headers: list[tuple[str, str]] = [(str(k), str(v)) for k, v in (headers or {}).items()]
+        self._default_headers: list[tuple[str, str]] = [(str(k), str(v)) for k, v in (headers or {}).items()
+                                                         if v is not None]
+        # A default header whose value is None is sent by no call (as requests' session.headers): the client's own
+        # headers too (User-Agent, Accept, Accept-Encoding). Each call removes it before its own are set, so a
+        # call's headers= may still send one.
+        self._omitted: SentHeaders | None = [(str(k), None) for k, v in (headers or {}).items()
+                                                        if v is None] or None
 
     def _build(self, base_url: str, document: Mapping[str, object], classify: Classifier | None,
                breaker_policy: BreakerPolicy | None, runtime: Runtime | None) -> None:
@@ -302,8 +322,8 @@ class _BaseClient(ClientArguments):
         if not options and self._auth is None and not self._request_hooks and not self._response_hooks:
             # The bare call, client.get(url), which every option leaves to the client: nothing to look up.
             target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
-            return _Call(method, target, None, None, (method, target, self._default_headers, None),
-                         -1 if self.follow_redirects else 0, 0), None
+            return _Call(method, target, self._omitted, None, (method, target, self._default_headers, None),
+                         -1 if self.follow_redirects else 0, 0, self._omitted), None
         if len(options) > len(_CALL_KEYS) or not _CALL_KEYS.issuperset(options):
             unknown = sorted(set(options) - _CALL_KEYS)
             raise TypeError(f"{method.lower()}() got an unexpected keyword argument {unknown[0]!r}")
@@ -319,7 +339,7 @@ class _BaseClient(ClientArguments):
                 and files is None and json is None):
             # The common call, a bare URL: kept short, since it runs holding the GIL.
             target = url if url.startswith(_ABSOLUTE) else self._prefix + url.lstrip("/")
-            hdrs: list[tuple[str, str]] | None = None
+            hdrs: SentHeaders | None = None
             body: bytes | BodyReader | None = None
         else:
             target = self._target(url, params)
@@ -329,9 +349,13 @@ class _BaseClient(ClientArguments):
                 hdrs = (hdrs or []) + [("Content-Type", content_type)]
             if cookies:
                 hdrs = _with_cookies(hdrs, cookie_header(cookies))
+        omitted = self._omitted
+        if hdrs is not None and any(v is None for _, v in hdrs):
+            omitted = [*(omitted or ()), *((k, None) for k, v in hdrs if v is None)]
+        sent = [*omitted, *hdrs] if omitted and hdrs else hdrs or omitted
         if auth_fn is None and not self._request_hooks and not self._response_hooks:
-            return _Call(method, target, hdrs, body, (method, target, self._default_headers, hdrs), follow_mode,
-                         timeout_ms), None
+            return _Call(method, target, sent, body, (method, target, self._default_headers, hdrs), follow_mode,
+                         timeout_ms, omitted), None
         request = Request(method, target, merge_headers(self._default_headers, hdrs))
         if auth_fn is not None:
             returned = auth_fn(request)
@@ -339,10 +363,10 @@ class _BaseClient(ClientArguments):
                 if not isinstance(returned, Request):
                     raise TypeError(f"an auth= callable returns the Request (or None), not {type(returned).__name__}")
                 request = returned
-        return _Call(method, target, None, body, request, follow_mode, timeout_ms), request
+        return _Call(method, target, omitted, body, request, follow_mode, timeout_ms, omitted), request
 
     def _context_parts(self, options: Mapping[str, Any],
-                       headers: Sequence[tuple[str, str]] | None) -> tuple[str | None, ...] | None:
+                       headers: Sequence[tuple[str, str | None]] | None) -> tuple[str | None, ...] | None:
         """The call context's parts as the extension takes them. When the runtime's span sink follows the caller's
         trace (humus_http.otel's does), a call with no ``traceparent`` of its own (in ``context=`` or among its
         headers) carries the caller's current one (docs/telemetry.md §13.4)."""
@@ -362,7 +386,7 @@ class _BaseClient(ClientArguments):
 
     @staticmethod
     def _body(content: ContentTypes | None, data: DataTypes | None, files: FilesTypes | None, json: Any,
-              hdrs: list[tuple[str, str]] | None) -> tuple[bytes | BodyReader | None, str | None]:
+              hdrs: SentHeaders | None) -> tuple[bytes | BodyReader | None, str | None]:
         if data is None and not files:
             return encode_body(content, json)
         if content is not None or json is not None:
@@ -376,7 +400,8 @@ class _BaseClient(ClientArguments):
         call."""
         call.method = request.method
         call.target = str(request.url)
-        call.headers = request.headers.multi_items() or None
+        items: SentHeaders = [*request.headers.multi_items()]
+        call.headers = [*call.omitted, *items] if call.omitted else items or None
         call.request = request
 
     def _response(self, raw: _native.Response | _native.ErrorInfo, call: _Call, stream: bool = False) -> Response:
@@ -419,6 +444,7 @@ class _BaseClient(ClientArguments):
         client._auth, client.follow_redirects = other._auth, other.follow_redirects
         client._request_hooks, client._response_hooks = other._request_hooks, other._response_hooks
         client._default_headers = other._default_headers
+        client._omitted = other._omitted
         return client
 
     @classmethod
@@ -470,7 +496,7 @@ class Client(_BaseClient, Closing):
     ``follow_redirects`` and ``event_hooks`` may be reassigned from any thread (a call reads them as it starts).
     """
 
-    def request(self, method: str, url: str, *, headers: HeaderTypes | None = None,
+    def request(self, method: str, url: str, *, headers: RequestHeaderTypes | None = None,
                 params: QueryParams | None = None, cookies: CookieTypes | None = None,
                 content: ContentTypes | None = None, data: DataTypes | None = None, files: FilesTypes | None = None,
                 json: Any = None, auth: AuthTypes | UseClientDefault | None = USE_CLIENT_DEFAULT,

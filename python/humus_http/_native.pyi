@@ -136,20 +136,20 @@ class Client:
     def budget_tokens(self) -> float: ...
     def share(self) -> Client:
         """Another owner of the same C client."""
-    def request(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
+    def request(self, method: str, url: str, headers: list[tuple[str, str | None]] | None, body: bytes | BodyReader | None,
                 idempotency_key: str | None, retry: int, follow: int, timeout_ms: int,
                 context: tuple[str | None, ...] | None = None,
                 cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Response | ErrorInfo: ...
-    def open(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
+    def open(self, method: str, url: str, headers: list[tuple[str, str | None]] | None, body: bytes | BodyReader | None,
              idempotency_key: str | None, retry: int, follow: int, timeout_ms: int,
              context: tuple[str | None, ...] | None = None,
              cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Response | ErrorInfo:
         """humus_client_open: the response once its headers are in; its body through Response.read()."""
-    def submit(self, method: str, url: str, headers: list[tuple[str, str]] | None, body: bytes | BodyReader | None,
+    def submit(self, method: str, url: str, headers: list[tuple[str, str | None]] | None, body: bytes | BodyReader | None,
                idempotency_key: str | None, retry: int, follow: int, timeout_ms: int, bridge: Bridge,
                future: Any, context: tuple[str | None, ...] | None = None, cancel: Cancel | None = None,
                hooks: AttemptHooks | None = None) -> Call: ...
-    def submit_open(self, method: str, url: str, headers: list[tuple[str, str]] | None,
+    def submit_open(self, method: str, url: str, headers: list[tuple[str, str | None]] | None,
                     body: bytes | BodyReader | None, idempotency_key: str | None, retry: int, follow: int,
                     timeout_ms: int, bridge: Bridge, future: Any, context: tuple[str | None, ...] | None = None,
                     cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Call:

@@ -19,8 +19,8 @@ from ._trace import AttemptRecord
 from ._trace import parse as parse_trace
 from ._urls import URL, origin_of
 
-__all__ = ["ContentTypes", "HeaderTypes", "Headers", "MutableHeaders", "Redirect", "Request", "RequestParts",
-           "Response", "merge_headers"]
+__all__ = ["ContentTypes", "HeaderTypes", "Headers", "MutableHeaders", "Redirect", "Request", "RequestHeaderTypes",
+           "RequestParts", "Response", "SentHeaders", "merge_headers"]
 
 
 class Headers(Mapping[str, str]):
@@ -122,6 +122,10 @@ class MutableHeaders(Headers, MutableMapping[str, str]):
 
 #: What ``headers=`` accepts: a mapping, a sequence of (name, value) pairs, or Headers.
 HeaderTypes = Headers | Mapping[str, str] | Sequence[tuple[str, str]]
+#: What a call's or a client's ``headers=`` accepts: a value None leaves that header out (docs/bindings.md §17.3).
+RequestHeaderTypes = HeaderTypes | Mapping[str, str | None] | Sequence[tuple[str, str | None]]
+#: The (name, value) pairs the extension takes: a value None sends no header of that name.
+SentHeaders = list[tuple[str, str | None]]
 
 
 def _reason(status: int) -> str:
@@ -252,15 +256,17 @@ class Redirect(_StatusPredicates):
 
 #: What a Response keeps of its request until ``.request`` is read: the Request, or (method, URL, the client's
 #: configured headers, the call's headers).
-RequestParts = Request | tuple[str, str, list[tuple[str, str]], list[tuple[str, str]] | None]
+RequestParts = Request | tuple[str, str, list[tuple[str, str]], SentHeaders | None]
 
 
-def merge_headers(configured: list[tuple[str, str]], own: list[tuple[str, str]] | None) -> list[tuple[str, str]]:
-    """A request's headers: the configured ones, then its own, which replace configured ones of their name."""
+def merge_headers(configured: list[tuple[str, str]],
+                  own: SentHeaders | None) -> list[tuple[str, str]]:
+    """A request's headers: the configured ones, then its own, which replace configured ones of their name (one
+    whose value is None leaves the header out)."""
     if not own:
         return list(configured)
     names = {name.lower() for name, _ in own}
-    return [(k, v) for k, v in configured if k.lower() not in names] + own
+    return [(k, v) for k, v in configured if k.lower() not in names] + [(k, v) for k, v in own if v is not None]
 
 
 def _history(native: _native.Response) -> list[Redirect]:
@@ -795,13 +801,13 @@ class _LineSplitter:
         return self._pending.splitlines()
 
 
-def request_headers(headers: HeaderTypes | None, extra: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]] | None:
-    """The (name, value) list the extension takes."""
-    out: list[tuple[str, str]]
+def request_headers(headers: RequestHeaderTypes | None, extra: Iterable[tuple[str, str]] = ()) -> SentHeaders | None:
+    """The (name, value) list the extension takes (a value None: that header left out)."""
+    out: SentHeaders
     if headers is None:
         out = []
     elif isinstance(headers, Headers):
-        out = headers.multi_items()
+        out = [*headers.multi_items()]
     elif isinstance(headers, Mapping):
         out = list(headers.items())
     else:

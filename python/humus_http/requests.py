@@ -42,7 +42,7 @@ from ._errors import (
     UpstreamTLSError,
 )
 from ._hosted import forwarded_headers
-from ._response import Response
+from ._response import Response, SentHeaders
 from ._timeout import USE_CLIENT_DEFAULT, UseClientDefault
 
 __all__ = ["Adapter", "RejectedError"]
@@ -99,10 +99,15 @@ def _content(request: requests.PreparedRequest) -> bytes | Iterator[bytes] | io.
     return (chunk.encode() if isinstance(chunk, str) else chunk for chunk in body)
 
 
-def _request_headers(request: requests.PreparedRequest) -> list[tuple[str, str]]:
+def _request_headers(request: requests.PreparedRequest) -> SentHeaders:
     # A value given as bytes goes out as its bytes, as http.client sends it.
-    return forwarded_headers((name, value.decode("iso-8859-1") if isinstance(value, bytes) else value)
-                             for name, value in request.headers.items())
+    out: SentHeaders = [*forwarded_headers((name, value.decode("iso-8859-1") if isinstance(value, bytes) else value)
+                                           for name, value in request.headers.items())]
+    # requests sends no Accept of its own once a None dropped it (session.headers["Accept"] = None), nor does
+    # urllib3: the humus client leaves out the one it would add (docs/bindings.md §17.3).
+    if "Accept" not in request.headers:
+        out.append(("Accept", None))
+    return out
 
 
 def _timeout(timeout: float | tuple[float | None, float | None] | None) -> float | UseClientDefault:

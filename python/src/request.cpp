@@ -88,8 +88,10 @@ Prepared prepare(py::handle method, py::handle url, py::handle headers, py::hand
       }
       p.keep.push_back(py::reinterpret_borrow<py::object>(pair));  // keeps its name and value alive
       const char* name = utf8(PyTuple_GET_ITEM(pair, 0), "headers", [] { return "a header name"; });
-      const char* value = utf8(PyTuple_GET_ITEM(pair, 1), name,
-                               [name] { return std::string("header ") + name + ": the value"; });
+      // None: the request sends no header of that name (humus_request_remove_header).
+      PyObject* v = PyTuple_GET_ITEM(pair, 1);
+      const char* value = v == Py_None ? nullptr
+                                       : utf8(v, name, [name] { return std::string("header ") + name + ": the value"; });
       p.headers.emplace_back(name, value);
     }
   }
@@ -129,7 +131,8 @@ Built build(const Prepared& p) {
   if (st != HUMUS_OK) return failed(st);
   b.req.reset(raw);
   for (const auto& [name, value] : p.headers) {
-    st = humus_request_set_header(b.req.get(), name, value, &err);
+    st = value != nullptr ? humus_request_set_header(b.req.get(), name, value, &err)
+                          : humus_request_remove_header(b.req.get(), name, &err);
     if (st != HUMUS_OK) return failed(st);
   }
   if (p.has_body && (st = humus_request_set_body(b.req.get(), p.body, p.body_len)) != HUMUS_OK)

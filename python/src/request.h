@@ -21,7 +21,7 @@ namespace humus_py {
 struct Prepared {
   const char* method = nullptr;  // the caller's arguments, alive for the whole call
   const char* url = nullptr;
-  std::vector<std::pair<const char*, const char*>> headers;
+  std::vector<std::pair<const char*, const char*>> headers;  // a null value: remove that header
   std::vector<py::object> keep;  // released with the GIL held (Prepared lives in a frame that holds it)
   const char* body = nullptr;
   size_t body_len = 0;
