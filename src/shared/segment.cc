@@ -29,6 +29,11 @@ namespace {
 constexpr char kMagic[8] = {'H', 'U', 'M', 'U', 'S', 'S', 'H', 'M'};
 constexpr uint32_t kReady = 0x52454459;  // written last by the creator
 
+constexpr size_t kCoreBytes = breaker::Core::size(kMaxWindow, kMaxProbes);
+
+}  // namespace
+
+// Named, not in the anonymous namespace: Header and Slot, declared in segment.h, hold them.
 struct ProcEntry {
   std::atomic<int32_t> pid;       // 0: free. Written last when claimed, first when freed
   std::atomic<uint32_t> clients;  // clients of this process attached (for the report)
@@ -40,10 +45,6 @@ struct Bucket {
   int64_t requests;
   int64_t retries;
 };
-
-constexpr size_t kCoreBytes = breaker::Core::size(kMaxWindow, kMaxProbes);
-
-}  // namespace
 
 // The first bytes, the same in every layout version, so a mismatch can be read and named.
 struct Prefix {
