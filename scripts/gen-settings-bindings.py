@@ -57,8 +57,10 @@ PY_GROUP_CLASSES = {"tls": "TLS"}
 # A field default other than None ("not given").
 PY_FIELD_DEFAULTS = {"retry_budget.policy": "token_bucket"}
 # The Python forms of keys that take code there (a plugin key: BreakerPolicy; classify also takes a callable).
+# headers: a None value leaves that header out of every call (requests' convention, docs/bindings.md §17.3),
+# which only Python's layer above the settings document knows.
 PY_TYPES = {"timeout": "Duration | Timeout | UseClientDefault", "classify": None,
-            "breaker_policy": "BreakerPolicy | None"}
+            "breaker_policy": "BreakerPolicy | None", "headers": "Mapping[str, str | None] | None"}
 PY_DEFAULTS = {"timeout": "USE_CLIENT_DEFAULT"}
 # The order of Client's keyword arguments as released (schema keys and the Python-only runtime, auth,
 # follow_redirects, event_hooks); schema keys not listed come before auth, in schema order.
