@@ -23,6 +23,21 @@ struct alignas(64) Shard {  // one cache line each: no false sharing between nei
 
 std::array<Shard, kShards>* all_shards = nullptr;
 
+// ThreadSanitizer's deadlock detector follows at most 64 locks held by one thread, and aborts past them:
+// under it the fork does not hold the registry's (a child of a multithreaded process is TSan's to refuse
+// anyway, docs/fork.md §23.3).
+#if defined(__SANITIZE_THREAD__)
+#define HUMUS_REGISTRY_HELD_ACROSS_FORK 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HUMUS_REGISTRY_HELD_ACROSS_FORK 0
+#endif
+#endif
+#ifndef HUMUS_REGISTRY_HELD_ACROSS_FORK
+#define HUMUS_REGISTRY_HELD_ACROSS_FORK 1
+#endif
+
+#if HUMUS_REGISTRY_HELD_ACROSS_FORK
 // Every C function takes one of these locks for a few instructions: a fork() while another thread held one
 // would copy it held into the child, whose first call on a handle of that shard would wait for ever. So the
 // fork holds them all (docs/fork.md §23.3): taken before it, given back after it in both processes. Leaf
@@ -33,12 +48,15 @@ void lock_all_shards() NO_THREAD_SAFETY_ANALYSIS {
 void unlock_all_shards() NO_THREAD_SAFETY_ANALYSIS {
   for (Shard& s : *all_shards) s.mu.unlock();
 }
+#endif
 
 // Never destroyed: a handle freed from a static destructor at exit still finds its registry.
 std::array<Shard, kShards>& shards() {
   static auto* all = [] {
     all_shards = new std::array<Shard, kShards>();
+#if HUMUS_REGISTRY_HELD_ACROSS_FORK
     pthread_atfork(&lock_all_shards, &unlock_all_shards, &unlock_all_shards);
+#endif
     return all_shards;
   }();
   return *all;

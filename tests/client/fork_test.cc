@@ -308,7 +308,10 @@ TEST_F(ForkTest, FreeingInTheChildWaitsForNothingOfTheParents) {
 // C call on a handle of that shard waiting for ever. The fork handlers hold every registry lock across the
 // fork. Forked 40 times while another thread calls in a loop: without them, some child hangs.
 TEST_F(ForkTest, ACApiCallOnAnotherThreadAtTheForkLeavesNoRegistryLockHeld) {
-  SKIP_UNDER_TSAN_UNLESS_ALLOWED();
+  if (humus::test::kThreadSanitized) {
+    GTEST_SKIP() << "under TSan the fork does not hold the registry's 64 locks (TSan's deadlock detector aborts "
+                    "past 64 held by one thread): src/capi/handle.cc";
+  }
   humus_request* r = nullptr;
   ASSERT_EQ(humus_request_new("GET", "http://127.0.0.1:9/x", &r, nullptr), HUMUS_OK);
   std::atomic<bool> stop{false};
