@@ -688,6 +688,7 @@ Usage:
   humus-http [options] get|head|post|put|patch|delete|options [options] URL
   humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg] [--slow-call-trip]
   humus-http replay --settings FILE [--compare FILE2] [--seed N] TRAFFIC.jsonl
+  humus-http shared ls [--json] | show NAME [--json] | reset NAME
   humus-http --help | --version
 
 Each call goes through one humus_http client (libhumus_http): deadlines, retries within a budget, a circuit
@@ -835,6 +836,13 @@ Replay:
       --settings FILE          the client's settings (JSON; base_url may be left out); required
       --compare FILE2          also replay with these settings, in a column beside the first
       --seed N                 the virtual clock's random seed (default 1): the same seed, the same report
+
+Shared state (docs/shared.md §22.5): the segments that share.name makes in /dev/shm, one per name.
+  humus-http shared ls         each segment: name, size, origins, live processes
+  humus-http shared show NAME  per origin: breaker state and generation, counts, budget balance, bulkhead
+                               in flight/max; the processes attached (--json: the whole report as JSON)
+  humus-http shared reset NAME removes the segment; attached processes keep theirs until they detach.
+                               An unknown NAME is an error (exit 1)
 
 )";
   text += exit_code::help_table();

@@ -14,6 +14,7 @@
 #include "exit_codes.h"
 #include "fetch.h"
 #include "replay.h"
+#include "shared_cmd.h"
 
 namespace {
 
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   // replay has flags of its own and runs no request of the command line: it parses them itself.
   if (!args.empty() && args[0] == "replay") return humus::cli::replay::run_replay({args.begin() + 1, args.end()});
+  // shared (docs/shared.md §22.5) reads and removes segments of the host, and runs no request either.
+  if (!args.empty() && args[0] == "shared") return humus::cli::shared::run_shared({args.begin() + 1, args.end()});
   Invocation inv;
   if (std::optional<std::string> error = humus::cli::parse_args(args, inv)) {
     std::fprintf(stderr, "humus-http: %s\n", error->c_str());

@@ -1003,6 +1003,28 @@ HUMUS_API const char *humus_upstreams_name(const humus_upstreams *u, size_t i);
 HUMUS_API humus_status humus_upstreams_readiness_json(humus_upstreams *u, char **out, size_t *len,
                                                       humus_error **err);
 
+/* ==== Shared state ============================================================================== */
+
+/* The segments of share.name on this host (docs/shared.md §22.5), for tools: humus-http shared ls|show|reset.
+ * Reading takes each slot's lock as a client does (a slot whose holder died is repaired on the way) and
+ * changes nothing else; it never enters this process in a segment's process table. */
+
+/* The segments on this host, sorted by name: {"segments": [{"name", "size" (bytes), "origins": [...],
+ * "live_processes": n}]}; a file that is not a segment of this library's layout has "error" (its message)
+ * instead of "origins" and "live_processes". Ownership and statuses as humus_runtime_metrics_prometheus.
+ * Any thread. */
+HUMUS_API humus_status humus_shared_list_json(char **out, size_t *len, humus_error **err);
+/* Segment `name`'s state: {"name", "size", "version", "repairs", "live_processes", "processes": [{"pid",
+ * "clients", "alive"}], "origins": [{"origin", "state": "closed" | "open" | "half_open", "generation",
+ * "counts": {as humus_runtime_readiness_json}, "probes_in_flight", "budget": {"policy": "token_bucket" |
+ * "ratio", "tokens"}, "bulkhead": {"in_flight", "max_concurrent"}}]}. HUMUS_E_INVALID_ARGUMENT when there is
+ * no segment `name` or `name` is NULL; HUMUS_E_CONFIG for a bad name (1..64 of [A-Za-z0-9_.-], not starting
+ * with '.') or another layout version. Ownership as humus_runtime_metrics_prometheus. Any thread. */
+HUMUS_API humus_status humus_shared_show_json(const char *name, char **out, size_t *len, humus_error **err);
+/* Removes segment `name` (/dev/shm/humus_http.<name>): processes attached keep their mapping until they
+ * detach, and the next client naming it makes a new one. Statuses as humus_shared_show_json. Any thread. */
+HUMUS_API humus_status humus_shared_remove(const char *name, humus_error **err);
+
 /* ==== Testing: mock transport ==================================================================== */
 
 /* A request as the mock transport's callback sees it; borrowed for the callback's duration. Its accessors

@@ -831,6 +831,19 @@ extern "C" {
     ) -> humus_status;
 }
 
+// ==== Shared state ==============================================================================
+
+extern "C" {
+    pub fn humus_shared_list_json(out: *mut *mut c_char, len: *mut usize, err: *mut *mut humus_error) -> humus_status;
+    pub fn humus_shared_show_json(
+        name: *const c_char,
+        out: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_shared_remove(name: *const c_char, err: *mut *mut humus_error) -> humus_status;
+}
+
 // ==== Testing: mock transport ==================================================================
 
 opaque! {
