@@ -28,11 +28,12 @@ Noted& noted() {
   return *n;
 }
 
-// An unconnected socket, made once while descriptors are to be had, so that the child handler need make none.
-// Whatever libcurl sends or reads on a copy of it fails at once (ENOTCONN), without a signal, and reaches no
-// peer. -1 when it could not be made: the child then keeps its copies of the parent's connections open and
-// the transports leave their parent's handles alone (inherited_sockets_live). Relaxed: written before the
-// handlers are installed or under the locks before_fork takes, read by the child handler after them.
+// An unconnected socket, made by the prepare handler for each fork (so the child handler need make none) and
+// closed again on both sides once the child's copies are in place: no descriptor is held between forks, so
+// a process that never forks sees none more than it opened. Whatever libcurl sends or reads on a copy of it
+// fails at once (ENOTCONN), without a signal, and reaches no peer. -1 when it could not be made: the child
+// then keeps its copies of the parent's connections open and the transports leave their parent's handles
+// alone (inherited_sockets_live). Relaxed: written and read only under the locks before_fork takes.
 std::atomic<int> dead_socket{-1};
 
 Mutex& adoption_mutex() {
@@ -50,7 +51,13 @@ void before_fork() NO_THREAD_SAFETY_ANALYSIS {
   }
 }
 
+void close_dead_socket() {
+  const int dead = dead_socket.exchange(-1, std::memory_order_relaxed);
+  if (dead >= 0) ::close(dead);
+}
+
 void in_parent() NO_THREAD_SAFETY_ANALYSIS {
+  close_dead_socket();
   noted().mu.unlock();
   adoption_mutex().unlock();
 }
@@ -66,6 +73,7 @@ void in_child() NO_THREAD_SAFETY_ANALYSIS {
       detail::inherited_sockets_live.store(true, std::memory_order_relaxed);
     }
   }
+  close_dead_socket();  // close(2) is async-signal-safe; the copies stay
   detail::fork_generation.fetch_add(1, std::memory_order_relaxed);
   n.mu.unlock();
   adoption_mutex().unlock();
@@ -78,7 +86,6 @@ void watch_forks() {
   std::call_once(once, [] {
     noted();
     adoption_mutex();
-    dead_socket.store(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), std::memory_order_relaxed);
     pthread_atfork(&before_fork, &in_parent, &in_child);
   });
 }
