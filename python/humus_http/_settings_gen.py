@@ -140,7 +140,7 @@ class Share(Group):
 
     FORMS = {"name": "value"}
 
-    #: the shared-memory segment's name (/dev/shm/humus_http.<name>)
+    #: the segment's name: the file /dev/shm/humus_http.NAME
     name: str | None = None
 
 

@@ -499,7 +499,7 @@ constexpr Field kFields[] = {
     }(),
     [] {
       Field f = scalar<&S::share, &ShareSettings::name>("share.name", Kind::kString,
-                                                        "the shared-memory segment's name (/dev/shm/humus_http.<name>)");
+                                                        "the segment's name: the file /dev/shm/humus_http.NAME");
       f.extra = check_share_name;
       f.omit_unset = true;
       return f;

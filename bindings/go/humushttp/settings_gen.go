@@ -107,5 +107,5 @@ type TLSSettings struct {
 // ShareSettings are the settings under "share": one breaker, budget and bulkhead per host (docs/shared.md §22); null: per client.
 // A plain value, as Settings are.
 type ShareSettings struct {
-	Name string `json:"name"` // the shared-memory segment's name (/dev/shm/humus_http.<name>)
+	Name string `json:"name"` // the segment's name: the file /dev/shm/humus_http.NAME
 }

@@ -179,7 +179,7 @@ impl SettingsBuilder {
         self.top("min_attempt_time", Json::duration(d))
     }
 
-    /// `share.name`: the shared-memory segment's name (/dev/shm/humus_http.<name>).
+    /// `share.name`: the segment's name: the file /dev/shm/humus_http.NAME.
     pub fn share_name(self, text: &str) -> SettingsBuilder {
         self.nested("share", "name", Json::Str(text.to_string()))
     }
