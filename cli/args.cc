@@ -20,6 +20,8 @@ struct Flag {
   char short_name;             // 0 for none
   bool takes_value;
   Scope scope;
+  // A value that may be left out (--plot alone): the next argument is taken only when it is not a flag.
+  bool value_optional = false;
 };
 
 constexpr Flag kFlags[] = {
@@ -74,9 +76,18 @@ constexpr Flag kFlags[] = {
     {"trace-json", 0, false, Scope::kFetch},
     {"duration", 0, true, Scope::kDemo},
     {"rate", 0, true, Scope::kDemo},
-    {"plot", 0, true, Scope::kDemo},
+    {"plot", 0, true, Scope::kDemo, true},
     {"slow-call-trip", 0, false, Scope::kDemo},
 };
+
+// The value of a flag given without its optional value: --plot alone writes the chart beside the system's
+// temporary files, not into the directory the demo runs in (a checkout, for a newcomer).
+std::string default_value(const Flag& flag) {
+  if (flag.long_name != "plot") return {};
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  return dir + (dir.back() == '/' ? "" : "/") + "humus-http-demo.svg";
+}
 
 const Flag* find_long(std::string_view name) {
   for (const Flag& f : kFlags) {
@@ -610,6 +621,10 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
       value = args[++i];
       return std::nullopt;
     };
+    // A flag whose value may be left out takes the next argument only when that is not a flag.
+    const auto value_left_out = [&](const Flag& flag, bool attached) {
+      return flag.value_optional && !attached && (i + 1 >= args.size() || args[i + 1].rfind('-', 0) == 0);
+    };
     if (a.rfind("--", 0) == 0) {
       const size_t eq = a.find('=');
       const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
@@ -621,7 +636,11 @@ std::optional<std::string> parse_args(const std::vector<std::string>& args, Invo
       if (flag->takes_value) {
         std::optional<std::string> attached;
         if (eq != std::string::npos) attached = a.substr(eq + 1);
-        if (auto e = take_value(shown, attached, value)) return e;
+        if (value_left_out(*flag, attached.has_value())) {
+          value = default_value(*flag);
+        } else if (auto e = take_value(shown, attached, value)) {
+          return e;
+        }
       } else if (eq != std::string::npos) {
         return shown + ": takes no value, got " + quoted(a.substr(eq + 1));
       }
@@ -686,7 +705,7 @@ std::string help_text() {
 Usage:
   humus-http [options] URL                        as curl: GET, or POST with a body, -X to name another
   humus-http [options] get|head|post|put|patch|delete|options [options] URL
-  humus-http demo [--duration SECONDS] [--rate N] [--plot FILE.svg] [--slow-call-trip]
+  humus-http demo [--duration SECONDS] [--rate N] [--plot [FILE.svg]] [--slow-call-trip]
   humus-http replay --settings FILE [--compare FILE2] [--seed N] TRAFFIC.jsonl
   humus-http shared ls [--json] | show NAME [--json] | reset NAME
   humus-http --help | --version
@@ -825,7 +844,8 @@ Demo:
   (one line per second) and a summary. No network, no setup.
       --duration SECONDS       length of the run, 5..3600 (default 30); the phases scale with it
       --rate N                 calls started per second, 1..2000 (default 200)
-      --plot FILE              also write the timeline as an SVG chart (open it in a browser)
+      --plot [FILE]            also write the timeline as an SVG chart (open it in a browser); without
+                               FILE, to $TMPDIR/humus-http-demo.svg (/tmp when TMPDIR is unset)
       --slow-call-trip         the breaker also counts attempts over 100ms as slow and opens when 20% of its
                                window were: the slow phase then opens it (docs/breaker.md §9.3a)
 

@@ -3,6 +3,7 @@ retries throttled by the budget; --plot writes an SVG that a browser (headless C
 series in it."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -116,6 +117,20 @@ def test_plot_to_an_unwritable_path_exits_23(cli: Path, tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=40, check=False)
     assert result.returncode == 23
     assert result.stderr.strip() == f"humus-http demo: --plot: cannot write {target}: No such file or directory"
+
+
+def test_plot_without_a_file_writes_to_tmpdir_not_the_working_directory(cli: Path, tmp_path: Path) -> None:
+    tmpdir, workdir = tmp_path / "tmp", tmp_path / "checkout"
+    tmpdir.mkdir()
+    workdir.mkdir()
+    # --plot alone, then another flag: the flag is not taken for the file name.
+    result = subprocess.run([str(cli), "demo", "--duration", "5", "--plot", "--rate", "20"], capture_output=True,
+                            text=True, timeout=40, check=False, cwd=workdir, env={**os.environ, "TMPDIR": str(tmpdir)})
+    assert result.returncode == 0, result.stderr
+    chart = tmpdir / "humus-http-demo.svg"
+    assert f"Chart: {chart} (open it in a browser)" in result.stdout
+    assert "<svg" in chart.read_text()
+    assert list(workdir.iterdir()) == []
 
 
 def test_rate_sets_the_calls_per_second(cli: Path) -> None:
