@@ -2,6 +2,34 @@ package humushttp
 
 /*
 #cgo pkg-config: humus_http
+
+// The functions of a call's hot path that never run Go (no callback, sink or destroy can fire inside
+// them): nocallback lets cgo skip its preparation for a callback, and noescape keeps the Go pointers they
+// are given (out-parameters, the request's buffer) on the caller's stack instead of the heap, since they
+// keep none past their return. Both are only sound together here: a callback could grow the goroutine's
+// stack and move what a noescape pointer points to. A function that can run Go (humusgo_client_open, the
+// body reads of a blocking call, anything that frees a request or a response) is not listed: cgo's check
+// would abort the process if one listed did.
+#cgo nocallback humusgo_request_new
+#cgo noescape humusgo_request_new
+#cgo nocallback humusgo_response_read
+#cgo noescape humusgo_response_read
+#cgo nocallback humusgo_response_headers
+#cgo noescape humusgo_response_headers
+#cgo nocallback humusgo_redirect_read
+#cgo noescape humusgo_redirect_read
+#cgo nocallback humusgo_redirect_headers
+#cgo noescape humusgo_redirect_headers
+#cgo nocallback humusgo_body_take
+#cgo noescape humusgo_body_take
+#cgo nocallback humusgo_body_response
+#cgo nocallback humusgo_body_hurry
+#cgo nocallback humusgo_completions_take
+#cgo noescape humusgo_completions_take
+#cgo nocallback humus_cancel_new
+#cgo noescape humus_cancel_new
+#cgo nocallback humus_cancel_free
+#cgo nocallback humus_response_attempts
 #include "glue.h"
 */
 import "C"
