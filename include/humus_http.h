@@ -497,6 +497,10 @@ HUMUS_API humus_status humus_client_breaker_counts(humus_client *c, humus_breake
  * for the ratio policy. HUMUS_E_MISUSE for a bad `c`, HUMUS_E_INVALID_ARGUMENT for tokens NULL. No err:
  * those statuses say everything. Any thread. */
 HUMUS_API humus_status humus_client_budget_tokens(humus_client *c, double *tokens);
+/* The bulkhead's limit now (docs/bulkhead.md §11): bulkhead.max_concurrent for a fixed bulkhead; for an adaptive one
+ * the limit its algorithm last set, within bulkhead.min..bulkhead.max (§11.1). HUMUS_E_MISUSE for a bad `c`,
+ * HUMUS_E_INVALID_ARGUMENT for limit NULL. No err: those statuses say everything. Any thread. */
+HUMUS_API humus_status humus_client_bulkhead_limit(humus_client *c, uint32_t *limit);
 
 /* ==== Request ==================================================================================== */
 
@@ -930,7 +934,7 @@ typedef struct humus_metric_point {
   const char *server_address;
   int32_t server_port;
   const char *attribute_name;     /* gauges and counters: the third attribute ("humus.circuit.state", ...); NULL
-                                     for histograms (see attribute_names) */
+                                     for histograms (see attribute_names) and humus.bulkhead.limit (none) */
   const char *attribute_value;    /* its value ("open"), or NULL */
   uint64_t value;                 /* gauges and counters */
   uint64_t count;                 /* histograms: samples */

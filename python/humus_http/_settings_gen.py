@@ -99,12 +99,24 @@ class Bulkhead(Group):
     """The ``bulkhead`` settings: calls in flight at once (docs/bulkhead.md §11). A field left None is not given:
     the core's default applies. A frozen value: share it between threads freely."""
 
-    FORMS = {"max_concurrent": "value", "wait": "duration"}
+    FORMS = {
+        "max_concurrent": "value", "wait": "duration", "mode": "value", "min": "value", "max": "value",
+        "algorithm": "value",
+    }
 
-    #: calls in flight at once (default 50; >= 1, <= 4294967295)
+    #: calls in flight at once; adaptive: the first limit, within min..max (default 50; >= 1, <= 4294967295)
     max_concurrent: int | None = None
     #: how long a call waits for a slot (default 500ms; >= 0s)
     wait: Duration | None = None
+    #: fixed: max_concurrent; adaptive: the limit moves with latency (§11.1) (default "fixed"; one of "fixed",
+    #: "adaptive")
+    mode: Literal["fixed", "adaptive"] | None = None
+    #: adaptive: the lowest limit (default 4; >= 1, <= 4294967295)
+    min: int | None = None
+    #: adaptive: the highest limit; >= min (default 200; >= 1, <= 4294967295)
+    max: int | None = None
+    #: adaptive: what moves the limit (default "gradient2"; one of "gradient2", "aimd")
+    algorithm: Literal["gradient2", "aimd"] | None = None
 
 
 @dataclass(frozen=True)

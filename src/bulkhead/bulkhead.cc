@@ -35,27 +35,41 @@ Slot& Slot::operator=(Slot&& other) noexcept {
   if (this != &other) {
     release();
     owner_ = other.owner_;
+    since_ = other.since_;
     other.owner_ = nullptr;
   }
   return *this;
 }
 
-void Slot::release() noexcept {
+void Slot::release(Outcome outcome) noexcept {
   if (owner_ == nullptr) return;
-  owner_->release();
+  owner_->release(since_, outcome);
   owner_ = nullptr;
 }
 
 // --- Bulkhead ---------------------------------------------------------------------------------------------
 
 Bulkhead::Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock)
-    : max_concurrent_(max_concurrent), wait_(std::max(wait, Duration::zero())), clock_(clock) {}
+    : Bulkhead(max_concurrent, wait, clock, nullptr) {}
 
 Bulkhead::Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock, External* external)
-    : max_concurrent_(max_concurrent), wait_(std::max(wait, Duration::zero())), clock_(clock), external_(external) {}
+    : Bulkhead(max_concurrent, wait, clock, external, nullptr) {}
+
+Bulkhead::Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock, External* external,
+                   std::unique_ptr<Limit> limit)
+    : wait_(std::max(wait, Duration::zero())),
+      clock_(clock),
+      external_(external),
+      algorithm_(std::move(limit)),
+      limit_(algorithm_ != nullptr ? algorithm_->limit() : max_concurrent),
+      limit_seen_(algorithm_ != nullptr ? algorithm_->limit() : max_concurrent) {
+  assert(algorithm_ == nullptr || external_ == nullptr);
+}
+
+Instant Bulkhead::grant_time() const { return algorithm_ != nullptr ? clock_.now() : Instant{}; }
 
 bool Bulkhead::take_free_locked() {
-  if (in_flight_ >= max_concurrent_ || head_ != nullptr) return false;
+  if (in_flight_ >= limit_ || head_ != nullptr) return false;
   if (external_ != nullptr && !external_->try_acquire()) return false;
   ++in_flight_;
   return true;
@@ -69,14 +83,14 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
   }
   MutexLock lock(mu_);
   // Fast path. Only when nobody queues: a freed slot belongs to the oldest waiter, not to a newcomer.
-  if (take_free_locked()) return Slot(this);
-  if (external_ != nullptr && in_flight_ < max_concurrent_ && head_ == nullptr) {
+  if (take_free_locked()) return Slot(this, grant_time());
+  if (external_ != nullptr && in_flight_ < limit_ && head_ == nullptr) {
     // The host is at its cap: a process that died holding permits gives them back (read from /proc, so
     // without the lock).
     lock.unlock();
     const bool freed = external_->reclaim();
     lock.lock();
-    if (freed && take_free_locked()) return Slot(this);
+    if (freed && take_free_locked()) return Slot(this, grant_time());
   }
 
   const Instant start = clock_.now();
@@ -110,17 +124,17 @@ Result<Slot> Bulkhead::acquire(Instant call_deadline, CancelToken* cancel) {
     // Everything is re-checked under mu_: release() may hand this waiter a slot right up to this point.
     if (cancel != nullptr && cancel->cancelled()) {
       if (self.granted) {
-        release_locked();  // pass the handed-over slot on rather than drop it
+        release_locked(nullptr);  // pass the handed-over slot on rather than drop it
       } else {
         unlink_locked(self);
       }
       return Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot");
     }
-    if (self.granted) return Slot(this);  // in_flight_ already counts it: release() handed it over
-    if (external_ != nullptr && head_ == &self && in_flight_ < max_concurrent_ && external_->try_acquire()) {
+    if (self.granted) return Slot(this, grant_time());  // in_flight_ already counts it: release() handed it over
+    if (external_ != nullptr && head_ == &self && in_flight_ < limit_ && external_->try_acquire()) {
       unlink_locked(self);  // first in line here, and another process gave a permit back
       ++in_flight_;
-      return Slot(this);
+      return Slot(this, grant_time());
     }
     if (clock_.now() >= until) {
       unlink_locked(self);
@@ -140,38 +154,62 @@ size_t Bulkhead::waiting() const {
   return waiting_;
 }
 
-void Bulkhead::release() {
-  MutexLock lock(mu_);
-  release_locked();
-}
-
-void Bulkhead::release_locked() {
-  Waiter* w = head_;
-  if (w == nullptr) {
-    assert(in_flight_ > 0);
-    --in_flight_;
-    if (external_ != nullptr) external_->release();
+void Bulkhead::release(Instant since, Outcome outcome) {
+  if (algorithm_ == nullptr || outcome == Outcome::kIgnored) {
+    MutexLock lock(mu_);
+    release_locked(nullptr);
     return;
   }
-  // Direct hand-off: in_flight_ stays as it is, the slot changes hands. Notified under mu_, which the waiter
-  // must take before it can leave acquire(), so its Signal is still alive.
-  unlink_locked(*w);
-  w->granted = true;
-  if (w->on_grant != nullptr) {
-    w->on_grant(w->arg);
+  const Instant now = clock_.now();
+  MutexLock lock(mu_);
+  const Sample sample{now - since, in_flight_, outcome == Outcome::kDropped};
+  release_locked(&sample);
+}
+
+void Bulkhead::release_locked(const Sample* sample) {
+  assert(in_flight_ > 0);
+  if (sample != nullptr) {
+    limit_ = algorithm_->on_sample(*sample);
+    limit_seen_.store(limit_, std::memory_order_relaxed);
+  }
+  if (external_ != nullptr) {
+    // Fixed (adaptive is never shared): the host-wide permit goes with the slot to the oldest waiter.
+    if (head_ != nullptr) {
+      hand_over_locked(*head_);
+    } else {
+      --in_flight_;
+      external_->release();
+    }
+    return;
+  }
+  --in_flight_;
+  // Fixed: at most the one slot just freed. Adaptive: as many as a raised limit leaves, none while it is lowered.
+  while (head_ != nullptr && in_flight_ < limit_) {
+    ++in_flight_;
+    hand_over_locked(*head_);
+  }
+}
+
+void Bulkhead::hand_over_locked(Waiter& w) {
+  // Direct hand-off: in_flight_ already counts the slot, which changes hands. Notified under mu_, which the
+  // waiter must take before it can leave acquire(), so its Signal is still alive.
+  unlink_locked(w);
+  w.granted = true;
+  if (w.on_grant != nullptr) {
+    w.on_grant(w.arg);
   } else {
-    w->wake.notify();
+    w.wake.notify();
   }
 }
 
 std::optional<Slot> Bulkhead::acquire_or_queue(AsyncWaiter& waiter) {
   MutexLock lock(mu_);
-  if (take_free_locked()) return Slot(this);
-  if (external_ != nullptr && in_flight_ < max_concurrent_ && head_ == nullptr) {
+  if (take_free_locked()) return Slot(this, grant_time());
+  if (external_ != nullptr && in_flight_ < limit_ && head_ == nullptr) {
     lock.unlock();
     const bool freed = external_->reclaim();
     lock.lock();
-    if (freed && take_free_locked()) return Slot(this);
+    if (freed && take_free_locked()) return Slot(this, grant_time());
   }
   waiter.node_.granted = false;
   push_locked(waiter.node_);
@@ -182,7 +220,7 @@ Slot Bulkhead::take(AsyncWaiter& waiter) {
   MutexLock lock(mu_);
   assert(waiter.node_.granted);
   waiter.node_.granted = false;
-  return Slot(this);  // in_flight_ already counts it: release() handed it over
+  return Slot(this, grant_time());  // in_flight_ already counts it: release() handed it over
 }
 
 bool Bulkhead::abandon(AsyncWaiter& waiter) {
@@ -223,8 +261,8 @@ void Bulkhead::unlink_locked(Waiter& w) {
 }
 
 Status Bulkhead::refusal(bool deadline_first, Duration waited) const {
-  const std::string in_flight =
-      std::to_string(max_concurrent_) + (max_concurrent_ == 1 ? " call" : " calls") + " in flight";
+  const uint32_t limit = this->limit();
+  const std::string in_flight = std::to_string(limit) + (limit == 1 ? " call" : " calls") + " in flight";
   if (deadline_first) {
     return Status(Code::kTimeout, "deadline passed waiting for a bulkhead slot: " + in_flight +
                                       ", none freed within " + format_duration(waited));

@@ -3,10 +3,13 @@
 // budget: a call it turns away never reached the dependency.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
+#include "bulkhead/limit.h"
 #include "common/cancel.h"
 #include "common/clock.h"
 #include "common/mutex.h"
@@ -29,25 +32,34 @@ class External {
   virtual bool reclaim() = 0;
 };
 
+// How a call that held a slot ended, for an adaptive limit (docs/bulkhead.md §11.1).
+enum class Outcome {
+  kDone,     // it ended: its latency is a sample
+  kDropped,  // it ended in a timeout or a 503: a sample, and the dependency shed it
+  kIgnored,  // no sample: cancelled, rejected by the breaker, nothing sent
+};
+
 // A permit for one call in flight: move-only, given back on destruction (or release()). It points at its
 // Bulkhead, which must outlive it.
 class Slot {
  public:
   Slot() = default;  // holds nothing
-  Slot(Slot&& other) noexcept : owner_(other.owner_) { other.owner_ = nullptr; }
+  Slot(Slot&& other) noexcept : owner_(other.owner_), since_(other.since_) { other.owner_ = nullptr; }
   Slot& operator=(Slot&& other) noexcept;
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
   ~Slot() { release(); }
 
-  // Gives the slot back now (to the oldest waiter, if any). Idempotent.
-  void release() noexcept;
+  // Gives the slot back now (to the oldest waiter, if any), reporting how the call ended to an adaptive
+  // limit; a slot given back on destruction reports kDone (a streamed body's end). Idempotent.
+  void release(Outcome outcome = Outcome::kDone) noexcept;
   [[nodiscard]] bool held() const { return owner_ != nullptr; }
 
  private:
   friend class Bulkhead;
-  explicit Slot(Bulkhead* owner) : owner_(owner) {}
+  Slot(Bulkhead* owner, Instant since) : owner_(owner), since_(since) {}
   Bulkhead* owner_ = nullptr;
+  Instant since_{};  // when it was granted; read only by an adaptive bulkhead
 };
 
 // Thread-safe. Waits run on the injected Clock (so on the virtual clock in tests). Fair: a freed slot is
@@ -76,6 +88,10 @@ class Bulkhead {
   // in another process is noticed by a blocking waiter within kSharedPoll (docs/shared.md §22.3).
   // Null `external`: as the constructor above.
   Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock, External* external);
+  // As above; with `limit` (docs/bulkhead.md §11.1) the bulkhead is adaptive: `limit` decides how many calls may be
+  // in flight from the samples of the calls that held a slot, starting at limit->limit(), and max_concurrent
+  // is unused. An adaptive bulkhead is never shared (the settings refuse it): `external` must then be null.
+  Bulkhead(uint32_t max_concurrent, Duration wait, Clock& clock, External* external, std::unique_ptr<Limit> limit);
   static constexpr Duration kSharedPoll = std::chrono::milliseconds(2);
   ~Bulkhead();  // no Slot or waiter may outlive it
   Bulkhead(const Bulkhead&) = delete;
@@ -120,7 +136,9 @@ class Bulkhead {
 
   [[nodiscard]] uint32_t in_flight() const;  // slots held (including ones handed over but not yet picked up)
   [[nodiscard]] size_t waiting() const;      // callers queued for a slot
-  uint32_t max_concurrent() const { return max_concurrent_; }
+  // The limit now: max_concurrent when fixed; an adaptive one moves with every sample. Lock-free.
+  [[nodiscard]] uint32_t limit() const { return limit_seen_.load(std::memory_order_relaxed); }
+  [[nodiscard]] bool adaptive() const { return algorithm_ != nullptr; }
   Duration wait() const { return wait_; }
 
   // In a forked child, before the child's first call (docs/fork.md §23.3): the slots held and the queue are the
@@ -131,18 +149,27 @@ class Bulkhead {
  private:
   friend class Slot;
 
-  void release() EXCLUDES(mu_);
-  void release_locked() REQUIRES(mu_);
+  void release(Instant since, Outcome outcome) EXCLUDES(mu_);
+  // Gives a slot back; an adaptive limit first takes `sample` in. Then the oldest waiters get the slots the
+  // limit leaves free: one when it stayed as it was, more when it rose, none while it is below the slots held
+  // (a lowered limit never takes a slot back; it waits for calls to end).
+  void release_locked(const Sample* sample) REQUIRES(mu_);
+  void hand_over_locked(Waiter& w) REQUIRES(mu_);
+  Instant grant_time() const;  // a new slot's start: the clock's now when adaptive, else not read
   // A slot for a newcomer when nobody queues and one is free here and, when shared, host-wide.
   bool take_free_locked() REQUIRES(mu_);
   void push_locked(Waiter& w) REQUIRES(mu_);
   void unlink_locked(Waiter& w) REQUIRES(mu_);
 
-  const uint32_t max_concurrent_;
   const Duration wait_;
   Clock& clock_;
   External* const external_ = nullptr;
+  const std::unique_ptr<Limit> algorithm_;  // null: fixed. Used under mu_ (Limit is not thread-safe)
   mutable Mutex mu_;
+  uint32_t limit_ GUARDED_BY(mu_);
+  // A copy of limit_ for readers outside the lock (limit(), the metric, readiness). Relaxed: it is a reading
+  // for display, ordered with nothing else; every decision reads limit_ under mu_.
+  std::atomic<uint32_t> limit_seen_;
   uint32_t in_flight_ GUARDED_BY(mu_) = 0;
   size_t waiting_ GUARDED_BY(mu_) = 0;
   Waiter* head_ GUARDED_BY(mu_) PT_GUARDED_BY(mu_) = nullptr;  // the oldest waiter

@@ -243,6 +243,15 @@ HUMUS_API humus_status humus_client_budget_tokens(humus_client* c, double* token
   });
 }
 
+HUMUS_API humus_status humus_client_bulkhead_limit(humus_client* c, uint32_t* limit) {
+  return guard(nullptr, [&]() -> humus_status {
+    if (live(c) == nullptr) return bad_handle("humus_client_bulkhead_limit", "c", nullptr);
+    if (limit == nullptr) return null_argument("humus_client_bulkhead_limit", "limit", nullptr);
+    *limit = c->client->bulkhead().limit();
+    return HUMUS_OK;
+  });
+}
+
 HUMUS_API humus_status humus_client_do(humus_client* c, const humus_request* r, humus_response** out,
                                        humus_error** err) {
   return guard(err, [&]() -> humus_status {

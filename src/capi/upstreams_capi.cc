@@ -91,7 +91,7 @@ HUMUS_API humus_status humus_upstreams_readiness_json(humus_upstreams* u, char**
     std::vector<humus::upstreams::ReadinessEntry> entries;
     for (size_t i = 0; i < u->names.size(); ++i) {
       humus::client::Client& c = *u->clients[i]->client;
-      entries.push_back({u->names[i], humus::telemetry::view_of(c.breaker(), c.origin().to_string())});
+      entries.push_back({u->names[i], humus::telemetry::view_of(c.breaker(), c.origin().to_string(), &c.bulkhead())});
     }
     return humus::capi::text_out(humus::upstreams::readiness_json(entries), out, len);
   });

@@ -120,7 +120,7 @@ void AsyncCall::on_cancel() {
       if (timer_ != 0) loop_.cancel_timer(timer_);
       timer_ = 0;
       if (!bulkhead_.abandon(waiter_)) {
-        bulkhead_.take(waiter_).release();  // handed over as it was cancelled: pass it on
+        bulkhead_.take(waiter_).release(bulkhead::Outcome::kIgnored);  // handed over as it was cancelled: pass it on
       }
       advance(call_.on_slot(Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot")));
       return;

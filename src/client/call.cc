@@ -14,6 +14,22 @@ namespace {
 
 Status cancelled_status() { return Status(Code::kCancelled, "the call was cancelled"); }
 
+// What an adaptive bulkhead learns from the call (docs/bulkhead.md §11.1): a timeout or a 503 is a drop; a call
+// that sent nothing, was cancelled or rejected by the breaker says nothing of the dependency's latency.
+bulkhead::Outcome slot_outcome(const CallResult& r, int attempts) {
+  if (attempts == 0) return bulkhead::Outcome::kIgnored;
+  if (r.response) return r.response->status == 503 ? bulkhead::Outcome::kDropped : bulkhead::Outcome::kDone;
+  switch (r.error.code()) {
+    case Code::kTimeout:
+      return bulkhead::Outcome::kDropped;
+    case Code::kCancelled:
+    case Code::kRejected:
+      return bulkhead::Outcome::kIgnored;
+    default:
+      return bulkhead::Outcome::kDone;
+  }
+}
+
 }  // namespace
 
 Call::Call(const CallEnv& env, const Request& request, CancelToken* cancel)
@@ -27,7 +43,7 @@ Step Call::done(CallResult result) {
     result.response->history = std::move(history_);
     result.response->trace = result.trace;
   }
-  slot_.release();  // before the caller hears of the outcome
+  slot_.release(slot_outcome(result, attempts_));  // before the caller hears of the outcome
   Step s;
   s.kind = Step::Kind::kDone;
   s.result = std::move(result);

@@ -44,6 +44,12 @@ retry::BudgetOptions budget_options(const settings::RetryBudgetSettings& b) {
   return o;
 }
 
+// The adaptive bulkhead's algorithm (docs/bulkhead.md §11.1), or null for a fixed one.
+std::unique_ptr<bulkhead::Limit> bulkhead_limit(const settings::BulkheadSettings& b) {
+  if (b.mode != settings::BulkheadMode::kAdaptive) return nullptr;
+  return bulkhead::make_limit(b.algorithm, {b.max_concurrent, b.min, b.max});
+}
+
 // What every client sharing an origin must agree on (docs/shared.md §22.1).
 shared::SlotConfig slot_config(const settings::Settings& s) {
   shared::SlotConfig c;
@@ -139,7 +145,8 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
                settings_.breaker_policy ? settings_.breaker_policy : breaker::make_default_policy(settings_.policy_params),
                runtime.clock(), share_ ? &share_->core() : nullptr, share_.get()),
       budget_(std::move(budget)),
-      bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock(), share_.get()),
+      bulkhead_(settings_.bulkhead.max_concurrent, settings_.bulkhead.wait, runtime.clock(), share_.get(),
+                bulkhead_limit(settings_.bulkhead)),
       transport_(std::move(transport)),
       max_response_body_(transport_config(settings_, origin_).max_response_body),
       call_env_{clock_,    runtime.random(), runtime.telemetry(), runtime.options().faults,
@@ -147,7 +154,7 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
                 *classifier_, backoff_,      max_retry_after_,    metrics_,
                 breaker_,  *budget_,         bulkhead_} {
   breaker_.set_listener([this](const breaker::Transition& t) { on_transition(t); });
-  runtime_.telemetry().metrics().add(metrics_, breaker_, spelling_.with_port());
+  runtime_.telemetry().metrics().add(metrics_, breaker_, spelling_.with_port(), &bulkhead_);
 }
 
 void Client::on_transition(const breaker::Transition& t) {

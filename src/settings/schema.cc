@@ -30,11 +30,15 @@ constexpr std::string_view kHttpVersionNames[] = {"auto", "1.1", "2"};  // HttpV
 constexpr std::string_view kTlsVersionNames[] = {"1.2", "1.3"};         // TlsVersion's order
 constexpr std::string_view kClassifyNames[] = {"humus", "jfast", "strict"};
 constexpr std::string_view kDeadlineFormatNames[] = {"ms", "grpc"};  // DeadlineFormat's order
+constexpr std::string_view kBulkheadModeNames[] = {"fixed", "adaptive"};  // BulkheadMode's order
+constexpr std::string_view kAlgorithmNames[] = {"gradient2", "aimd"};    // bulkhead::Algorithm's order
 
 std::span<const std::string_view> names_of(BudgetPolicy) { return kPolicyNames; }
 std::span<const std::string_view> names_of(HttpVersion) { return kHttpVersionNames; }
 std::span<const std::string_view> names_of(TlsVersion) { return kTlsVersionNames; }
 std::span<const std::string_view> names_of(DeadlineFormat) { return kDeadlineFormatNames; }
+std::span<const std::string_view> names_of(BulkheadMode) { return kBulkheadModeNames; }
+std::span<const std::string_view> names_of(Algorithm) { return kAlgorithmNames; }
 
 // An optional object on the way (tls) is made on write and read as its defaults while absent.
 template <typename T>
@@ -238,6 +242,15 @@ void check_share_object(const Settings& s, Problems& p) {
   if (s.share->name.empty()) p.add(problem("share.name", "required when share is given"));
 }
 
+// bulkhead.min <= bulkhead.max, unless one of them already failed its own check.
+void check_bulkhead_bounds(const Settings& s, Problems& p) {
+  if (p.about("bulkhead.min") || p.about("bulkhead.max") || s.bulkhead.min <= s.bulkhead.max) return;
+  p.add(Status(Code::kConfig,
+               "bulkhead.min: must be <= bulkhead.max (" + std::to_string(s.bulkhead.max) + "), got " +
+                   std::to_string(s.bulkhead.min),
+               {"bulkhead.min", "bulkhead.max"}));
+}
+
 bool has_tls(const Settings& s) { return s.tls.has_value(); }
 void reset_tls(Settings& s, bool present) {
   if (present) {
@@ -429,11 +442,24 @@ constexpr Field kFields[] = {
      .reset = reset_breaker_policy,
      .plugin = &S::breaker_policy_plugin,
      .load_plugin = load_breaker_policy_plugin},
-    object("bulkhead", "calls in flight at once (docs/bulkhead.md §11)"),
-    count<&S::bulkhead, &BulkheadSettings::max_concurrent>("bulkhead.max_concurrent",
-                                                           "calls in flight at once", 1, kUint32Max),
+    [] {
+      Field f = object("bulkhead", "calls in flight at once (docs/bulkhead.md §11)");
+      f.check_object = check_bulkhead_bounds;
+      return f;
+    }(),
+    count<&S::bulkhead, &BulkheadSettings::max_concurrent>(
+        "bulkhead.max_concurrent", "calls in flight at once; adaptive: the first limit, within min..max", 1,
+        kUint32Max),
     duration<&S::bulkhead, &BulkheadSettings::wait>("bulkhead.wait", "how long a call waits for a slot",
                                                     kZero, false),
+    scalar<&S::bulkhead, &BulkheadSettings::mode>(
+        "bulkhead.mode", Kind::kEnum, "fixed: max_concurrent; adaptive: the limit moves with latency (§11.1)",
+        kBulkheadModeNames),
+    count<&S::bulkhead, &BulkheadSettings::min>("bulkhead.min", "adaptive: the lowest limit", 1, kUint32Max),
+    count<&S::bulkhead, &BulkheadSettings::max>("bulkhead.max", "adaptive: the highest limit; >= min", 1,
+                                                kUint32Max),
+    scalar<&S::bulkhead, &BulkheadSettings::algorithm>(
+        "bulkhead.algorithm", Kind::kEnum, "adaptive: what moves the limit", kAlgorithmNames),
     [] {
       Field f = duration<&S::max_retry_after>(
           "max_retry_after", "a longer Retry-After is not waited; null: backoff_max", kZero, false);

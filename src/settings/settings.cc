@@ -299,6 +299,13 @@ void check_cross_fields(const Settings& s, Problems& p) {
                      "), got " + format_duration(a),
                  {key, other}));
   }
+  // docs/shared.md §22.3: the host-wide bulkhead counts permits against one cap every process agrees on.
+  if (s.share && s.bulkhead.mode == BulkheadMode::kAdaptive && fine({"bulkhead.mode", "share"})) {
+    p.add(Status(Code::kConfig,
+                 "bulkhead.mode: \"adaptive\" cannot be shared (share's bulkhead is a fixed host-wide cap): use "
+                 "\"fixed\", or drop share",
+                 {"bulkhead.mode", "share"}));
+  }
   if (!fine({"base_url"}) || s.base_url.empty()) return;
   const Result<transport::Url> url = transport::parse_url(s.base_url);
   if (!url.ok() || url->scheme != "http") return;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "breaker/policy.h"
+#include "bulkhead/limit.h"
 #include "classify/attempt_hooks.h"
 #include "classify/classification.h"
 #include "common/clock.h"
@@ -26,6 +27,10 @@ using transport::HttpVersion;    // JSON "auto", "1.1", "2"
 enum class TlsVersion { kTls1_2, kTls1_3 };          // JSON "1.2", "1.3"; nothing older exists here
 // How deadline_header spells an attempt's time left (docs/timeouts.md §8.4): JSON "ms" ("1500"), "grpc" ("1500m").
 enum class DeadlineFormat { kMilliseconds, kGrpc };
+
+// The bulkhead's limit (docs/bulkhead.md §11): JSON "fixed" (max_concurrent) or "adaptive" (moved by an algorithm).
+enum class BulkheadMode { kFixed, kAdaptive };
+using bulkhead::Algorithm;       // JSON "gradient2", "aimd" (docs/bulkhead.md §11.1)
 
 // The ratio policy's default share (JSON "retry_budget": {"policy": "ratio"} without "ratio").
 inline constexpr double kRatioPolicyDefaultRatio = 0.2;
@@ -51,8 +56,12 @@ struct BreakerSettings {
 };
 
 struct BulkheadSettings {
-  uint32_t max_concurrent = 50;
+  uint32_t max_concurrent = 50;  // fixed: the limit; adaptive: the first limit, clamped into [min, max]
   Duration wait = std::chrono::milliseconds(500);
+  BulkheadMode mode = BulkheadMode::kFixed;
+  uint32_t min = 4;    // adaptive: the limit never goes below ...
+  uint32_t max = 200;  // ... nor above; min <= max
+  Algorithm algorithm = Algorithm::kGradient2;
 
   bool operator==(const BulkheadSettings&) const = default;
 };

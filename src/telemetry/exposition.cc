@@ -21,6 +21,8 @@ constexpr Instrument kInstruments[kInstrumentCount] = {
      "Attempts as the circuit breaker counted them, and attempts it rejected.", "humus.circuit.outcome"},
     {"humus.retry.decisions", "{decision}", InstrumentKind::kCounter, "humus_retry_decisions_total",
      "Retry decisions after attempts, by decision.", "humus.retry.decision"},
+    {"humus.bulkhead.limit", "{call}", InstrumentKind::kGauge, "humus_bulkhead_limit",
+     "Bulkhead limits of the live clients, summed, read at collection.", nullptr},
 };
 
 constexpr const char* kStateNames[kStates] = {"closed", "open", "half_open"};
@@ -96,6 +98,8 @@ size_t label_value_count(size_t i) {
       return kCallOutcomes;
     case 5:
       return kDecisions;
+    case 6:
+      return 1;
     default:
       return 0;
   }
@@ -125,6 +129,8 @@ uint64_t labelled_count(const OriginSeries& s, size_t i, size_t j) {
       return s.calls[j];
     case 5:
       return s.decisions[j];
+    case 6:
+      return s.bulkhead_limit;
     default:
       return 0;
   }
@@ -174,6 +180,10 @@ std::string to_prometheus(const Snapshot& snapshot) {
           }
           append_histogram(out, in.prometheus_name, series_labels, histogram_of(series, i), bounds_of(i));
         }
+        continue;
+      }
+      if (in.attribute == nullptr) {
+        out += std::string(in.prometheus_name) + "{" + labels + "} " + std::to_string(labelled_count(s, i, 0)) + "\n";
         continue;
       }
       const std::string attribute = prom_name(in.attribute);
@@ -229,7 +239,7 @@ std::string to_json(const Snapshot& snapshot) {
       }
       for (size_t j = 0; j < label_value_count(i); ++j) {
         nlohmann::json attributes = origin;
-        attributes[in.attribute] = label_value(i, j);
+        if (in.attribute != nullptr) attributes[in.attribute] = label_value(i, j);
         points.push_back({{"attributes", std::move(attributes)}, {"value", labelled_count(s, i, j)}});
       }
     }

@@ -19,10 +19,12 @@ struct Instrument {
   InstrumentKind kind;
   const char* prometheus_name;  // "humus_circuit_calls_total"
   const char* help;
-  const char* attribute;  // the attribute besides server.address/port ("humus.circuit.state"), or null
+  // The attribute besides server.address/port ("humus.circuit.state"), or null: a histogram's are its series
+  // (attributes_of), and a gauge or counter without one has one value per origin (humus.bulkhead.limit).
+  const char* attribute;
 };
 
-inline constexpr size_t kInstrumentCount = 6;
+inline constexpr size_t kInstrumentCount = 7;
 const Instrument& instrument(size_t i);  // in the order docs/telemetry.md §13.2 lists them
 
 // Each labelled value of instrument `i` (gauge or counter) for one origin: how many, and the i-th label

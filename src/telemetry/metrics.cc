@@ -165,9 +165,10 @@ OriginSeries& series_for(std::vector<OriginSeries>& all, const std::string& addr
 
 }  // namespace
 
-void MetricsRegistry::add(const ClientMetrics& metrics, breaker::Breaker& breaker, std::string origin) {
+void MetricsRegistry::add(const ClientMetrics& metrics, breaker::Breaker& breaker, std::string origin,
+                          const bulkhead::Bulkhead* bulkhead) {
   MutexLock lock(mu_);
-  live_.push_back(Entry{&metrics, &breaker, std::move(origin)});
+  live_.push_back(Entry{&metrics, &breaker, std::move(origin), bulkhead});
 }
 
 void MetricsRegistry::remove(const ClientMetrics& metrics) {
@@ -188,11 +189,13 @@ Snapshot MetricsRegistry::collect() {
     // Copied out: a sink reached from state() could add a client and move live_'s elements.
     const ClientMetrics* metrics = live_[i].metrics;
     breaker::Breaker* breaker = live_[i].breaker;
+    const bulkhead::Bulkhead* bulkhead = live_[i].bulkhead;
     // Read at collection (lazy open → half-open happens here); before the counters, so a transition this
     // read causes is in the counts too.
     const breaker::State state = breaker->state();
     OriginSeries& s = series_for(snap.origins, metrics->address(), metrics->port());
     ++s.breakers[static_cast<size_t>(state)];
+    if (bulkhead != nullptr) s.bulkhead_limit += bulkhead->limit();
     metrics->read_into(s);
   }
   std::sort(snap.origins.begin(), snap.origins.end(), [](const OriginSeries& a, const OriginSeries& b) {
@@ -205,17 +208,18 @@ std::vector<BreakerView> MetricsRegistry::breakers() {
   std::vector<BreakerView> out;
   MutexLock lock(mu_);
   out.reserve(live_.size());
-  for (const Entry& e : live_) out.push_back(view_of(*e.breaker, e.origin));
+  for (const Entry& e : live_) out.push_back(view_of(*e.breaker, e.origin, e.bulkhead));
   return out;
 }
 
-BreakerView view_of(breaker::Breaker& breaker, std::string origin) {
+BreakerView view_of(breaker::Breaker& breaker, std::string origin, const bulkhead::Bulkhead* bulkhead) {
   BreakerView v;
   v.origin = std::move(origin);
   v.counts = breaker.counts();
   v.state = v.counts.state;
   v.retry_after = breaker.retry_after();
   v.processes = breaker.processes();
+  if (bulkhead != nullptr) v.bulkhead_limit = bulkhead->limit();
   return v;
 }
 

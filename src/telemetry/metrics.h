@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "breaker/breaker.h"
+#include "bulkhead/bulkhead.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
@@ -114,6 +115,7 @@ struct OriginSeries {
   std::array<uint64_t, kStates> transitions{};   // humus.circuit.transitions by the state entered
   std::array<uint64_t, kCallOutcomes> calls{};   // humus.circuit.calls by outcome
   std::array<uint64_t, kDecisions> decisions{};  // humus.retry.decisions by decision
+  uint64_t bulkhead_limit = 0;                   // humus.bulkhead.limit: the live clients' limits, summed
 };
 
 // One collection: an entry per origin, sorted by address then port.
@@ -175,18 +177,19 @@ class ClientMetrics {
   std::array<std::atomic<uint64_t>, kStates> transitions_{};
 };
 
-// What readiness (docs/upstreams.md §15.2) reports of one client's breaker.
+// What readiness (docs/upstreams.md §15.2) reports of one client's breaker, and its bulkhead's limit.
 struct BreakerView {
   std::string origin;  // "https://payments:8443"
   breaker::State state = breaker::State::kClosed;
   breaker::Counts counts;
   Duration retry_after{};
   uint32_t processes = 0;  // live processes sharing the breaker (docs/shared.md §22); 0: not shared
+  std::optional<uint32_t> bulkhead_limit;  // docs/bulkhead.md §11: the limit now; none without a bulkhead
 };
 
 // Reads `breaker` now: counts first, since reading them advances a due open → half-open, so state and counts
-// agree.
-BreakerView view_of(breaker::Breaker& breaker, std::string origin);
+// agree. With `bulkhead`, its limit too.
+BreakerView view_of(breaker::Breaker& breaker, std::string origin, const bulkhead::Bulkhead* bulkhead = nullptr);
 
 // The runtime's list of live clients. Counters of a client that goes away are kept under its origin, so
 // counters never go backwards while the runtime lives. Thread-safe.
@@ -196,7 +199,9 @@ BreakerView view_of(breaker::Breaker& breaker, std::string origin);
 // collect metrics again.
 class MetricsRegistry {
  public:
-  void add(const ClientMetrics& metrics, breaker::Breaker& breaker, std::string origin);
+  // `bulkhead` (may be null) gives humus.bulkhead.limit and readiness its limit; it must outlive the entry.
+  void add(const ClientMetrics& metrics, breaker::Breaker& breaker, std::string origin,
+           const bulkhead::Bulkhead* bulkhead = nullptr);
   // Forgets the client, keeping its counts; it must not record anything afterwards.
   void remove(const ClientMetrics& metrics);
 
@@ -209,6 +214,7 @@ class MetricsRegistry {
     const ClientMetrics* metrics;
     breaker::Breaker* breaker;
     std::string origin;
+    const bulkhead::Bulkhead* bulkhead;
   };
   RecursiveMutex mu_;
   std::vector<Entry> live_ GUARDED_BY(mu_);

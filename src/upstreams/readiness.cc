@@ -26,6 +26,8 @@ std::string readiness_json(const std::vector<ReadinessEntry>& entries) {
                    {"window_slow", b.counts.window_slow}};
     // A breaker shared by the processes of the host (docs/shared.md §22): how many share it now.
     if (b.processes > 0) c["processes"] = b.processes;
+    // The bulkhead's limit now (docs/bulkhead.md §11): max_concurrent, or where an adaptive one has moved it.
+    if (b.bulkhead_limit) c["bulkhead_limit"] = *b.bulkhead_limit;
     clients.push_back(std::move(c));
   }
   return nlohmann::json{{"status", degraded ? "degraded" : "ok"}, {"clients", std::move(clients)}}.dump();

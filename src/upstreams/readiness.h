@@ -14,7 +14,8 @@ struct ReadinessEntry {
   telemetry::BreakerView breaker;
 };
 
-// {"status": "ok"|"degraded", "clients": [{["name"], "origin", "state", "retry_after_ms", "counts": {...}}]}
+// {"status": "ok"|"degraded", "clients": [{["name"], "origin", "state", "retry_after_ms", "counts": {...},
+//  ["processes"], ["bulkhead_limit"]}]}
 std::string readiness_json(const std::vector<ReadinessEntry>& entries);
 
 }  // namespace humus::upstreams

@@ -193,6 +193,8 @@ class Step:
     kill_after_request: bool = False
     duplicate_content_length: bool = False
     gzip_bomb: int | None = None
+    load_knee: int = 0
+    load_ms_per_call: int = 0
 
     @staticmethod
     def parse(raw: Any) -> Step:
@@ -213,7 +215,7 @@ class Step:
         """Rejects values the protocol writers could not honour."""
         if not isinstance(self.status, int) or isinstance(self.status, bool) or not 200 <= self.status <= 599:
             raise StepError(f"status must be an integer in 200..599, got {self.status!r}")
-        for name in ("delay_ms", "body_delay_ms", "chunk_delay_ms"):
+        for name in ("delay_ms", "body_delay_ms", "chunk_delay_ms", "load_knee", "load_ms_per_call"):
             _check_count(name, getattr(self, name))
         for name in ("body_size", "gzip_bomb"):
             if getattr(self, name) is not None:
@@ -313,6 +315,17 @@ class State:
         self.records: list[tuple[str, dict[str, Any]]] = []
         self._connection_ids = itertools.count(1)
         self.stats: Callable[[], dict[str, Any]] = lambda: {}
+        self.in_delay: dict[str, int] = {}  # requests of a path waiting out their delay before the headers
+
+    async def delay_headers(self, path: str, step: Step) -> None:
+        """A step's wait before the headers: delay_ms, plus load_ms_per_call for each request of the path (this one
+        included) waiting before its headers beyond load_knee — a dependency whose latency rises with its load."""
+        waiting = self.in_delay.get(path, 0) + 1
+        self.in_delay[path] = waiting
+        try:
+            await _sleep_ms(step.delay_ms + step.load_ms_per_call * max(0, waiting - step.load_knee))
+        finally:
+            self.in_delay[path] -= 1
 
     def new_connection_id(self) -> int:
         """Connection ids let tests see reuse and multiplexing."""
@@ -642,14 +655,14 @@ class Http1Connection:
         if step is None:
             await self._send_reply(reply, None)
             return True
-        return await self._perform(step, reply)
+        return await self._perform(step, reply, request.path)
 
-    async def _perform(self, step: Step, reply: Reply) -> bool:
+    async def _perform(self, step: Step, reply: Reply, path: str) -> bool:
         """Sends REPLY with the step's timing and faults; False when the connection is finished."""
         if step.hang:
             await wait_for_peer_to_leave(self.reader)
             return False
-        await _sleep_ms(step.delay_ms)
+        await self.state.delay_headers(path, step)
         if step.reset == "before_headers":
             await abortive_close(self.writer)
             return False
@@ -820,7 +833,7 @@ class Http2Connection:
                 return
             step, _ = self.state.take_step(request)
             reply = await build_reply(step, request)
-            await self._perform(stream_id, step, reply)
+            await self._perform(stream_id, step, reply, request.path)
         except (h2.exceptions.ProtocolError, ConnectionError, OSError) as error:
             log(f"stream {stream_id} ended early: {error!r}")
         except Exception as error:  # a server bug: say so, and end only this stream
@@ -828,7 +841,7 @@ class Http2Connection:
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self._reset(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
 
-    async def _perform(self, stream_id: int, step: Step | None, reply: Reply) -> None:
+    async def _perform(self, stream_id: int, step: Step | None, reply: Reply, path: str) -> None:
         """Applies a step's HTTP/2 faults around the reply."""
         if step is None:
             await self._send_reply(stream_id, reply, None)
@@ -847,7 +860,7 @@ class Http2Connection:
             return
         if step.hang:
             return  # the stream stays open until the client resets it or goes away
-        await _sleep_ms(step.delay_ms)
+        await self.state.delay_headers(path, step)
         if step.reset == "before_headers":
             self._reset(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
             return

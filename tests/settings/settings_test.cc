@@ -360,7 +360,7 @@ TEST(SettingsFromJson, KeyAtTheWrongLevelAndFarOffKeys) {
   s = load_error(R"({"base_url": "https://payments", "zzzzzzzz": 1})");
   EXPECT_TRUE(mentions(s, "unknown key \"zzzzzzzz\" (valid keys: base_url, timeout,")) << s.message();
   s = load_error(R"({"base_url": "https://payments", "bulkhead": {"qqqq": 1}})");
-  EXPECT_TRUE(mentions(s, "(valid keys of bulkhead: max_concurrent, wait)")) << s.message();
+  EXPECT_TRUE(mentions(s, "(valid keys of bulkhead: max_concurrent, wait, mode, min, max, algorithm)")) << s.message();
 }
 
 TEST(SettingsFromJson, WrongTypesAreNamed) {
@@ -653,7 +653,8 @@ TEST(SettingsToJson, DefaultsPinnedShape) {
             R"("retry_budget":{"policy":"token_bucket","tokens":10,"ratio":0.1},)"
             R"("breaker":{"window":20,"open_for":"10s","probes":1,"probe_timeout":"10s"},)"
             R"("trip":{"consecutive_failures":5,"failure_rate":0.5,"min_results":20},)"
-            R"("probe":{"successes_to_close":3},"bulkhead":{"max_concurrent":50,"wait":"500ms"},)"
+            R"("probe":{"successes_to_close":3},)"
+            R"("bulkhead":{"max_concurrent":50,"wait":"500ms","mode":"fixed","min":4,"max":200,"algorithm":"gradient2"},)"
             R"("max_retry_after":null,"max_idle_connections":100,"idle_timeout":"90s",)"
             R"("max_connection_lifetime":"10m","max_response_headers":65536,"max_response_body":67108864,)"
             R"("decompress":true,"tls":null,)"

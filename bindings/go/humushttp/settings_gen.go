@@ -88,8 +88,12 @@ type ProbeSettings struct {
 // BulkheadSettings are the settings under "bulkhead": calls in flight at once (docs/bulkhead.md §11).
 // A plain value, as Settings are.
 type BulkheadSettings struct {
-	MaxConcurrent int            `json:"max_concurrent"` // calls in flight at once (default 50; >= 1, <= 4294967295)
+	MaxConcurrent int            `json:"max_concurrent"` // calls in flight at once; adaptive: the first limit, within min..max (default 50; >= 1, <= 4294967295)
 	Wait          *time.Duration `json:"wait"`           // how long a call waits for a slot (default 500ms; >= 0s)
+	Mode          string         `json:"mode"`           // fixed: max_concurrent; adaptive: the limit moves with latency (§11.1) (default "fixed"; one of "fixed", "adaptive")
+	Min           int            `json:"min"`            // adaptive: the lowest limit (default 4; >= 1, <= 4294967295)
+	Max           int            `json:"max"`            // adaptive: the highest limit; >= min (default 200; >= 1, <= 4294967295)
+	Algorithm     string         `json:"algorithm"`      // adaptive: what moves the limit (default "gradient2"; one of "gradient2", "aimd")
 }
 
 // TLSSettings are the settings under "tls": TLS for https (docs/transport.md §10.3); null: the system's roots.

@@ -92,7 +92,8 @@ impl SettingsBuilder {
         self.nested("probe", "successes_to_close", Json::Int(n.into()))
     }
 
-    /// `bulkhead.max_concurrent`: calls in flight at once (default 50; >= 1, <= 4294967295).
+    /// `bulkhead.max_concurrent`: calls in flight at once; adaptive: the first limit, within min..max (default 50;
+    /// >= 1, <= 4294967295).
     pub fn bulkhead_max_concurrent(self, n: u32) -> SettingsBuilder {
         self.nested("bulkhead", "max_concurrent", Json::Int(n.into()))
     }
@@ -100,6 +101,27 @@ impl SettingsBuilder {
     /// `bulkhead.wait`: how long a call waits for a slot (default 500ms; >= 0s).
     pub fn bulkhead_wait(self, d: Duration) -> SettingsBuilder {
         self.nested("bulkhead", "wait", Json::duration(d))
+    }
+
+    /// `bulkhead.mode`: fixed: max_concurrent; adaptive: the limit moves with latency (§11.1) (default "fixed"; one
+    /// of "fixed", "adaptive").
+    pub fn bulkhead_mode(self, text: &str) -> SettingsBuilder {
+        self.nested("bulkhead", "mode", Json::Str(text.to_string()))
+    }
+
+    /// `bulkhead.min`: adaptive: the lowest limit (default 4; >= 1, <= 4294967295).
+    pub fn bulkhead_min(self, n: u32) -> SettingsBuilder {
+        self.nested("bulkhead", "min", Json::Int(n.into()))
+    }
+
+    /// `bulkhead.max`: adaptive: the highest limit; >= min (default 200; >= 1, <= 4294967295).
+    pub fn bulkhead_max(self, n: u32) -> SettingsBuilder {
+        self.nested("bulkhead", "max", Json::Int(n.into()))
+    }
+
+    /// `bulkhead.algorithm`: adaptive: what moves the limit (default "gradient2"; one of "gradient2", "aimd").
+    pub fn bulkhead_algorithm(self, text: &str) -> SettingsBuilder {
+        self.nested("bulkhead", "algorithm", Json::Str(text.to_string()))
     }
 
     /// `max_retry_after`: a longer Retry-After is not waited; null: backoff_max (>= 0s).
