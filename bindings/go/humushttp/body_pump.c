@@ -199,7 +199,9 @@ int humusgo_body_take(humusgo_body *b, void *buf, size_t cap, int drop, size_t *
     b->len -= piece;
   }
   *n = copied;
-  if (copied == 0) {
+  if (copied > 0 && b->len == 0 && b->ended && b->status == HUMUS_OK) {
+    result = HUMUSGO_TAKE_LAST;
+  } else if (copied == 0) {
     if (!b->ended) {
       b->waiting = 1;
       result = HUMUSGO_TAKE_WAIT;

@@ -124,11 +124,13 @@ typedef struct humusgo_body humusgo_body;
 humus_status humusgo_client_submit_open_queued(humus_client *c, const humus_request *r, uintptr_t handle,
                                                humus_call **call, humus_error **err);
 
-/* What humusgo_body_take found when it copied no bytes. */
-enum { HUMUSGO_TAKE_BYTES = 0, HUMUSGO_TAKE_WAIT, HUMUSGO_TAKE_END, HUMUSGO_TAKE_FAILED };
+/* What humusgo_body_take found. */
+enum { HUMUSGO_TAKE_BYTES = 0, HUMUSGO_TAKE_WAIT, HUMUSGO_TAKE_END, HUMUSGO_TAKE_FAILED, HUMUSGO_TAKE_LAST };
 
 /* Copies up to `cap` bytes of the body into `buf` (Go memory, used during the call only) and returns
- * HUMUSGO_TAKE_BYTES with *n > 0; or, with nothing to copy: HUMUSGO_TAKE_END at the body's end,
+ * HUMUSGO_TAKE_BYTES with *n > 0, or HUMUSGO_TAKE_LAST with *n > 0 when they are the last of a body that
+ * ended well (the Read returns them with io.EOF: a small body costs one take, not two); or, with nothing
+ * to copy: HUMUSGO_TAKE_END at the body's end,
  * HUMUSGO_TAKE_FAILED with *status and *err (the caller's to free) when the body failed, or
  * HUMUSGO_TAKE_WAIT, after which exactly one HUMUSGO_BODY_READY completion for the body's `handle` comes.
  * `drop` first discards what was read ahead (the caller cancelled: the next read reports it). Calls for one

@@ -116,8 +116,9 @@ func (c *loopCall) end() {
 
 func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sentURL string, decodes, traced bool) *Response {
 	live.responses.Add(1)
-	r := streamedHead(C.humusgo_body_response(call.body), req, sentURL, decodes)
-	keepResponseTrace(traced, r.Response, C.humusgo_body_response(call.body))
+	resp := C.humusgo_body_response(call.body)
+	r := streamedHead(resp, req, sentURL, decodes)
+	keepResponseTrace(traced, r.Response, resp)
 	s := &loopStream{signal: signal}
 	s.open(call)
 	if r.ContentLength < 0 {
@@ -176,6 +177,12 @@ func (s *loopStream) Read(p []byte) (int, error) {
 		case C.HUMUSGO_TAKE_BYTES:
 			s.read += int64(n)
 			return int(n), nil
+		case C.HUMUSGO_TAKE_LAST:
+			s.read += int64(n)
+			s.err = io.EOF
+			s.sawEnd()
+			s.end()
+			return int(n), io.EOF
 		case C.HUMUSGO_TAKE_END:
 			s.err = io.EOF
 			s.sawEnd()

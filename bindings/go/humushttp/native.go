@@ -23,7 +23,6 @@ package humushttp
 #cgo nocallback humusgo_body_take
 #cgo noescape humusgo_body_take
 #cgo nocallback humusgo_body_response
-#cgo nocallback humusgo_body_hurry
 #cgo nocallback humusgo_completions_take
 #cgo noescape humusgo_completions_take
 #cgo nocallback humus_cancel_new
