@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <string>
 
@@ -16,10 +17,48 @@ namespace {
 // Enough shards that threads working on different handles rarely meet on one lock.
 constexpr size_t kShards = 64;
 
+// A shard's `live` is written under `mu` and read without it (registry::find, the hot path: every handle
+// argument of every call), as a seqlock: a writer makes `seq` odd, changes the set, makes it even again; a
+// reader reads `seq`, probes the set, reads `seq` again, and trusts its probe only when both reads agree
+// and are even. Otherwise it retries, and after a few tries takes the lock as a writer would.
+//
+// Why the reader is safe (the armor's guarantee unchanged: nothing of *p is read unless p was live):
+// - The probe reads only atomic slots of tables that live as long as the set (address_set.h), so a writer
+//   racing it can give a wrong answer but never a wild read; the validation throws a wrong answer away.
+// - The magic word is read only after a validated probe found p, i.e. p was registered at some moment
+//   between the reader's two reads of `seq`. Its publish wrote the magic word before registry::add, whose
+//   release store of `seq` the reader's first, acquire, read of `seq` synchronises with (or with a later
+//   writer's, ordered after add by the mutex): the word is visible, for ASan, TSan and the CPU alike.
+// - p can be retired after that moment only by a free of p itself, concurrent with this use of p: the
+//   caller's race, as it always was (before, the handle could be freed the instant find unlocked).
+// Writers (publish, retire) keep the lock, so of two threads freeing one handle only one wins.
 struct alignas(64) Shard {  // one cache line each: no false sharing between neighbouring locks
   Mutex mu;
+  // Odd while a writer changes `live`. Writer: +1 relaxed, release fence, the change, +1 release (each
+  // under mu). Reader: acquire load, the probe (relaxed loads), acquire fence, relaxed load: the fences
+  // order the probe between the two loads (the seqlock of Boehm, "Can seqlocks get along with programming
+  // language memory models?", 2012).
+  std::atomic<uint64_t> seq{0};
   AddressSet live GUARDED_BY(mu);
 };
+
+// Brackets one change of a shard's set, with its lock held.
+class SeqWrite {
+ public:
+  explicit SeqWrite(Shard& s) : s_(s) {
+    s_.seq.store(s_.seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~SeqWrite() { s_.seq.store(s_.seq.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  SeqWrite(const SeqWrite&) = delete;
+  SeqWrite& operator=(const SeqWrite&) = delete;
+
+ private:
+  Shard& s_;
+};
+
+// Tries before a reader takes the lock: a writer holds a shard for a few dozen instructions.
+constexpr int kReadTries = 4;
 
 std::array<Shard, kShards>* all_shards = nullptr;
 
@@ -76,17 +115,29 @@ namespace registry {
 void add(const void* p) {
   Shard& s = shard_of(p);
   MutexLock lock(s.mu);
+  SeqWrite write(s);
   s.live.insert(p);
 }
 
 bool remove(const void* p, MagicCheck is_type) {
   Shard& s = shard_of(p);
   MutexLock lock(s.mu);
-  return s.live.erase_unless(p, [is_type](const void* q) { return !is_type(q); });
+  if (!s.live.contains(p) || !is_type(p)) return false;  // nothing changes: readers need not retry
+  SeqWrite write(s);
+  return s.live.erase(p);
 }
 
-bool find(const void* p, MagicCheck is_type) {
+// Without the lock when no writer is at work on the shard (see Shard): no store to shared memory, so
+// threads checking handles of one shard no longer pass its lock's cache line between them.
+bool find(const void* p, MagicCheck is_type) NO_THREAD_SAFETY_ANALYSIS {
   Shard& s = shard_of(p);
+  for (int i = 0; i < kReadTries; ++i) {
+    const uint64_t before = s.seq.load(std::memory_order_acquire);
+    if ((before & 1) != 0) continue;
+    const bool held = s.live.probe_concurrently(p);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.seq.load(std::memory_order_relaxed) == before) return held && is_type(p);
+  }
   MutexLock lock(s.mu);
   return s.live.contains(p) && is_type(p);
 }

@@ -36,8 +36,10 @@ enum class Magic : uint32_t {
   kMockReply = 0x50524d68,    // "hMRP"
 };
 
-// The addresses of the live handles of the process, in shards each under its own mutex: a check costs one
-// uncontended lock and one hash lookup (bench/capi_bench.cc measures it).
+// The addresses of the live handles of the process, in shards each under its own mutex for the writers (a
+// handle made or freed); a check (find) takes no lock: it reads its shard's table under a seqlock and falls
+// back to the lock only while a writer is at work there (handle.cc says why that keeps the armor's
+// guarantee). bench/capi_bench.cc measures it.
 namespace registry {
 // Reads the magic word of a live handle; called only for an address the registry holds.
 using MagicCheck = bool (*)(const void* p);
