@@ -850,7 +850,8 @@ enum { HUMUS_SPAN_STATUS_UNSET = 0, HUMUS_SPAN_STATUS_ERROR = 2 };
  * http.response.status_code (when an answer came), network.protocol.version ("1.1" or "2", when an answer
  * came), http.request.resend_count (the attempts of the call before this one, when > 0), error.type (when
  * the attempt failed: the status code "503" for 4xx/5xx, else the lowercase status name: "timeout",
- * "connection_lost", "rejected", …). Status ERROR for a 4xx/5xx answer or none. Borrowed: every pointer lives
+ * "connection_lost", "rejected", …), humus.hedge (1, on a hedged copy: docs/retries.md §6.8). Status ERROR
+ * for a 4xx/5xx answer or none. Borrowed: every pointer lives
  * for the duration of the sink's call. */
 typedef struct humus_span {
   uint32_t version;                        /* HUMUS_SPAN_VERSION */

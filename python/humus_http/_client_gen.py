@@ -11,7 +11,7 @@ from typing import Literal
 from ._auth import AuthTypes
 from ._hooks import EventHooks
 from ._settings import BreakerPolicy, Classifier, Runtime
-from ._settings_gen import TLS, Breaker, Bulkhead, Probe, RetryBudget, Share, Trip
+from ._settings_gen import TLS, Breaker, Bulkhead, Hedge, Probe, RetryBudget, Share, Trip
 from ._settings_values import Duration
 from ._timeout import USE_CLIENT_DEFAULT, Timeout, UseClientDefault
 
@@ -38,7 +38,7 @@ class ClientArguments(abc.ABC):
                  breaker_policy: BreakerPolicy | None = None, runtime: Runtime | None = None,
                  forward_authorization: bool | None = None, forward_scenario: bool | None = None,
                  deadline_header: str | None = None, deadline_format: Literal["ms", "grpc"] | None = None,
-                 min_attempt_time: Duration | None = None, share: Share | None = None,
+                 min_attempt_time: Duration | None = None, share: Share | None = None, hedge: Hedge | None = None,
                  auth: AuthTypes | None = None, follow_redirects: bool = True,
                  event_hooks: EventHooks | None = None) -> None:
         settings: dict[str, object] = {
@@ -52,7 +52,7 @@ class ClientArguments(abc.ABC):
             "http_version": http_version, "headers": headers, "forward_authorization": forward_authorization,
             "forward_scenario": forward_scenario, "deadline_header": deadline_header,
             "deadline_format": deadline_format, "min_attempt_time": min_attempt_time, "share": share,
-            "classify": classify,
+            "hedge": hedge, "classify": classify,
         }
         self._configure(base_url, settings, runtime=runtime, auth=auth, follow_redirects=follow_redirects,
                         event_hooks=event_hooks)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _native
 from ._errors import ConfigError, from_native
 from ._mock import MockHandler, adapter
-from ._settings_gen import DURATION_KEYS, TLS, Breaker, Bulkhead, Probe, RetryBudget, Share, Trip
+from ._settings_gen import DURATION_KEYS, TLS, Breaker, Bulkhead, Hedge, Probe, RetryBudget, Share, Trip
 from ._settings_values import Duration as Duration  # the name callers import from here
 from ._settings_values import Group
 from ._settings_values import duration_json as _duration
@@ -36,6 +36,7 @@ __all__ = [
     "Bulkhead",
     "Classification",
     "Classifier",
+    "Hedge",
     "Probe",
     "ProbeDecision",
     "RetryBudget",

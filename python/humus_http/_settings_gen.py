@@ -11,7 +11,7 @@ from typing import Literal
 
 from ._settings_values import Duration, Group
 
-__all__ = ["Breaker", "Bulkhead", "Probe", "RetryBudget", "Share", "TLS", "Trip"]
+__all__ = ["Breaker", "Bulkhead", "Hedge", "Probe", "RetryBudget", "Share", "TLS", "Trip"]
 
 #: The top-level keys whose values are durations (written in the settings' string form).
 DURATION_KEYS = frozenset({
@@ -156,8 +156,21 @@ class Share(Group):
     name: str | None = None
 
 
+@dataclass(frozen=True)
+class Hedge(Group):
+    """The ``hedge`` settings: hedged requests (docs/retries.md §6.8); null: none. A field left None is not given:
+    the core's default applies. A frozen value: share it between threads freely."""
+
+    FORMS = {"delay": "value", "max": "value"}
+
+    #: wait before another copy: a duration, or "p50".."p99" of recent latencies
+    delay: str | None = None
+    #: copies of a request in flight at once (default 2; >= 2, <= 4)
+    max: int | None = None
+
+
 #: The helper class of each group key.
 GROUPS: dict[str, type[Group]] = {
     "retry_budget": RetryBudget, "breaker": Breaker, "trip": Trip, "probe": Probe, "bulkhead": Bulkhead, "tls": TLS,
-    "share": Share,
+    "share": Share, "hedge": Hedge,
 }

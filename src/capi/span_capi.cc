@@ -34,7 +34,7 @@ void deliver(const SpanSinkTable& sink, const humus::telemetry::Span& s) {
   t::write_hex(s.trace_id.data(), s.trace_id.size(), trace_id);
   t::write_hex(s.span_id.data(), s.span_id.size(), span_id);
   if (s.parent_span_id) t::write_hex(s.parent_span_id->data(), s.parent_span_id->size(), parent);
-  humus_span_attribute attributes[8];
+  humus_span_attribute attributes[9];
   size_t n = 0;
   attributes[n++] = text("url.full", s.url_full);
   attributes[n++] = text("server.address", s.server_address);
@@ -44,6 +44,7 @@ void deliver(const SpanSinkTable& sink, const humus::telemetry::Span& s) {
   if (!s.protocol_version.empty()) attributes[n++] = text("network.protocol.version", s.protocol_version);
   if (s.resend_count > 0) attributes[n++] = number("http.request.resend_count", s.resend_count);
   if (!s.error_type.empty()) attributes[n++] = text("error.type", s.error_type);
+  if (s.hedge) attributes[n++] = number("humus.hedge", 1);
 
   humus_span c{};
   c.version = HUMUS_SPAN_VERSION;

@@ -135,7 +135,7 @@ void write_record(std::string& out, const client::DecisionTrace& trace, const cl
   w.key("resend");
   w.boolean(r.resend);
   w.key("hedge");
-  w.boolean(false);  // no hedged attempts yet: every attempt is sent alone
+  w.boolean(r.hedge);
   w.key("wire_sends");
   w.integer(r.wire_sends);
   w.key("status");
@@ -170,7 +170,7 @@ void write_record(std::string& out, const client::DecisionTrace& trace, const cl
   w.key("budget_after");
   w.number(r.budget_after);
   w.key("decision");
-  w.string(r.rejected ? "rejected" : retry::decision_name(r.decision));
+  w.string(r.rejected ? "rejected" : r.superseded ? "hedged" : retry::decision_name(r.decision));
   w.key("wait");
   w.seconds(r.wait);
   w.key("wait_source");

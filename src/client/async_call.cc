@@ -17,7 +17,9 @@ AsyncCall::AsyncCall(const CallEnv& env, transport::Transport& transport, transp
       done_(std::move(done)),
       forget_(std::move(forget)),
       loop_(loop),
-      waiter_(&AsyncCall::granted, this) {}
+      waiter_(&AsyncCall::granted, this) {
+  if (!stream_) call_.allow_hedging();  // a streamed response's body stays on its one connection
+}
 
 void AsyncCall::cancel() {
   // Acquire pairs with finish()'s release: once the outcome was delivered, the loop may be gone.
@@ -73,6 +75,10 @@ void AsyncCall::advance(Step step) {
       return;
     case Step::Kind::kSend:
       phase_ = Phase::kSending;
+      if (step.copy != 0) {
+        send_copy(step);
+        return;
+      }
       if (stream_) {
         attempt_ = transport_.start_open(
             loop_, call_.wire(), step.limits,
@@ -87,6 +93,8 @@ void AsyncCall::advance(Step step) {
         self->advance(self->call_.on_sent(std::move(sent)));
       });
       return;
+    case Step::Kind::kPending:
+      return;  // the copies in flight, or the hedge timer, move the call on
     case Step::Kind::kReadAhead:
       phase_ = Phase::kReadingAhead;
       read_ahead(call_, [self = shared_from_this()](Step next) { self->advance(std::move(next)); });
@@ -125,7 +133,10 @@ void AsyncCall::on_cancel() {
       advance(call_.on_slot(Status(Code::kCancelled, "cancelled while waiting for a bulkhead slot")));
       return;
     case Phase::kSending:
-      attempt_->cancel();  // its done (kCancelled) comes as a task of its own
+      if (hedge_timer_ != 0) loop_.cancel_timer(hedge_timer_);
+      hedge_timer_ = 0;
+      if (attempt_ != nullptr) attempt_->cancel();  // its done (kCancelled) comes as a task of its own
+      for (auto& [id, attempt] : copies_) attempt->cancel();  // each copy's done comes as well
       return;
     case Phase::kReadingAhead:
       call_.held_body().cancel();  // the pending read completes with kCancelled
@@ -138,8 +149,54 @@ void AsyncCall::on_cancel() {
   }
 }
 
+void AsyncCall::send_copy(const Step& step) {
+  const int id = step.copy;
+  copies_.emplace_back(id, transport_.start(loop_, call_.wire(id), step.limits,
+                                            [self = shared_from_this(), id](transport::WireResult sent) {
+                                              self->on_copy_done(id, std::move(sent));
+                                            }));
+  arm_hedge();
+}
+
+void AsyncCall::arm_hedge() {
+  if (hedge_timer_ != 0) loop_.cancel_timer(hedge_timer_);
+  hedge_timer_ = 0;
+  const std::optional<Instant> at = call_.hedge_at();
+  if (!at) return;
+  hedge_timer_ = loop_.add_timer(*at, [self = shared_from_this()] {
+    self->hedge_timer_ = 0;
+    if (self->phase_ != Phase::kSending) return;
+    self->advance(self->call_.hedge());  // kSend sends the copy and arms again; kPending: no hedge now
+  });
+}
+
+void AsyncCall::cancel_copies(const std::vector<int>& ids) {
+  for (const int id : ids) {
+    for (auto& [copy, attempt] : copies_) {
+      if (copy == id) attempt->cancel();  // its done comes later and changes nothing
+    }
+  }
+}
+
+void AsyncCall::on_copy_done(int copy, transport::WireResult sent) {
+  // Idle now (done is posted as a task of its own): it may go.
+  std::erase_if(copies_, [copy](const auto& c) { return c.first == copy; });
+  if (phase_ != Phase::kSending) return;  // a copy cancelled after the call moved on, or ended
+  Step next = call_.on_sent(copy, std::move(sent));
+  cancel_copies(next.cancel);
+  if (next.kind == Step::Kind::kPending) {
+    arm_hedge();  // a copy that failed frees a place under hedge.max
+    return;
+  }
+  if (hedge_timer_ != 0) loop_.cancel_timer(hedge_timer_);
+  hedge_timer_ = 0;
+  advance(std::move(next));
+}
+
 void AsyncCall::finish(CallResult result) {
   phase_ = Phase::kDone;
+  if (hedge_timer_ != 0) loop_.cancel_timer(hedge_timer_);
+  hedge_timer_ = 0;
   ended_.store(true, std::memory_order_release);
   if (linked_id_ != 0) linked_->unsubscribe(linked_id_);
   if (result.ok() && result.response->stream != nullptr) result.response->stream->attach(loop_, linked_);

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "bulkhead/bulkhead.h"
 #include "client/call.h"
@@ -46,6 +48,11 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void finish(CallResult result);
   void on_cancel();
   static void granted(void* self);  // the bulkhead handed over a slot (any thread, bulkhead lock held)
+  // Hedging (docs/retries.md §6.8): sends copy `step.copy`, then arms the hedge timer.
+  void send_copy(const Step& step);
+  void on_copy_done(int copy, transport::WireResult sent);
+  void arm_hedge();  // the timer that asks the call for another copy at its hedge_at(), if any
+  void cancel_copies(const std::vector<int>& ids);
 
   bulkhead::Bulkhead& bulkhead_;
   transport::Transport& transport_;
@@ -63,6 +70,9 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   std::atomic<bool> ended_{false};  // set by finish(), before the caller hears of the outcome
   std::unique_ptr<transport::AsyncAttempt> attempt_;
   transport::EventLoop::TimerId timer_ = 0;
+  // Hedging: the copies whose `done` has not come yet (a cancelled one until its `done`), by copy id.
+  std::vector<std::pair<int, std::unique_ptr<transport::AsyncAttempt>>> copies_;
+  transport::EventLoop::TimerId hedge_timer_ = 0;
 };
 
 }  // namespace humus::client

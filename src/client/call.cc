@@ -36,6 +36,7 @@ Call::Call(const CallEnv& env, const Request& request, CancelToken* cancel)
     : env_(env), request_(request), cancel_(cancel) {}
 
 Step Call::done(CallResult result) {
+  if (in_flight_ > 0) drop_others();  // before the trace is taken: their records are part of it
   result.attempts = attempts_;
   result.trace = decisions_.take(std::move(wire_.method), std::move(wire_.url));  // the call is over
   if (result.response) {
@@ -115,6 +116,9 @@ Step Call::start() {
   body_replayable_ = request_.body_source == nullptr || request_.body_source->replayable();
   may_send_twice_ = retry::may_send_twice(wire_.method, wire_.headers, body_replayable_, request_.retry);
   unprocessed_may_resend_ = request_.retry != retry::RetryOverride::kForbid && body_replayable_;
+  // docs/retries.md §6.8: only a request that may be sent twice, with no streamed body (two copies cannot
+  // read one stream at once), and only where the driver keeps several attempts in flight.
+  hedging_ = hedging_allowed_ && env_.hedge_delay.has_value() && may_send_twice_ && request_.body_source == nullptr;
   Step acquire;
   acquire.kind = Step::Kind::kAcquire;
   acquire.until = deadline_;
@@ -182,6 +186,144 @@ Step Call::admit() {
     wire_.headers.set(env_.settings.deadline_header,
                       deadline_header_value(s.limits.attempt_deadline - now, env_.settings.deadline_format));
   }
+  if (hedging_) s.copy = stash();
+  return s;
+}
+
+std::optional<Instant> Call::hedge_at() const {
+  if (!hedging_ || in_flight_ == 0 || in_flight_ >= env_.settings.hedge->max ||
+      attempt_ >= env_.settings.max_attempts) {
+    return std::nullopt;
+  }
+  const settings::HedgeDelay& d = *env_.hedge_delay;
+  const std::optional<Duration> delay = d.fixed ? d.fixed : env_.latency.percentile(d.percentile);
+  if (!delay) return std::nullopt;  // too few latencies seen yet to know the percentile
+  const Instant at = last_sent_ + *delay;
+  if (at >= deadline_) return std::nullopt;
+  return at;
+}
+
+Step Call::hedge() {
+  Step pending;
+  pending.kind = Step::Kind::kPending;
+  // Every bound of admit(), and hedge.max and max_attempts, which hedges count against.
+  if (!hedging_ || in_flight_ == 0 || in_flight_ >= env_.settings.hedge->max ||
+      attempt_ >= env_.settings.max_attempts || cancelled()) {
+    return pending;
+  }
+  const Instant now = env_.clock.now();
+  if (now >= deadline_ || deadline_ - now < env_.settings.min_attempt_time) return pending;
+  const breaker::Admission admission = env_.breaker.admit();
+  if (!admission.admitted) return pending;  // nothing sent: the call waits for the copies out
+  const double budget_before = env_.budget.tokens();
+  if (!env_.budget.try_hedge()) {
+    // At or below half: the permit goes back unused, without a verdict or a metric (nothing was sent).
+    (void)env_.breaker.record(admission.permit, breaker::Outcome::kIgnored);
+    return pending;
+  }
+  permit_ = admission.permit;
+  if (Status st = run_before(); !st.ok()) {
+    (void)env_.breaker.record(admission.permit, breaker::Outcome::kIgnored);
+    return pending;  // a hedge a hook refused is not sent; the copies out decide the call
+  }
+  attempt_started_ = now;
+  if (scenario_) wire_.fault = draw_fault();
+  if (trace_.active()) {
+    telemetry::Span span = attempt_span(env_.clock.wall_now());
+    span.hedge = true;
+    std::string traceparent = trace_.begin(std::move(span));
+    if (!omits("traceparent")) wire_.headers.set("traceparent", std::move(traceparent));
+  }
+  ++attempt_;
+  ++attempts_;
+  decisions_.admitted(now, attempt_, admission.at, budget_before, /*hedge=*/true);
+  Step s;
+  s.kind = Step::Kind::kSend;
+  s.limits = {std::min(now + env_.settings.attempt_timeout, deadline_), deadline_};
+  if (!env_.settings.deadline_header.empty() && !omits(env_.settings.deadline_header)) {
+    wire_.headers.set(env_.settings.deadline_header,
+                      deadline_header_value(s.limits.attempt_deadline - now, env_.settings.deadline_format));
+  }
+  s.copy = stash();
+  return s;
+}
+
+int Call::stash() {
+  auto c = std::make_unique<Copy>();
+  c->id = static_cast<int>(copies_.size()) + 1;
+  c->wire = wire_;  // as sent: this attempt's hook headers, traceparent and deadline header
+  if (unhooked_headers_) {
+    wire_.headers = std::move(*unhooked_headers_);  // the next copy starts again from the call's own headers
+    unhooked_headers_.reset();
+  }
+  c->permit = permit_;
+  c->started = attempt_started_;
+  if (trace_.active()) c->span = trace_.take_open();
+  c->record = decisions_.take_open();
+  last_sent_ = attempt_started_;
+  ++in_flight_;
+  copies_.push_back(std::move(c));
+  return static_cast<int>(copies_.size());
+}
+
+void Call::unstash(Copy& c) {
+  permit_ = c.permit;
+  attempt_started_ = c.started;
+  if (trace_.active()) trace_.put_open(std::move(c.span));
+  decisions_.put_open(std::move(c.record));
+}
+
+Step Call::on_sent(int copy, transport::WireResult sent) {
+  Step pending;
+  pending.kind = Step::Kind::kPending;
+  if (copy < 1 || copy > static_cast<int>(copies_.size()) || !copies_[copy - 1]->in_flight) return pending;
+  Copy& c = *copies_[copy - 1];
+  c.in_flight = false;
+  --in_flight_;
+  unstash(c);
+  const Instant after = attempt_ended(sent);
+  Step next = judge(std::move(sent), nullptr, after, false);
+  next.cancel = std::move(cancel_now_);
+  cancel_now_.clear();
+  return next;
+}
+
+void Call::drop_others() {
+  for (const std::unique_ptr<Copy>& c : copies_) {
+    if (!c->in_flight) continue;
+    c->in_flight = false;
+    --in_flight_;
+    unstash(*c);
+    transport::WireResult cancelled;
+    cancelled.wire_sends = 1;
+    cancelled.error = Code::kCancelled;
+    cancelled.message = "another copy of the request answered first";
+    const Instant now = attempt_ended(cancelled);
+    // How long it ran is a lower bound of its latency: kept, so the tracker still sees the slow tail.
+    env_.latency.record(now - attempt_started_);
+    decisions_.outcome(0, Code::kCancelled);
+    decisions_.superseded();
+    end_attempt(breaker::Outcome::kIgnored, retry::Decision::kStopped);  // not counted as a failure
+    cancel_now_.push_back(c->id);
+  }
+}
+
+Step Call::superseded(const classify::Classification& c) {
+  // Counted as classified (the dependency did fail); the decision waits for the copies still out.
+  counted_.reset();
+  decisions_.superseded();
+  if (Status st = count(c.breaker); !st.ok()) {
+    decisions_.decided(env_.clock.now(), retry::Decision::kStopped, Duration::zero(), retry::WaitSource::kNone,
+                       counted_, env_.budget.tokens());
+    return fail(std::move(st));
+  }
+  if (c.breaker == breaker::Outcome::kSuccess) env_.budget.on_success();
+  (void)env_.budget.on_retryable();  // §6.4: an attempt classified retry charges the budget, retry or not
+  env_.metrics.decision(retry::Decision::kStopped);
+  decisions_.decided(env_.clock.now(), retry::Decision::kStopped, Duration::zero(), retry::WaitSource::kNone,
+                     counted_, env_.budget.tokens());
+  Step s;
+  s.kind = Step::Kind::kPending;
   return s;
 }
 
@@ -310,6 +452,8 @@ Step Call::judge(transport::WireResult sent, Body body, Instant after, bool read
     return fail(verdict.status());
   }
   decisions_.classified(*verdict, seen.headers != nullptr && seen.headers->contains("retry-after"));
+  // docs/retries.md §6.8: a failure worth a retry while another copy is out waits for that copy.
+  if (in_flight_ > 0 && verdict->retry == classify::RetryVerdict::kAgain) return superseded(*verdict);
   if (body && !read_ahead_done && (verdict->retry == classify::RetryVerdict::kAgain || follows(sent))) {
     // This response may be replaced by a retry or a redirect: the driver reads its body now, up to 64 KiB
     // (docs/bodies.md §7), so a short one frees its connection; on_read_ahead() goes on. A body that breaks
@@ -342,6 +486,9 @@ std::optional<Step> Call::ended_by_client(transport::WireResult& sent, Instant a
 }
 
 Step Call::on_classified(const classify::Classification& c, transport::WireResult sent, Body body, Instant after) {
+  if (env_.hedge_delay && sent.error == Code::kOk && c.breaker == breaker::Outcome::kSuccess) {
+    env_.latency.record(after - attempt_started_);  // the origin's latencies, for a percentile hedge delay
+  }
   retry::DecisionInput in;
   in.classification = c;
   // A stream the server refused or dropped unprocessed (HTTP/2 REFUSED_STREAM, GOAWAY) never reached the
@@ -409,6 +556,7 @@ bool Call::omits(std::string_view name) const {
 }
 
 Step Call::follow(transport::WireRequest next, Response& got) {
+  if (in_flight_ > 0) drop_others();  // the redirect decided the call's request: the other copies end
   history_.push_back(Redirect{got.status, wire_.url, std::move(got.reason), std::move(got.http_version),
                               std::move(got.headers)});
   decisions_.redirect(wire_.method, wire_.url);

@@ -6,8 +6,10 @@
 // each attempt's end recorded in one place (end_attempt).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "breaker/breaker.h"
 #include "bulkhead/bulkhead.h"
@@ -36,10 +38,16 @@ struct Step {
     kReadAhead, // read held_body() onto held_bytes() up to kReadAheadBytes (read_ahead.h), then on_read_ahead()
     kRedirect,  // a redirect within the origin is followed: admit() its first attempt
     kDone,      // `result` is the call's outcome
+    kPending,   // hedging: nothing to do but wait for the copies in flight (and ask hedge() at hedge_at())
   } kind = Kind::kDone;
   transport::AttemptLimits limits;  // kSend: the attempt's deadlines
   Instant until{};                  // kAcquire, kWait
   CallResult result;                // kDone
+  // Hedging (docs/retries.md §6.8), only once allow_hedging() was called: kSend's copy, sent as wire(copy) and
+  // answered through on_sent(copy, ...); and on any step, the copies in flight the driver must cancel now
+  // (their results are the call's no more: on_sent(copy, ...) of one of them changes nothing).
+  int copy = 0;
+  std::vector<int> cancel;
 };
 
 // Not thread-safe: one driver advances it at a time.
@@ -69,6 +77,24 @@ class Call {
 
   // The attempt to send after a kSend.
   const transport::WireRequest& wire() const { return wire_; }
+
+  // Hedging (docs/retries.md §6.8). A driver that can keep several attempts in flight calls allow_hedging()
+  // before start(); the call then hedges when settings.hedge is set and the request may be sent twice with no
+  // streamed body. Each kSend then names its copy: send wire(copy), which lives as long as the call, and give
+  // its result to on_sent(copy, ...). After each kSend, and after each on_sent() that returns kPending, ask
+  // hedge() at hedge_at() (unset: no hedge to ask for now).
+  void allow_hedging() { hedging_allowed_ = true; }
+  const transport::WireRequest& wire(int copy) const { return copy == 0 ? wire_ : copies_[copy - 1]->wire; }
+  std::optional<Instant> hedge_at() const;
+  // Another copy of the attempt in flight: kSend, or kPending when none may go (the breaker turned it away,
+  // the budget is at or below half, hedge.max copies are out, the request's max_attempts are used, too little
+  // of the deadline is left, the caller cancelled, a hook failed).
+  Step hedge();
+  // What copy `copy` brought back. The first usable one decides the call as on_sent() does, and the other
+  // copies in flight are cancelled (Step::cancel); a copy that failed in a way worth a retry while another is
+  // still out is counted and the call waits for the other (kPending).
+  Step on_sent(int copy, transport::WireResult sent);
+  int copies_in_flight() const { return in_flight_; }
 
  private:
   Step done(CallResult result);  // gives the bulkhead slot back, unless a streamed body took it
@@ -139,6 +165,30 @@ class Call {
   TraceRecorder decisions_;                 // the call's decision trace (docs/trace.md), always recorded
   std::optional<breaker::Position> counted_;  // where count() left the breaker, for the trace
   std::optional<faults::Scenario> scenario_;  // the humus.fault baggage member, when the runtime injects faults
+
+  // Hedging (docs/retries.md §6.8). An attempt in flight beside others keeps here what the call keeps of its
+  // one attempt otherwise (permit, start, span, trace record, the request as sent); unstash() puts it back.
+  struct Copy {
+    int id = 0;  // 1-based: copies_[id - 1]
+    transport::WireRequest wire;
+    breaker::Permit permit;
+    Instant started{};
+    telemetry::Span span;
+    std::optional<AttemptRecord> record;
+    bool in_flight = true;
+  };
+  int stash();  // the attempt just admitted becomes a copy in flight: its id
+  void unstash(Copy& c);
+  // Ends every other copy in flight, without a verdict: their transfers are the driver's to cancel.
+  void drop_others();
+  // A copy that failed worth a retry while another is out: counted, no decision of its own.
+  Step superseded(const classify::Classification& c);
+  bool hedging_allowed_ = false;
+  bool hedging_ = false;  // this call hedges
+  std::vector<std::unique_ptr<Copy>> copies_;  // stable: the driver sends wire(copy) until its result comes
+  int in_flight_ = 0;
+  Instant last_sent_{};  // the latest copy's send: the next hedge is due a delay after it
+  std::vector<int> cancel_now_;  // copies drop_others() ended, for the step the call returns next
 };
 
 }  // namespace humus::client

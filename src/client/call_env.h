@@ -13,6 +13,7 @@
 #include "common/random.h"
 #include "retry/backoff.h"
 #include "retry/budget.h"
+#include "retry/latency_tracker.h"
 #include "settings/settings.h"
 #include "telemetry/metrics.h"
 #include "telemetry/telemetry.h"
@@ -36,6 +37,10 @@ struct CallEnv {
   breaker::Breaker& breaker;
   retry::Budget& budget;
   bulkhead::Bulkhead& bulkhead;  // acquired by the drivers, each its own way, when the call asks (Step::kAcquire)
+  // Hedging (docs/retries.md §6.8): settings.hedge's delay, read once; unset: no hedging. The latencies of the
+  // origin's successful attempts, recorded only while it is set.
+  const std::optional<settings::HedgeDelay>& hedge_delay;
+  retry::LatencyTracker& latency;
 };
 
 }  // namespace humus::client

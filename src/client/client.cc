@@ -149,10 +149,14 @@ Client::Client(Runtime& runtime, settings::Settings s, transport::Origin origin,
                 bulkhead_limit(settings_.bulkhead)),
       transport_(std::move(transport)),
       max_response_body_(transport_config(settings_, origin_).max_response_body),
+      hedge_delay_(settings_.hedge ? std::optional(settings::parse_hedge_delay(settings_.hedge->delay).value())
+                                   : std::nullopt),
+      latency_(runtime.clock()),
       call_env_{clock_,    runtime.random(), runtime.telemetry(), runtime.options().faults,
                 settings_, origin_,          spelling_,           fault_point_,
                 *classifier_, backoff_,      max_retry_after_,    metrics_,
-                breaker_,  *budget_,         bulkhead_} {
+                breaker_,  *budget_,         bulkhead_,           hedge_delay_,
+                latency_} {
   breaker_.set_listener([this](const breaker::Transition& t) { on_transition(t); });
   runtime_.telemetry().metrics().add(metrics_, breaker_, spelling_.with_port(), &bulkhead_);
 }
@@ -272,6 +276,38 @@ CallResult Client::execute(const Request& request, CancelToken* cancel) { return
 
 CallResult Client::open(const Request& request, CancelToken* cancel) { return run(request, cancel, true); }
 
+CallResult Client::run_on_loop(const Request& request, CancelToken* cancel) {
+  struct Outcome {
+    std::optional<CallResult> result;  // written on the loop thread before `done` is notified
+    Signal done;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::shared_ptr<AsyncCall> call = start_async(
+      request,
+      [outcome](CallResult r) {
+        outcome->result = std::move(r);
+        outcome->done.notify();  // its lock orders the write above before the caller's read
+      },
+      nullptr, false);
+  uint64_t subscription = 0;
+  if (cancel != nullptr) {
+    subscription = cancel->subscribe([weak = std::weak_ptr<AsyncCall>(call)] {
+      if (std::shared_ptr<AsyncCall> c = weak.lock()) c->cancel();
+    });
+  }
+  call.reset();  // the client holds it until it ends
+  transport::EventLoop& loop = runtime_.loop();
+  if (loop.caller_driven()) {
+    loop.drive_until([&] { return outcome->done.notified(); });
+  } else {
+    // In real time, and not asleep on the runtime's clock: a virtual clock then moves with the loop's timers
+    // alone, as it does for an asynchronous call, never to a deadline of this wait's.
+    (void)outcome->done.wait([] { return false; }, nullptr);
+  }
+  if (subscription != 0) cancel->unsubscribe(subscription);
+  return std::move(*outcome->result);
+}
+
 CallResult Client::run(const Request& request, CancelToken* cancel, bool stream) {
   adopt_if_forked();
   if (runtime_.on_loop_thread()) {
@@ -280,6 +316,8 @@ CallResult Client::run(const Request& request, CancelToken* cancel, bool stream)
                                           "would wait on itself; submit it instead");
     return refused;
   }
+  // docs/retries.md §6.8: a hedged call keeps several attempts in flight, which the event loop drives.
+  if (settings_.hedge && !stream) return run_on_loop(request, cancel);
   // On the virtual clock this call is busy between its waits: time must not jump while it works.
   std::optional<testing::VirtualClock::Hold> busy;
   if (testing::VirtualClock* vc = runtime_.virtual_clock()) busy.emplace(*vc);
@@ -314,6 +352,11 @@ CallResult Client::run(const Request& request, CancelToken* cancel, bool stream)
       }
       case Step::Kind::kDone:
         return std::move(step.result);
+      case Step::Kind::kPending: {  // only a call that allow_hedging() let hedge waits on copies; not this one
+        CallResult broken;
+        broken.error = Status(Code::kInternal, "a blocking call was asked to wait for hedged copies");
+        return broken;
+      }
     }
   }
 }

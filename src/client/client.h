@@ -94,6 +94,8 @@ class Client {
   std::shared_ptr<AsyncCall> start_async(Request request, CallDone done, std::shared_ptr<CancelToken> cancel,
                                          bool stream);
   CallResult run(const Request& request, CancelToken* cancel, bool stream);
+  // A blocking call that may hedge: run on the event loop as an asynchronous one, its caller waiting for it.
+  CallResult run_on_loop(const Request& request, CancelToken* cancel);
   void on_transition(const breaker::Transition& t);  // the breaker's listener: count and log (docs/breaker.md §9.5)
 
   Runtime& runtime_;
@@ -114,6 +116,8 @@ class Client {
   bulkhead::Bulkhead bulkhead_;
   const std::unique_ptr<transport::Transport> transport_;
   const uint64_t max_response_body_;
+  const std::optional<settings::HedgeDelay> hedge_delay_;  // settings_.hedge's delay; unset: no hedging
+  retry::LatencyTracker latency_;  // the origin's latencies, for a percentile hedge delay (docs/retries.md §6.8)
   const CallEnv call_env_;  // last: it refers to the members above; all a call sees of its client
 
   mutable Mutex calls_mu_;

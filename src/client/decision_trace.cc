@@ -19,11 +19,12 @@ void TraceRecorder::redirect(const std::string& method, const std::string& url) 
   }
 }
 
-void TraceRecorder::admitted(Instant now, int attempt, breaker::Position at, double budget) {
+void TraceRecorder::admitted(Instant now, int attempt, breaker::Position at, double budget, bool hedge) {
   AttemptRecord& r = open_.emplace();
   r.start = now - started_;
   r.hop = trace_->hops - 1;
   r.resend = attempt > 1;
+  r.hedge = hedge;
   r.breaker_at = at;
   r.budget_before = budget;
 }
@@ -42,6 +43,10 @@ void TraceRecorder::not_sent(Instant now, Code why, retry::Decision decision, bo
   r.deadline_left = std::max(deadline_ - now, Duration::zero());
   open_.reset();
   trace_->push(std::move(r));
+}
+
+void TraceRecorder::superseded() {
+  if (open_) open_->superseded = true;
 }
 
 void TraceRecorder::ended(Duration took, int wire_sends) {

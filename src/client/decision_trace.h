@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "breaker/breaker.h"
@@ -57,6 +58,8 @@ struct AttemptRecord {
   double budget_after = 0;
 
   bool rejected = false;  // the breaker turned it away: the decision reads "rejected"
+  bool hedge = false;       // a hedged copy, sent while another copy of the request was out (retries.md §6.8)
+  bool superseded = false;  // another copy decided the call: the decision reads "hedged"
   retry::Decision decision = retry::Decision::kDone;
   Duration wait{};  // before the next attempt, when the decision is kAgain
   retry::WaitSource wait_source = retry::WaitSource::kNone;
@@ -95,7 +98,12 @@ class TraceRecorder {
   // A redirect is followed: `method` and `url` are the hop it leaves.
   void redirect(const std::string& method, const std::string& url);
   // An attempt admitted by the breaker, about to be sent; `attempt`: its number within its hop, 1-based.
-  void admitted(Instant now, int attempt, breaker::Position at, double budget);
+  void admitted(Instant now, int attempt, breaker::Position at, double budget, bool hedge = false);
+  // The admitted attempt's result is not the call's: another copy answered, or was still out when it failed.
+  void superseded();
+  // Hedged copies in flight together: the call sets aside the record admitted() opened, and puts it back.
+  std::optional<AttemptRecord> take_open() { return std::exchange(open_, std::nullopt); }
+  void put_open(std::optional<AttemptRecord> record) { open_ = std::move(record); }
   // An attempt that was never sent: rejected by the breaker (decision kStopped, `rejected`), or not started
   // because the call was cancelled, its deadline passed, its body could not be sent again or a hook failed.
   void not_sent(Instant now, Code why, retry::Decision decision, bool rejected, std::optional<breaker::Position> at,

@@ -50,6 +50,16 @@ Budget::Charge TokenBucketBudget::on_retryable() {
   return {2 * next > max_units_};  // more than half remains, compared exactly
 }
 
+bool TokenBucketBudget::try_hedge() {
+  int64_t current = units_.load(std::memory_order_relaxed);
+  int64_t next = 0;
+  do {
+    if (2 * current <= max_units_) return false;  // at or below half: no hedge, no write
+    next = current > kBudgetUnitsPerToken ? current - kBudgetUnitsPerToken : 0;
+  } while (!units_.compare_exchange_weak(current, next, std::memory_order_relaxed));
+  return true;
+}
+
 void TokenBucketBudget::on_success() {
   int64_t current = units_.load(std::memory_order_relaxed);
   int64_t next = 0;

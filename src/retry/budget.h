@@ -41,6 +41,10 @@ class Budget {
   virtual void refund() = 0;
   // Both steps for one attempt classified `retry`. Answers whether the retry may be made.
   bool try_retry() { return try_withdraw(on_retryable()); }
+  // A hedged copy is about to be sent (docs/retries.md §6.8): answers whether the budget allows it, and if so
+  // charges it as a retry, in one atomic step. The token bucket allows it only while MORE than half of its
+  // tokens remain, then takes one; the ratio budgets withdraw one retry as for any retry.
+  virtual bool try_hedge() { return try_withdraw(Charge{}); }
   // The balance, for telemetry and conformance vectors: tokens for the token bucket, retries still
   // allowed right now for the ratio budget.
   virtual double tokens() const = 0;
@@ -67,6 +71,7 @@ class TokenBucketBudget final : public Budget {
   void on_success() override;
   Charge on_retryable() override;
   bool try_withdraw(const Charge& charge) override { return charge.allows_retry; }
+  bool try_hedge() override;
   void refund() override {}
   double tokens() const override;
 

@@ -251,6 +251,22 @@ void check_bulkhead_bounds(const Settings& s, Problems& p) {
                {"bulkhead.min", "bulkhead.max"}));
 }
 
+// hedge.delay: a duration or "pNN" (docs/retries.md §6.8).
+Status check_hedge_delay(std::string_view key, const Value& v) {
+  Result<HedgeDelay> d = parse_hedge_delay(std::get<std::string>(v));
+  if (!d.ok()) return problem(key, d.status().message());
+  return Status();
+}
+
+bool has_hedge(const Settings& s) { return s.hedge.has_value(); }
+void reset_hedge(Settings& s, bool present) {
+  if (present) {
+    s.hedge.emplace();
+  } else {
+    s.hedge.reset();
+  }
+}
+
 bool has_tls(const Settings& s) { return s.tls.has_value(); }
 void reset_tls(Settings& s, bool present) {
   if (present) {
@@ -530,6 +546,21 @@ constexpr Field kFields[] = {
       f.omit_unset = true;
       return f;
     }(),
+    [] {
+      Field f = object("hedge", "hedged requests (docs/retries.md §6.8); null: none");
+      f.nullable = true;
+      f.present = has_hedge;
+      f.reset = reset_hedge;
+      f.omit_unset = true;  // off: left out of to_json, which stays as it was before the key existed
+      return f;
+    }(),
+    [] {
+      Field f = scalar<&S::hedge, &HedgeSettings::delay>(
+          "hedge.delay", Kind::kString, "wait before another copy: a duration, or \"p50\"..\"p99\" of recent latencies");
+      f.extra = check_hedge_delay;
+      return f;
+    }(),
+    count<&S::hedge, &HedgeSettings::max>("hedge.max", "copies of a request in flight at once", 2, 4),
     [] {
       Field f = scalar<&S::classify_preset>(
           "classify", Kind::kEnum, "the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a)",

@@ -306,6 +306,21 @@ void check_cross_fields(const Settings& s, Problems& p) {
                  "\"fixed\", or drop share",
                  {"bulkhead.mode", "share"}));
   }
+  // docs/retries.md §6.8: every hedge is an attempt, counted against max_attempts, and waits less than the call.
+  if (s.hedge && fine({"hedge.delay", "hedge.max", "max_attempts", "timeout"})) {
+    if (s.max_attempts < 2) {
+      p.add(Status(Code::kConfig, "hedge: needs max_attempts >= 2 (every hedge is an attempt), got " +
+                                      std::to_string(s.max_attempts),
+                   {"hedge", "max_attempts"}));
+    }
+    const Result<HedgeDelay> d = parse_hedge_delay(s.hedge->delay);
+    if (d.ok() && d->fixed && *d->fixed >= s.timeout) {
+      p.add(Status(Code::kConfig,
+                   "hedge.delay: must be < timeout (" + format_duration(s.timeout) + "), got " +
+                       format_duration(*d->fixed),
+                   {"hedge.delay", "timeout"}));
+    }
+  }
   if (!fine({"base_url"}) || s.base_url.empty()) return;
   const Result<transport::Url> url = transport::parse_url(s.base_url);
   if (!url.ok() || url->scheme != "http") return;
@@ -349,6 +364,19 @@ bool operator==(const Settings& a, const Settings& b) {
 }
 
 Duration effective_max_retry_after(const Settings& s) { return s.max_retry_after.value_or(s.backoff_max); }
+
+Result<HedgeDelay> parse_hedge_delay(std::string_view text) {
+  HedgeDelay d;
+  if (text.size() == 3 && text[0] == 'p' && text[1] >= '0' && text[1] <= '9' && text[2] >= '0' && text[2] <= '9') {
+    d.percentile = (text[1] - '0') * 10 + (text[2] - '0');
+    if (d.percentile >= 50) return d;
+  } else if (Result<Duration> fixed = parse_duration(text); fixed.ok() && *fixed > Duration::zero()) {
+    d.fixed = *fixed;
+    return d;
+  }
+  return Status(Code::kConfig, "must be a duration > 0 (\"50ms\") or a percentile \"p50\" to \"p99\", got " +
+                                   quote_for_message(text));
+}
 
 Status check_base_url(std::string_view url) { return schema::check("base_url", std::string(url)); }
 Status check_timeout(Duration d) { return schema::check("timeout", d); }

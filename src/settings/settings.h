@@ -84,6 +84,24 @@ struct ShareSettings {
   bool operator==(const ShareSettings&) const = default;
 };
 
+// Hedged requests (docs/retries.md §6.8): after `delay` with no answer, another copy of a request that may be sent
+// twice goes out; the first usable answer wins and the other copies are cancelled.
+struct HedgeSettings {
+  // A duration ("50ms"), or "pNN" (p50 to p99): that percentile of the latencies this client saw of its origin.
+  std::string delay = "p95";
+  int max = 2;  // copies in flight at once, the first included: 2 to 4
+
+  bool operator==(const HedgeSettings&) const = default;
+};
+
+// hedge.delay read: a fixed delay, or a percentile (50..99) of the origin's recent latencies.
+struct HedgeDelay {
+  std::optional<Duration> fixed;
+  int percentile = 0;  // when `fixed` is unset
+};
+// The delay a valid hedge.delay names; an error for any other text (the schema's check of the key).
+Result<HedgeDelay> parse_hedge_delay(std::string_view text);
+
 struct Settings {
   std::string base_url;  // required
   Duration timeout = std::chrono::seconds(10);
@@ -114,6 +132,7 @@ struct Settings {
   DeadlineFormat deadline_format = DeadlineFormat::kMilliseconds;
   Duration min_attempt_time = Duration::zero();
   std::optional<ShareSettings> share;  // unset: this process's own breaker, budget and bulkhead
+  std::optional<HedgeSettings> hedge;  // unset: no hedging (docs/retries.md §6.8)
   std::string classify_preset = "humus";  // JSON "classify" as a preset name
   // JSON "classify" / "breaker_policy" as a plugin (docs/retries.md §5.4a): what the settings name, loaded
   // into classifier / breaker_policy by from_json. Set exactly when that callback came from the plugin.

@@ -37,6 +37,11 @@ class CallTrace {
   // An attempt the breaker turned away: a span that ends as it starts, error.type "rejected".
   void rejected(Span span);
 
+  // Hedged copies (docs/retries.md §6.8) are in flight together: the call sets aside the span begin() started
+  // and puts it back before end() ends it.
+  Span take_open() { return std::move(open_); }
+  void put_open(Span span) { open_ = std::move(span); }
+
   // What the attempts send along with their traceparent ("" for none).
   const std::string& tracestate() const { return tracestate_; }
 

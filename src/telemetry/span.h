@@ -31,6 +31,7 @@ struct Span {
   int status_code = 0;                   // http.response.status_code; 0: no response
   std::string protocol_version;          // network.protocol.version ("1.1", "2"); empty: no response
   int resend_count = 0;                  // http.request.resend_count: attempts of the call before this one
+  bool hedge = false;                    // humus.hedge: a hedged copy sent while another was out (retries.md §6.8)
   std::string error_type;                // error.type: "503", "timeout", "rejected"…; empty: none
 };
 

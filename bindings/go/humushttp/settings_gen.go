@@ -46,6 +46,7 @@ type Settings struct {
 	DeadlineFormat        string            `json:"deadline_format"`         // how deadline_header spells it: "ms" 1500, "grpc" 1500m (default "ms"; one of "ms", "grpc")
 	MinAttemptTime        *time.Duration    `json:"min_attempt_time"`        // an attempt with less of the call left is not started (default 0s; >= 0s)
 	Share                 *ShareSettings    `json:"share"`                   // one breaker, budget and bulkhead per host (docs/shared.md §22); null: per client
+	Hedge                 *HedgeSettings    `json:"hedge"`                   // hedged requests (docs/retries.md §6.8); null: none
 	Classify              string            `json:"classify"`                // the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a) (default "humus"; one of "humus", "jfast", "strict")
 	ClassifyPlugin        *Plugin           `json:"-" humus:"classify"`      // or a plugin's (docs/retries.md §5.4a), not with Classify
 }
@@ -112,4 +113,11 @@ type TLSSettings struct {
 // A plain value, as Settings are.
 type ShareSettings struct {
 	Name string `json:"name"` // the segment's name: the file /dev/shm/humus_http.NAME
+}
+
+// HedgeSettings are the settings under "hedge": hedged requests (docs/retries.md §6.8); null: none.
+// A plain value, as Settings are.
+type HedgeSettings struct {
+	Delay string `json:"delay"` // wait before another copy: a duration, or "p50".."p99" of recent latencies
+	Max   int    `json:"max"`   // copies of a request in flight at once (default 2; >= 2, <= 4)
 }

@@ -206,6 +206,16 @@ impl SettingsBuilder {
         self.nested("share", "name", Json::Str(text.to_string()))
     }
 
+    /// `hedge.delay`: wait before another copy: a duration, or "p50".."p99" of recent latencies.
+    pub fn hedge_delay(self, text: &str) -> SettingsBuilder {
+        self.nested("hedge", "delay", Json::Str(text.to_string()))
+    }
+
+    /// `hedge.max`: copies of a request in flight at once (default 2; >= 2, <= 4).
+    pub fn hedge_max(self, n: u32) -> SettingsBuilder {
+        self.nested("hedge", "max", Json::Int(n.into()))
+    }
+
     /// `classify`: the classifier: a preset (docs/retries.md §5.5) or a plugin (§5.4a) (default "humus"; one of
     /// "humus", "jfast", "strict").
     pub fn classify(self, choice: ClassifierPreset) -> SettingsBuilder {

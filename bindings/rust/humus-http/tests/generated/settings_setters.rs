@@ -70,5 +70,8 @@ fn generated_setters() -> Vec<(&'static str, Setter)> {
         ("min_attempt_time", Duration(|b, d| b.min_attempt_time(d))),
         ("share", Object),
         ("share.name", Text(|b, s| b.share_name(s), "x")),
+        ("hedge", Object),
+        ("hedge.delay", Text(|b, s| b.hedge_delay(s), "x")),
+        ("hedge.max", Count(|b, n| b.hedge_max(n))),
     ]
 }
