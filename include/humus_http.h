@@ -935,7 +935,7 @@ typedef struct humus_metric_point {
   const char *server_address;
   int32_t server_port;
   const char *attribute_name;     /* gauges and counters: the third attribute ("humus.circuit.state", ...); NULL
-                                     for histograms (see attribute_names) and humus.bulkhead.limit (none) */
+                                     for histograms (see attribute_names) */
   const char *attribute_value;    /* its value ("open"), or NULL */
   uint64_t value;                 /* gauges and counters */
   uint64_t count;                 /* histograms: samples */

@@ -430,6 +430,13 @@ class _BaseClient(ClientArguments):
         ``"ratio"`` budget still allows in its window. A retry needs more than half a token. Thread-safe."""
         return self._native.budget_tokens()
 
+    @property
+    def bulkhead_limit(self) -> int:
+        """The bulkhead's limit now (docs/bulkhead.md §11): ``bulkhead.max_concurrent`` for a fixed bulkhead; for an
+        adaptive one (``bulkhead.mode`` ``"adaptive"``, §11.1) where its algorithm has moved it, within
+        ``bulkhead.min``..``bulkhead.max``. Thread-safe."""
+        return self._native.bulkhead_limit()
+
     @classmethod
     def from_client(cls, other: _BaseClient) -> Self:
         """A client of this class over the same dependency client as ``other`` (a Client or an AsyncClient):

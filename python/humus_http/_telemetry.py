@@ -99,7 +99,7 @@ METRIC_DESCRIPTIONS = {
     "humus.circuit.transitions": "Circuit breaker state changes, by the state entered.",
     "humus.circuit.calls": "Attempts as the circuit breaker counted them, and attempts it rejected.",
     "humus.retry.decisions": "Retry decisions after attempts, by decision.",
-    "humus.bulkhead.limit": "Bulkhead limits of the live clients, summed, read at collection.",
+    "humus.bulkhead.limit": "Bulkhead limits of the live clients, summed by mode, read at collection.",
 }
 
 

@@ -202,7 +202,7 @@ def metrics(runtime: Runtime, meter_provider: object | None = None) -> list[Any]
     ``meter_provider`` is an ``opentelemetry.metrics.MeterProvider`` (the SDK's, typically); None uses the global
     one (``opentelemetry.metrics.get_meter_provider()``). The meter is ``humus_http`` at the core's version. Each
     counter (``humus.circuit.transitions``, ``humus.circuit.calls``, ``humus.retry.decisions``) becomes an
-    ObservableCounter of its cumulative totals and each gauge (``humus.circuit.state``) an ObservableGauge, with
+    ObservableCounter of its cumulative totals and each gauge (``humus.circuit.state``, ``humus.bulkhead.limit``) an ObservableGauge, with
     the runtime's names, units, descriptions and attributes (``server.address``, ``server.port`` as an int, and
     the instrument's own). The histograms (``http.client.request.duration``, ``http.client.request.body.size``)
     are not exported: OpenTelemetry's API has no asynchronous histogram, and the runtime keeps bucket counts, not

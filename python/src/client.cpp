@@ -129,6 +129,19 @@ double Client::budget_tokens() {
   return tokens;
 }
 
+uint32_t Client::bulkhead_limit() {
+  std::shared_ptr<ClientHandle> h = acquire();
+  uint32_t limit = 0;
+  humus_status st;
+  {
+    py::gil_scoped_release nogil;
+    st = humus_client_bulkhead_limit(h->get(), &limit);
+    h.reset();
+  }
+  if (st != HUMUS_OK) fail(st, nullptr);
+  return limit;
+}
+
 py::object Client::request(py::handle method, py::handle url, py::handle headers, py::handle body,
                            py::handle key, int32_t retry, int32_t follow, int64_t timeout_ms,
                            py::handle context, py::handle cancel_arg, py::handle hooks) {
@@ -258,6 +271,7 @@ void register_client(py::module_& m) {
       .def_property_readonly("breaker_state", &Client::breaker_state)
       .def("breaker_counts", &Client::breaker_counts)
       .def("budget_tokens", &Client::budget_tokens)
+      .def("bulkhead_limit", &Client::bulkhead_limit)
       .def("share", &Client::share, "Another owner of the same C client.")
       .def("request", &Client::request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key"), py::arg("retry"), py::arg("follow"),

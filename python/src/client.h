@@ -46,6 +46,8 @@ class Client {
 
   // The retry budget's balance (docs/retries.md §6.4).
   double budget_tokens();
+  // The bulkhead's limit now (docs/bulkhead.md §11.1).
+  uint32_t bulkhead_limit();
 
   // A blocking call: a Response, or an ErrorInfo when no response came. Argument errors raise Failure.
   // `cancel` (may be null) ends it early.

@@ -257,7 +257,7 @@ def test_the_runtimes_counters_and_gauges_as_observable_instruments(server: Test
     try:
         runtime = make_runtime()
         made = humus_http.otel.metrics(runtime, provider)
-        assert len(made) == 4  # the three counters and the gauge; no histogram
+        assert len(made) == 5  # the three counters and the two gauges; no histogram
         server.script(path, [{"status": 503}, {"status": 200}])
         assert make_client(runtime=runtime).get(path).attempts == 2
         origin = (("server.address", "127.0.0.1"), ("server.port", server.port("http")))
@@ -272,6 +272,9 @@ def test_the_runtimes_counters_and_gauges_as_observable_instruments(server: Test
         metric, closed = otel_points(reader, "humus.circuit.state")[tuple(sorted((*origin,
                                                                                  ("humus.circuit.state", "closed"))))]
         assert closed.value == 1 and type(metric.data).__name__ == "Gauge"
+        metric, limit = otel_points(reader, "humus.bulkhead.limit")[tuple(sorted((*origin,
+                                                                                  ("humus.bulkhead.mode", "fixed"))))]
+        assert limit.value == 50 and metric.unit == "{call}" and type(metric.data).__name__ == "Gauge"
         assert otel_points(reader, "http.client.request.duration") == {}
 
         make_client(runtime=runtime).get(path)  # read anew at each collection

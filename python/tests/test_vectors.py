@@ -749,11 +749,11 @@ class Runner:
         """State checks after a step; only what the vector names is read (a breaker read may advance it)."""
         assert self.client is not None and self.runtime is not None and self.mock is not None
         p = self.p
-        p.keys(t, path, ["breaker", "budget_tokens", "received", "clock_ms"])
+        p.keys(t, path, ["breaker", "budget_tokens", "received", "clock_ms", "bulkhead_limit"])
         if DUMP and t:
             observed = {"breaker": dataclasses.asdict(self.client.breaker_counts),
                         "budget_tokens": self.client.budget_tokens, "received": len(self.mock.received()),
-                        "clock_ms": self.runtime.elapsed_ms()}
+                        "clock_ms": self.runtime.elapsed_ms(), "bulkhead_limit": self.client.bulkhead_limit}
             print(f"  {path} observed {json.dumps(observed)}", file=sys.stderr)
         if "breaker" in t:
             b = t["breaker"]
@@ -776,6 +776,8 @@ class Runner:
             p.equal(f"{path}.received", t["received"], len(self.mock.received()))
         if "clock_ms" in t:
             p.equal(f"{path}.clock_ms", t["clock_ms"], self.runtime.elapsed_ms())
+        if "bulkhead_limit" in t:
+            p.equal(f"{path}.bulkhead_limit", t["bulkhead_limit"], self.client.bulkhead_limit)
 
 
 def run_vector(file: Path) -> list[str]:

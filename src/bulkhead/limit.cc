@@ -53,12 +53,13 @@ uint32_t Gradient2::on_sample(const Sample& s) {
   }
   // Latency fell well below what the long average remembers: forget the bad period faster.
   if (long_ > 2 * short_) long_ *= kLongDecay;
-  if (!w.in_use(limit_)) return limit_;
 
   const double gradient = short_ > 0 ? std::clamp(kTolerance * long_ / short_, 0.5, 1.0) : 1.0;
   const double next = estimate_ * gradient + kQueueSize;
-  estimate_ = std::clamp((1 - kSmoothing) * estimate_ + kSmoothing * next, static_cast<double>(bounds_.min),
-                         static_cast<double>(bounds_.max));
+  double estimate = (1 - kSmoothing) * estimate_ + kSmoothing * next;
+  // A limit not in use may fall (latency says the dependency is past its best) but not grow.
+  if (!w.in_use(limit_)) estimate = std::min(estimate, estimate_);
+  estimate_ = std::clamp(estimate, static_cast<double>(bounds_.min), static_cast<double>(bounds_.max));
   limit_ = static_cast<uint32_t>(std::floor(estimate_));
   return limit_;
 }

@@ -87,10 +87,11 @@ class Aimd final : public Limit {
 //            sets it): the latency the dependency has when it is not overloaded. When long > 2 · short (latency
 //            fell a lot), long decays by kLongDecay per window, so the gradient recovers in a few windows instead
 //            of hundreds;
-//  - a window in which the limit was not in use moves the averages only;
 //  - gradient = clamp(kTolerance · long / short, 0.5, 1) (1 while short is 0);
 //  - estimate = (1 − kSmoothing) · estimate + kSmoothing · (estimate · gradient + kQueueSize), within
-//    [min, max]; limit = floor(estimate).
+//    [min, max]; limit = floor(estimate). A window in which the limit was not in use may lower the estimate, never
+//    raise it: a client using a tenth of its limit learns nothing about room for more, but a latency that climbs
+//    says the dependency is past its best whatever this client's share of its load.
 // A dropped call is a sample like any other: its latency (a timeout's is long) is what pulls the limit down.
 class Gradient2 final : public Limit {
  public:

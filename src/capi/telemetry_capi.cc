@@ -153,11 +153,11 @@ HUMUS_API humus_status humus_runtime_metrics_collect(humus_runtime* rt, humus_me
         }
         p.kind = in.kind == t::InstrumentKind::kGauge ? HUMUS_METRIC_GAUGE : HUMUS_METRIC_COUNTER;
         p.attribute_name = in.attribute;
-        p.attribute_count = in.attribute != nullptr ? 1 : 0;
+        p.attribute_count = 1;
         p.attribute_names = &p.attribute_name;
         p.attribute_values = &p.attribute_value;
         for (size_t j = 0; j < t::label_value_count(i); ++j) {
-          p.attribute_value = in.attribute != nullptr ? t::label_value(i, j) : nullptr;
+          p.attribute_value = t::label_value(i, j);
           p.value = t::labelled_count(s, i, j);
           if (const humus_status st = deliver(); st != HUMUS_OK) return st;
         }

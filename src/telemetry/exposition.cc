@@ -22,13 +22,14 @@ constexpr Instrument kInstruments[kInstrumentCount] = {
     {"humus.retry.decisions", "{decision}", InstrumentKind::kCounter, "humus_retry_decisions_total",
      "Retry decisions after attempts, by decision.", "humus.retry.decision"},
     {"humus.bulkhead.limit", "{call}", InstrumentKind::kGauge, "humus_bulkhead_limit",
-     "Bulkhead limits of the live clients, summed, read at collection.", nullptr},
+     "Bulkhead limits of the live clients, summed by mode, read at collection.", "humus.bulkhead.mode"},
 };
 
 constexpr const char* kStateNames[kStates] = {"closed", "open", "half_open"};
 constexpr const char* kOutcomeNames[kCallOutcomes] = {"success", "failure", "ignored", "rejected"};
 constexpr const char* kDecisionNames[kDecisions] = {"done",      "again",   "throttled",
                                                     "exhausted", "expired", "stopped"};
+constexpr const char* kBulkheadModeNames[kBulkheadModes] = {"fixed", "adaptive"};
 
 void escape_label(std::string& out, std::string_view v) {
   for (const char c : v) {
@@ -99,7 +100,7 @@ size_t label_value_count(size_t i) {
     case 5:
       return kDecisions;
     case 6:
-      return 1;
+      return kBulkheadModes;
     default:
       return 0;
   }
@@ -114,6 +115,8 @@ const char* label_value(size_t i, size_t j) {
       return kOutcomeNames[j];
     case 5:
       return kDecisionNames[j];
+    case 6:
+      return kBulkheadModeNames[j];
     default:
       return "";
   }
@@ -130,7 +133,7 @@ uint64_t labelled_count(const OriginSeries& s, size_t i, size_t j) {
     case 5:
       return s.decisions[j];
     case 6:
-      return s.bulkhead_limit;
+      return s.bulkhead_limits[j];
     default:
       return 0;
   }
@@ -180,10 +183,6 @@ std::string to_prometheus(const Snapshot& snapshot) {
           }
           append_histogram(out, in.prometheus_name, series_labels, histogram_of(series, i), bounds_of(i));
         }
-        continue;
-      }
-      if (in.attribute == nullptr) {
-        out += std::string(in.prometheus_name) + "{" + labels + "} " + std::to_string(labelled_count(s, i, 0)) + "\n";
         continue;
       }
       const std::string attribute = prom_name(in.attribute);
@@ -239,7 +238,7 @@ std::string to_json(const Snapshot& snapshot) {
       }
       for (size_t j = 0; j < label_value_count(i); ++j) {
         nlohmann::json attributes = origin;
-        if (in.attribute != nullptr) attributes[in.attribute] = label_value(i, j);
+        attributes[in.attribute] = label_value(i, j);
         points.push_back({{"attributes", std::move(attributes)}, {"value", labelled_count(s, i, j)}});
       }
     }

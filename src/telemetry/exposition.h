@@ -19,9 +19,7 @@ struct Instrument {
   InstrumentKind kind;
   const char* prometheus_name;  // "humus_circuit_calls_total"
   const char* help;
-  // The attribute besides server.address/port ("humus.circuit.state"), or null: a histogram's are its series
-  // (attributes_of), and a gauge or counter without one has one value per origin (humus.bulkhead.limit).
-  const char* attribute;
+  const char* attribute;  // the attribute besides server.address/port ("humus.circuit.state"), or null
 };
 
 inline constexpr size_t kInstrumentCount = 7;

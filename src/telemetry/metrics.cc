@@ -195,7 +195,7 @@ Snapshot MetricsRegistry::collect() {
     const breaker::State state = breaker->state();
     OriginSeries& s = series_for(snap.origins, metrics->address(), metrics->port());
     ++s.breakers[static_cast<size_t>(state)];
-    if (bulkhead != nullptr) s.bulkhead_limit += bulkhead->limit();
+    if (bulkhead != nullptr) s.bulkhead_limits[bulkhead->adaptive() ? 1 : 0] += bulkhead->limit();
     metrics->read_into(s);
   }
   std::sort(snap.origins.begin(), snap.origins.end(), [](const OriginSeries& a, const OriginSeries& b) {

@@ -45,6 +45,7 @@ constexpr size_t call_series(breaker::Outcome o) {
 inline constexpr size_t kRejectedSeries = kCallOutcomes - 1;
 inline constexpr size_t kDecisions = 6;  // retry::Decision kDone..kStopped
 inline constexpr size_t kStates = 3;     // breaker::State kClosed, kOpen, kHalfOpen
+inline constexpr size_t kBulkheadModes = 2;  // fixed, adaptive
 
 // A histogram's values at one collection: per-bucket (not cumulative) counts against its Bounds, the first
 // bounds.size() + 1 of `buckets` (the rest stay 0).
@@ -115,7 +116,8 @@ struct OriginSeries {
   std::array<uint64_t, kStates> transitions{};   // humus.circuit.transitions by the state entered
   std::array<uint64_t, kCallOutcomes> calls{};   // humus.circuit.calls by outcome
   std::array<uint64_t, kDecisions> decisions{};  // humus.retry.decisions by decision
-  uint64_t bulkhead_limit = 0;                   // humus.bulkhead.limit: the live clients' limits, summed
+  // humus.bulkhead.limit by humus.bulkhead.mode (fixed, adaptive): the live clients' limits, summed.
+  std::array<uint64_t, kBulkheadModes> bulkhead_limits{};
 };
 
 // One collection: an entry per origin, sorted by address then port.

@@ -66,12 +66,14 @@ TEST(Gradient2Limit, StableLatencyGrowsTheLimitARisingOneShrinksItAndItRecovers)
   EXPECT_EQ(g.limit(), 33u);
 }
 
-TEST(Gradient2Limit, UnusedLimitMovesTheAveragesOnly) {
+TEST(Gradient2Limit, UnusedLimitDoesNotGrowButFalls) {
   Gradient2 g({20, 4, 100});
-  EXPECT_EQ(window(g, ok(100, 3)), 20u);  // 3 · 2 < 20
+  EXPECT_EQ(window(g, ok(100, 3)), 20u);  // 3 · 2 < 20: the gradient of 1 would raise it, but it is not in use
   EXPECT_DOUBLE_EQ(g.short_rtt(), 0.1);
   EXPECT_DOUBLE_EQ(g.long_rtt(), 0.1);
-  EXPECT_EQ(window(g, ok(300, 9)), 20u);
+  // Latency ×3 with the limit still not in use: the gradient of 1.5 · 0.1007 / 0.3 ≈ 0.5 lowers it to
+  // 0.8 · 20 + 0.2 · (20 · 0.503 + 4) = 18.8.
+  EXPECT_EQ(window(g, ok(300, 3)), 18u);
   EXPECT_DOUBLE_EQ(g.short_rtt(), 0.3);
   EXPECT_DOUBLE_EQ(g.long_rtt(), 0.1 + 2.0 / 601 * 0.2);
 }

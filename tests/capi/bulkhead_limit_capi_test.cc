@@ -95,7 +95,12 @@ TEST_F(BulkheadLimitCapiTest, LimitIsReadThroughTheGetterReadinessAndTheGauge) {
   ASSERT_EQ(humus_runtime_metrics_prometheus(rt_, &text, &len, nullptr), HUMUS_OK);
   const std::string prometheus = take(text, len);
   EXPECT_NE(prometheus.find("# TYPE humus_bulkhead_limit gauge\n"), std::string::npos) << prometheus;
-  EXPECT_NE(prometheus.find("humus_bulkhead_limit{server_address=\"payments\",server_port=\"8080\"} 3\n"),
+  EXPECT_NE(prometheus.find("humus_bulkhead_limit{server_address=\"payments\",server_port=\"8080\","
+                            "humus_bulkhead_mode=\"adaptive\"} 3\n"),
+            std::string::npos)
+      << prometheus;
+  EXPECT_NE(prometheus.find("humus_bulkhead_limit{server_address=\"payments\",server_port=\"8080\","
+                            "humus_bulkhead_mode=\"fixed\"} 0\n"),
             std::string::npos)
       << prometheus;
 
@@ -106,9 +111,11 @@ TEST_F(BulkheadLimitCapiTest, LimitIsReadThroughTheGetterReadinessAndTheGauge) {
     if (m["name"] != "humus.bulkhead.limit") continue;
     found = true;
     EXPECT_EQ(m["type"], "gauge");
-    ASSERT_EQ(m["points"].size(), 1u);
-    EXPECT_EQ(m["points"][0]["value"], 3);
-    EXPECT_EQ(m["points"][0]["attributes"].size(), 2u);  // server.address and server.port only
+    ASSERT_EQ(m["points"].size(), 2u);
+    EXPECT_EQ(m["points"][0]["attributes"]["humus.bulkhead.mode"], "fixed");
+    EXPECT_EQ(m["points"][0]["value"], 0);
+    EXPECT_EQ(m["points"][1]["attributes"]["humus.bulkhead.mode"], "adaptive");
+    EXPECT_EQ(m["points"][1]["value"], 3);
   }
   EXPECT_TRUE(found);
 }

@@ -212,8 +212,8 @@ TEST_F(CapiTelemetryTest, MetricSinkReceivesEveryPoint) {
   call();
   Points points;
   ASSERT_EQ(humus_runtime_metrics_collect(rt_, collect_point, &points, nullptr), HUMUS_OK);
-  // 2 histograms + 3 states + 3 transitions + 4 outcomes + 6 decisions.
-  ASSERT_EQ(points.seen.size(), 18u);
+  // 2 histograms + 3 states + 3 transitions + 4 outcomes + 6 decisions + 2 bulkhead modes.
+  ASSERT_EQ(points.seen.size(), 20u);
   // The mock answers 503 over HTTP/1.1; the call is a GET.
   EXPECT_EQ(
       points.seen[0],
@@ -228,6 +228,8 @@ TEST_F(CapiTelemetryTest, MetricSinkReceivesEveryPoint) {
   EXPECT_EQ(points.seen[17], "humus.retry.decisions {decision} payments:8080 humus.retry.decision=stopped 0");
   EXPECT_EQ(points.seen[15],
             "humus.retry.decisions {decision} payments:8080 humus.retry.decision=exhausted 1");
+  EXPECT_EQ(points.seen[18], "humus.bulkhead.limit {call} payments:8080 humus.bulkhead.mode=fixed 50");
+  EXPECT_EQ(points.seen[19], "humus.bulkhead.limit {call} payments:8080 humus.bulkhead.mode=adaptive 0");
 
   Points stopping;
   stopping.stop_after = 3;

@@ -542,7 +542,7 @@ TEST(ExpositionTest, LabelValuesAreEscaped) {
 
 TEST(ExpositionTest, NoClientMeansFamiliesWithoutSamples) {
   const test::PromText p = test::parse_prometheus(to_prometheus(Snapshot{}));
-  EXPECT_EQ(p.types.size(), 6u);
+  EXPECT_EQ(p.types.size(), 7u);  // humus.bulkhead.limit the seventh
   EXPECT_TRUE(p.samples.empty());
 }
 
@@ -550,7 +550,7 @@ TEST_F(MetricsTest, JsonCarriesTheSameValues) {
   auto c = make({reply(503, milliseconds(300)), reply(200, milliseconds(20))});
   ASSERT_TRUE(c->execute(get()).ok());
   const nlohmann::json j = nlohmann::json::parse(to_json(runtime_.telemetry().metrics().collect()));
-  ASSERT_EQ(j["metrics"].size(), 6u);
+  ASSERT_EQ(j["metrics"].size(), 7u);
   const nlohmann::json& d = j["metrics"][0];
   EXPECT_EQ(d["name"], "http.client.request.duration");
   EXPECT_EQ(d["unit"], "s");

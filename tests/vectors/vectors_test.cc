@@ -1036,7 +1036,7 @@ class Runner {
   // docs/breaker.md §9.2), so every runner reads the client at the same points.
   void then(const json& t, const std::string& path) {
     Problems& p = problems_;
-    p.keys(t, path, {"breaker", "budget_tokens", "received", "clock_ms"});
+    p.keys(t, path, {"breaker", "budget_tokens", "received", "clock_ms", "bulkhead_limit"});
     if (dumping() && !t.empty()) dump_state(path);
     if (t.contains("breaker")) {
       const json& b = t["breaker"];
@@ -1079,6 +1079,13 @@ class Runner {
     }
     if (t.contains("received")) p.equal(path + ".received", t["received"], mock_->received().size());
     if (t.contains("clock_ms")) p.equal(path + ".clock_ms", t["clock_ms"], humus_runtime_elapsed_ms(rt_));
+    if (t.contains("bulkhead_limit")) {
+      uint32_t limit = 0;
+      if (humus_client_bulkhead_limit(client_, &limit) != HUMUS_OK) {
+        p.add(path + ".bulkhead_limit", "humus_client_bulkhead_limit failed");
+      }
+      p.equal(path + ".bulkhead_limit", t["bulkhead_limit"], limit);
+    }
   }
 
   void dump_state(const std::string& path) {
@@ -1086,6 +1093,8 @@ class Runner {
     (void)humus_client_breaker_counts(client_, &counts);
     double tokens = 0;
     (void)humus_client_budget_tokens(client_, &tokens);
+    uint32_t limit = 0;
+    (void)humus_client_bulkhead_limit(client_, &limit);
     const json d = {{"breaker",
                      {{"state", state_name(counts.state)},
                       {"successes", counts.successes},
@@ -1099,7 +1108,8 @@ class Runner {
                       {"window_slow", counts.window_slow}}},
                     {"budget_tokens", tokens},
                     {"received", mock_->received().size()},
-                    {"clock_ms", humus_runtime_elapsed_ms(rt_)}};
+                    {"clock_ms", humus_runtime_elapsed_ms(rt_)},
+                    {"bulkhead_limit", limit}};
     std::fprintf(stderr, "  %s observed %s\n", path.c_str(), d.dump().c_str());
   }
 

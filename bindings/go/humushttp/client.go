@@ -310,3 +310,18 @@ func (c *Client) BudgetTokens() (float64, error) {
 	}
 	return float64(tokens), nil
 }
+
+// BulkheadLimit is the bulkhead's limit now (docs/bulkhead.md §11): bulkhead.max_concurrent for a fixed bulkhead; for
+// an adaptive one (bulkhead.mode "adaptive", §11.1) where its algorithm has moved it, within bulkhead.min..max.
+// 0 once the client is closed. Safe for concurrent use.
+func (c *Client) BulkheadLimit() uint32 {
+	if err := c.core.acquire(); err != nil {
+		return 0
+	}
+	defer c.core.release()
+	var limit C.uint32_t
+	if st := C.humus_client_bulkhead_limit(c.core.native, &limit); st != C.HUMUS_OK {
+		return 0
+	}
+	return uint32(limit)
+}

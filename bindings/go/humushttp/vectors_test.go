@@ -1166,7 +1166,7 @@ func (r *runner) observe(e map[string]any, o outcome, id int, path string) {
 // lazily, docs/breaker.md §9.2), so every runner reads the client at the same points.
 func (r *runner) then(t map[string]any, path string) {
 	p := r.p
-	p.keys(t, path, "breaker", "budget_tokens", "received", "clock_ms")
+	p.keys(t, path, "breaker", "budget_tokens", "received", "clock_ms", "bulkhead_limit")
 	if dumping() && len(t) > 0 {
 		r.dumpState(path)
 	}
@@ -1221,6 +1221,9 @@ func (r *runner) then(t map[string]any, path string) {
 	if has(t, "clock_ms") {
 		p.equal(path+".clock_ms", t["clock_ms"], r.rt.ElapsedMs())
 	}
+	if has(t, "bulkhead_limit") {
+		p.equal(path+".bulkhead_limit", t["bulkhead_limit"], r.client.BulkheadLimit())
+	}
 }
 
 func (r *runner) dumpState(path string) {
@@ -1234,5 +1237,6 @@ func (r *runner) dumpState(path string) {
 			"window_failures": counts.WindowFailures, "slow_results": counts.SlowResults, "window_slow": counts.WindowSlow,
 		},
 		"budget_tokens": tokens, "received": len(r.mock.receivedAll()), "clock_ms": r.rt.ElapsedMs(),
+		"bulkhead_limit": r.client.BulkheadLimit(),
 	}))
 }

@@ -401,6 +401,7 @@ extern "C" {
     pub fn humus_client_breaker_state(c: *mut humus_client, state: *mut i32) -> humus_status;
     pub fn humus_client_breaker_counts(c: *mut humus_client, counts: *mut humus_breaker_counts) -> humus_status;
     pub fn humus_client_budget_tokens(c: *mut humus_client, tokens: *mut f64) -> humus_status;
+    pub fn humus_client_bulkhead_limit(c: *mut humus_client, limit: *mut u32) -> humus_status;
 }
 
 // ==== Request ==================================================================================

@@ -173,6 +173,15 @@ impl Client {
         Ok(tokens)
     }
 
+    /// The bulkhead's limit now (docs/bulkhead.md §11): `bulkhead.max_concurrent` for a fixed bulkhead; for an adaptive
+    /// one (`bulkhead.mode` `"adaptive"`, §11.1) where its algorithm has moved it, within `bulkhead.min..=bulkhead.max`.
+    pub fn bulkhead_limit(&self) -> Result<u32, Error> {
+        let mut limit = 0u32;
+        // SAFETY: the client is live; `limit` is ours; any thread.
+        ffi::check(unsafe { sys::humus_client_bulkhead_limit(self.raw(), &mut limit) }, ptr::null_mut())?;
+        Ok(limit)
+    }
+
     /// The runtime this client was built from.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime

@@ -713,7 +713,7 @@ impl Runner {
     /// lazily, docs/breaker.md §9.2), so every runner reads the client at the same points.
     fn then(&self, t: &Value, path: &str) {
         let p = &self.problems;
-        p.keys(t, path, &["breaker", "budget_tokens", "received", "clock_ms"]);
+        p.keys(t, path, &["breaker", "budget_tokens", "received", "clock_ms", "bulkhead_limit"]);
         if self.dump && t.as_object().is_some_and(|o| !o.is_empty()) {
             self.dump_state(path);
         }
@@ -780,6 +780,12 @@ impl Runner {
         if let Some(want) = t.get("clock_ms") {
             p.equal(&format!("{path}.clock_ms"), want, self.runtime().elapsed_ms());
         }
+        if let Some(want) = t.get("bulkhead_limit") {
+            match self.client().bulkhead_limit() {
+                Err(e) => p.add(&format!("{path}.bulkhead_limit"), format!("bulkhead_limit failed: {e}")),
+                Ok(limit) => p.equal(&format!("{path}.bulkhead_limit"), want, limit),
+            }
+        }
     }
 
     fn dump_state(&self, path: &str) {
@@ -800,6 +806,7 @@ impl Runner {
             "budget_tokens": self.client().budget_tokens().ok(),
             "received": self.script().received().len(),
             "clock_ms": self.runtime().elapsed_ms(),
+            "bulkhead_limit": self.client().bulkhead_limit().ok(),
         });
         eprintln!("  {path} observed {d}");
     }
