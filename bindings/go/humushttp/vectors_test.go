@@ -852,6 +852,21 @@ func (r *runner) build(call map[string]any, id int, path string, ctx context.Con
 	return req, opts, &callControl{cancelAtAttempt: int(integer(call["cancel_at_attempt"], 0))}, nil
 }
 
+// hedged adds BufferBody to a call of a client whose settings hedge: hedging applies to buffered calls
+// (docs/retries.md §6.8), and Do and Start stream unless asked to buffer.
+func (r *runner) hedged(opts []humushttp.CallOption) []humushttp.CallOption {
+	if r.hedging() {
+		return append(opts, humushttp.BufferBody())
+	}
+	return opts
+}
+
+// hedging: the vector's settings hedge.
+func (r *runner) hedging() bool {
+	_, on := object(r.v, "settings")["hedge"].(map[string]any)
+	return on
+}
+
 func (r *runner) blockingCall(call map[string]any, id int, path string) outcome {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -866,11 +881,39 @@ func (r *runner) blockingCall(call map[string]any, id int, path string) outcome 
 	}
 	r.mock.control(id, control)
 	defer r.mock.control(id, nil)
+	if r.hedging() {
+		return r.bufferedCall(req, id, opts)
+	}
 	start := r.rt.ElapsedMs()
 	resp, err := r.client.Do(req, opts...)
 	end := r.rt.ElapsedMs()
 	o := outcomeOf(resp, err)
 	o.startMs, o.endMs = start, end
+	return o
+}
+
+// bufferedCall runs a blocking call of a hedging client as Start with BufferBody and waits for it: hedging
+// applies to buffered calls (docs/retries.md §6.8). As for a concurrent group, the gate holds its attempts until
+// its handle is known, so cancel_at_attempt cancels through the handle at once, as the C++ runner's token does.
+func (r *runner) bufferedCall(req *http.Request, id int, opts []humushttp.CallOption) outcome {
+	r.mock.shutGate()
+	defer r.mock.openGate()
+	var o outcome
+	done := make(chan struct{})
+	start := r.rt.ElapsedMs()
+	call, err := r.client.Start(req, func(resp *humushttp.Response, err error) {
+		o = outcomeOf(resp, err)
+		o.startMs, o.endMs = start, r.rt.ElapsedMs() // read in the completion, as the C++ runner does
+		close(done)
+	}, r.hedged(opts)...)
+	if err != nil {
+		o = outcomeOf(nil, err)
+		o.startMs, o.endMs = start, start
+		return o
+	}
+	r.mock.setHandle(id, call)
+	r.mock.openGate()
+	<-done
 	return o
 }
 
@@ -995,7 +1038,7 @@ func (r *runner) concurrent(node any, path string) error {
 				it.out, it.done = o, true
 				mu.Unlock()
 				finished.Broadcast()
-			}, opts...)
+			}, r.hedged(opts)...)
 			if err != nil {
 				it.out, it.done = outcomeOf(nil, err), true
 				it.out.startMs, it.out.endMs = start, start
