@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -187,6 +188,40 @@ TEST(AdaptiveBulkhead, AsyncWaiterIsGrantedByARaise) {
   EXPECT_EQ(b.limit(), 2u);
   Slot taken = b.take(w);
   EXPECT_EQ(b.in_flight(), 1u);
+}
+
+// F172: many threads taking and giving back slots while an AIMD limit moves under them: the calls in flight never
+// exceed the highest limit, every slot comes back, and nobody waits forever.
+TEST(AdaptiveBulkhead, StressWithAMovingLimitCountsAreExact) {
+  VirtualClock clock;
+  Bulkhead b(4, seconds(3600), clock, nullptr, std::make_unique<Aimd>(LimitBounds{4, 2, 8}));
+  std::atomic<int> holding{0};
+  std::atomic<int> most{0};
+  std::atomic<int> granted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        Result<Slot> r = b.acquire();
+        ASSERT_TRUE(r.ok()) << r.status().message();
+        ++granted;
+        const int now = ++holding;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        --holding;
+        // Every seventh call of a thread is dropped: the limit goes up and down all along.
+        r.value().release((i + t) % 7 == 0 ? Outcome::kDropped : Outcome::kDone);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(granted.load(), 8 * 300);
+  EXPECT_LE(most.load(), 8);
+  EXPECT_EQ(b.in_flight(), 0u);
+  EXPECT_EQ(b.waiting(), 0u);
+  EXPECT_GE(b.limit(), 2u);
+  EXPECT_LE(b.limit(), 8u);
 }
 
 TEST(FixedBulkhead, LimitIsMaxConcurrentWhateverTheOutcomes) {
