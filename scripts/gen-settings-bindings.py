@@ -41,7 +41,8 @@ GO_GROUP_TYPES = {"retry_budget": "RetryBudget"}
 GO_INITIALISMS = {"url", "tls", "http", "ca", "pem", "id", "ip", "json", "dns", "ttl", "uri", "tcp"}
 
 # Rust: the enum types of enum keys (each with `as_str`); other enum keys take a &str.
-RUST_ENUMS = {"http_version": "HttpVersion", "tls.min_version": "TlsVersion", "classify": "ClassifierPreset"}
+RUST_ENUMS = {"http_version": "HttpVersion", "tls.min_version": "TlsVersion", "classify": "ClassifierPreset",
+              "bulkhead.mode": "BulkheadMode", "bulkhead.algorithm": "BulkheadAlgorithm"}
 # Groups with a value type of their own, whose setters are generated on it (`Tls::ca_file`).
 RUST_GROUP_VALUES = {"tls": "Tls"}
 # Keys that settings.rs sets by hand, because their shape is not one value per key: the retry budget's keys

@@ -101,7 +101,9 @@ pub use mock::{MockReply, MockRequest};
 pub use request::{Body, CallContext, Request, RetryMode};
 pub use response::{Redirect, Response, StreamingResponse};
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use settings::{HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion};
+pub use settings::{
+    BulkheadAlgorithm, BulkheadMode, HttpVersion, RetryBudget, Settings, SettingsBuilder, Tls, TlsVersion,
+};
 pub use span::{AttributeValue, Span};
 #[cfg(feature = "tower")]
 pub use tower_service::{ClientService, ResponseFuture};

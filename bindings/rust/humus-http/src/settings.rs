@@ -161,6 +161,42 @@ impl HttpVersion {
     }
 }
 
+/// How the bulkhead's limit is set (docs/bulkhead.md §11): `bulkhead.max_concurrent`, or moved with the calls' latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BulkheadMode {
+    /// The limit is `bulkhead.max_concurrent` (the default).
+    Fixed,
+    /// The limit moves within `bulkhead.min..=bulkhead.max` by `bulkhead.algorithm` (§11.1).
+    Adaptive,
+}
+
+impl BulkheadMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            BulkheadMode::Fixed => "fixed",
+            BulkheadMode::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// What moves an adaptive bulkhead's limit (docs/bulkhead.md §11.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BulkheadAlgorithm {
+    /// The ratio of a long-term to a short-term latency (the default).
+    Gradient2,
+    /// Additive increase while calls go well, multiplicative decrease on a timeout or a 503.
+    Aimd,
+}
+
+impl BulkheadAlgorithm {
+    fn as_str(self) -> &'static str {
+        match self {
+            BulkheadAlgorithm::Gradient2 => "gradient2",
+            BulkheadAlgorithm::Aimd => "aimd",
+        }
+    }
+}
+
 /// The lowest TLS version a client accepts (docs/transport.md §10.3: nothing below 1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlsVersion {

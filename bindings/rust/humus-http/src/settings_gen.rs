@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{HttpVersion, SettingsBuilder, Tls, TlsVersion};
+use super::{BulkheadAlgorithm, BulkheadMode, HttpVersion, SettingsBuilder, Tls, TlsVersion};
 use crate::classify::ClassifierPreset;
 use crate::json::Json;
 
@@ -105,8 +105,8 @@ impl SettingsBuilder {
 
     /// `bulkhead.mode`: fixed: max_concurrent; adaptive: the limit moves with latency (§11.1) (default "fixed"; one
     /// of "fixed", "adaptive").
-    pub fn bulkhead_mode(self, text: &str) -> SettingsBuilder {
-        self.nested("bulkhead", "mode", Json::Str(text.to_string()))
+    pub fn bulkhead_mode(self, choice: BulkheadMode) -> SettingsBuilder {
+        self.nested("bulkhead", "mode", Json::Str(choice.as_str().to_string()))
     }
 
     /// `bulkhead.min`: adaptive: the lowest limit (default 4; >= 1, <= 4294967295).
@@ -120,8 +120,8 @@ impl SettingsBuilder {
     }
 
     /// `bulkhead.algorithm`: adaptive: what moves the limit (default "gradient2"; one of "gradient2", "aimd").
-    pub fn bulkhead_algorithm(self, text: &str) -> SettingsBuilder {
-        self.nested("bulkhead", "algorithm", Json::Str(text.to_string()))
+    pub fn bulkhead_algorithm(self, choice: BulkheadAlgorithm) -> SettingsBuilder {
+        self.nested("bulkhead", "algorithm", Json::Str(choice.as_str().to_string()))
     }
 
     /// `max_retry_after`: a longer Retry-After is not waited; null: backoff_max (>= 0s).

@@ -2,7 +2,8 @@
 use std::time::Duration;
 
 use humus_http::{
-    ClassifierPreset, Client, ErrorKind, HttpVersion, RetryBudget, Runtime, Settings, SettingsBuilder, Tls, TlsVersion,
+    BulkheadAlgorithm, BulkheadMode, ClassifierPreset, Client, ErrorKind, HttpVersion, RetryBudget, Runtime, Settings,
+    SettingsBuilder, Tls, TlsVersion,
 };
 use serde_json::{json, Value};
 
@@ -321,6 +322,20 @@ fn setters() -> Vec<(&'static str, Setter)> {
             Enum(&[
                 ("1.2", |b| b.tls(&Tls::new().min_version(TlsVersion::V1_2))),
                 ("1.3", |b| b.tls(&Tls::new().min_version(TlsVersion::V1_3))),
+            ]),
+        ),
+        (
+            "bulkhead.mode",
+            Enum(&[
+                ("fixed", |b| b.bulkhead_mode(BulkheadMode::Fixed)),
+                ("adaptive", |b| b.bulkhead_mode(BulkheadMode::Adaptive)),
+            ]),
+        ),
+        (
+            "bulkhead.algorithm",
+            Enum(&[
+                ("gradient2", |b| b.bulkhead_algorithm(BulkheadAlgorithm::Gradient2)),
+                ("aimd", |b| b.bulkhead_algorithm(BulkheadAlgorithm::Aimd)),
             ]),
         ),
         (

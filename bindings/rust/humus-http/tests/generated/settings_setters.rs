@@ -27,22 +27,8 @@ fn generated_setters() -> Vec<(&'static str, Setter)> {
         ("bulkhead", Object),
         ("bulkhead.max_concurrent", Count(|b, n| b.bulkhead_max_concurrent(n))),
         ("bulkhead.wait", Duration(|b, d| b.bulkhead_wait(d))),
-        (
-            "bulkhead.mode",
-            Enum(&[
-                ("fixed", |b| b.bulkhead_mode("fixed")),
-                ("adaptive", |b| b.bulkhead_mode("adaptive")),
-            ]),
-        ),
         ("bulkhead.min", Count(|b, n| b.bulkhead_min(n))),
         ("bulkhead.max", Count(|b, n| b.bulkhead_max(n))),
-        (
-            "bulkhead.algorithm",
-            Enum(&[
-                ("gradient2", |b| b.bulkhead_algorithm("gradient2")),
-                ("aimd", |b| b.bulkhead_algorithm("aimd")),
-            ]),
-        ),
         ("max_retry_after", Duration(|b, d| b.max_retry_after(d))),
         ("max_idle_connections", Count(|b, n| b.max_idle_connections(n))),
         ("idle_timeout", Duration(|b, d| b.idle_timeout(d))),
