@@ -169,15 +169,21 @@ Step Call::admit() {
     decisions_.not_sent(now, st.code(), retry::Decision::kStopped, false, admission.at, env_.budget.tokens());
     return fail(std::move(st));
   }
+  return send(now, admission.at, env_.budget.tokens(), /*hedge=*/false);
+}
+
+Step Call::send(Instant now, breaker::Position admitted_at, double budget, bool hedge) {
   attempt_started_ = now;
   if (scenario_) wire_.fault = draw_fault();
   if (trace_.active()) {
-    std::string traceparent = trace_.begin(attempt_span(env_.clock.wall_now()));
+    telemetry::Span span = attempt_span(env_.clock.wall_now());
+    span.hedge = hedge;
+    std::string traceparent = trace_.begin(std::move(span));
     if (!omits("traceparent")) wire_.headers.set("traceparent", std::move(traceparent));
   }
   ++attempt_;
   ++attempts_;
-  decisions_.admitted(now, attempt_, admission.at, env_.budget.tokens());
+  decisions_.admitted(now, attempt_, admitted_at, budget, hedge);
   Step s;
   s.kind = Step::Kind::kSend;
   s.limits = {std::min(now + env_.settings.attempt_timeout, deadline_), deadline_};
@@ -226,26 +232,7 @@ Step Call::hedge() {
     (void)env_.breaker.record(admission.permit, breaker::Outcome::kIgnored);
     return pending;  // a hedge a hook refused is not sent; the copies out decide the call
   }
-  attempt_started_ = now;
-  if (scenario_) wire_.fault = draw_fault();
-  if (trace_.active()) {
-    telemetry::Span span = attempt_span(env_.clock.wall_now());
-    span.hedge = true;
-    std::string traceparent = trace_.begin(std::move(span));
-    if (!omits("traceparent")) wire_.headers.set("traceparent", std::move(traceparent));
-  }
-  ++attempt_;
-  ++attempts_;
-  decisions_.admitted(now, attempt_, admission.at, budget_before, /*hedge=*/true);
-  Step s;
-  s.kind = Step::Kind::kSend;
-  s.limits = {std::min(now + env_.settings.attempt_timeout, deadline_), deadline_};
-  if (!env_.settings.deadline_header.empty() && !omits(env_.settings.deadline_header)) {
-    wire_.headers.set(env_.settings.deadline_header,
-                      deadline_header_value(s.limits.attempt_deadline - now, env_.settings.deadline_format));
-  }
-  s.copy = stash();
-  return s;
+  return send(now, admission.at, budget_before, /*hedge=*/true);
 }
 
 int Call::stash() {

@@ -97,7 +97,10 @@ class Call {
   int copies_in_flight() const { return in_flight_; }
 
  private:
-  Step done(CallResult result);  // gives the bulkhead slot back, unless a streamed body took it
+  // The attempt admit() or hedge() lets go at `now`, its permit taken: its fault, span, counts and trace record
+  // (`budget`: the budget's balance the record shows), and the kSend with its limits.
+  Step send(Instant now, breaker::Position admitted_at, double budget, bool hedge);
+    Step done(CallResult result);  // gives the bulkhead slot back, unless a streamed body took it
   Step fail(Status status, Duration retry_after = Duration::zero());
   Step give_up(Status why);  // a wait or a new attempt cut short: the buffered response, else `why`
   Step stop(retry::Decision decision, Status why);  // no attempt is made: the decision counted, then give_up
