@@ -44,7 +44,8 @@ type Call struct {
 // its rewind — memory stays bounded whatever either body's size. The call runs on a goroutine of its own,
 // which waits as Do does: on a channel while the runtime's event loop drives the call (a call that joins
 // others of the client, with no req.Body streamed), else blocked in C with an OS thread, as a lone Do.
-// With the call option BufferBody, and on a virtual-clock runtime, the call is instead submitted to the
+// With the call option BufferBody, on a client opened with Settings.Hedge set (only a buffered call hedges,
+// docs/retries.md §6.8) and on a virtual-clock runtime, the call is instead submitted to the
 // event loop and buffered: req.Body read whole first, the Response's Body the buffer the core filled
 // (bounded by max_response_body), no goroutine and no OS thread waiting for it.
 //
@@ -56,7 +57,7 @@ type Call struct {
 // does Call.Cancel. Safe for concurrent use.
 func (c *Client) Start(req *http.Request, done func(*Response, error), opts ...CallOption) (*Call, error) {
 	o := collectCallOptions(req.Context(), opts)
-	if o.buffer || c.core.rt.virtual {
+	if o.buffer || c.core.hedges || c.core.rt.virtual {
 		return c.startBuffered(req, done, &o)
 	}
 	p, err := c.prepare(req, &o)

@@ -53,6 +53,9 @@ type clientCore struct {
 	traces bool
 	// hooks run around every attempt of every call (WithAttemptHooks); nil for none.
 	hooks *AttemptHooks
+	// hedges: Settings.Hedge is set, so Do buffers the body as BufferBody does: only a buffered call hedges
+	// (docs/retries.md §6.8). Unknown for a registry's client, whose settings Go does not see.
+	hedges bool
 
 	ref shared
 }
@@ -86,7 +89,8 @@ func Open(settings Settings, opts ...Option) (*Client, error) {
 	}
 	live.clients.Add(1)
 	core := &clientCore{native: native, rt: rt, compressionOff: settings.Decompress != nil && !*settings.Decompress,
-		readsOnLoop: !rt.virtual && !rt.mock.Load() && o.classifier == nil && o.policy == nil, traces: o.traces}
+		readsOnLoop: !rt.virtual && !rt.mock.Load() && o.classifier == nil && o.policy == nil, traces: o.traces,
+		hedges: settings.Hedge != nil}
 	if o.hooksSet {
 		h := o.hooks
 		core.hooks = &h

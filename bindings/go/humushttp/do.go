@@ -44,10 +44,11 @@ import (
 // unless it joins other calls of the client over HTTP/2, or over HTTP/1.1 while the client's bodies are
 // small (under 256 KiB): then it runs on the runtime's event loop, its body read ahead into a bounded ring,
 // and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both
-// paths keep every rule. With BufferBody the call runs as Start's does.
+// paths keep every rule. With BufferBody the call runs as Start's does, and so does every call of a client
+// opened with Settings.Hedge set: only a buffered call hedges (docs/retries.md §6.8).
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	o := collectCallOptions(req.Context(), opts)
-	if o.buffer {
+	if o.buffer || c.core.hedges {
 		call, err := c.Start(req, nil, opts...)
 		if err != nil {
 			return nil, err

@@ -25,7 +25,7 @@ type AttemptRecord struct {
 	URL       string        // without user-info
 	Redirect  int           // 0 the request itself, n the n-th redirect followed
 	Resend    bool          // a retry of the same hop
-	Hedge     bool          // a hedged copy of another attempt (always false today)
+	Hedge     bool          // a hedged copy of another attempt (docs/retries.md §6.8)
 	WireSends int           // times the request reached the wire: 0 when no connection carried it
 	Status    int           // the HTTP status the attempt got; 0 none
 	Error     string        // the error in its place, by status name ("HUMUS_E_TIMEOUT"); "" none
