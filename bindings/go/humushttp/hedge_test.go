@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// A client opened with Settings.Hedge hedges Do's calls with no call option (docs/retries.md §6.8): the first
+// F193: a client opened with Settings.Hedge hedges Do's calls with no call option (docs/retries.md §6.8): the first
 // request never answers until it is cancelled, the copy sent after the delay answers, and the first copy's
 // connection is closed once the copy has won. Asserted on what the server saw, not on times.
 func TestDoOfAHedgingClientHedgesWithoutBufferBody(t *testing.T) {
