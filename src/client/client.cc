@@ -282,20 +282,18 @@ CallResult Client::run_on_loop(const Request& request, CancelToken* cancel) {
     Signal done;
   };
   auto outcome = std::make_shared<Outcome>();
-  std::shared_ptr<AsyncCall> call = start_async(
+  // The caller's token, linked before the call's first step is posted: a cancel that comes while this thread
+  // has not run again since (on the virtual clock the whole call may run by then) is not missed. Not owned: the
+  // caller keeps it past this call, and the call lets go of it (unsubscribes) before `done` runs.
+  std::shared_ptr<CancelToken> linked;
+  if (cancel != nullptr) linked = std::shared_ptr<CancelToken>(cancel, [](CancelToken*) {});
+  (void)start_async(
       request,
       [outcome](CallResult r) {
         outcome->result = std::move(r);
         outcome->done.notify();  // its lock orders the write above before the caller's read
       },
-      nullptr, false);
-  uint64_t subscription = 0;
-  if (cancel != nullptr) {
-    subscription = cancel->subscribe([weak = std::weak_ptr<AsyncCall>(call)] {
-      if (std::shared_ptr<AsyncCall> c = weak.lock()) c->cancel();
-    });
-  }
-  call.reset();  // the client holds it until it ends
+      std::move(linked), false);  // the client holds the call until it ends
   transport::EventLoop& loop = runtime_.loop();
   if (loop.caller_driven()) {
     loop.drive_until([&] { return outcome->done.notified(); });
@@ -304,7 +302,6 @@ CallResult Client::run_on_loop(const Request& request, CancelToken* cancel) {
     // alone, as it does for an asynchronous call, never to a deadline of this wait's.
     (void)outcome->done.wait([] { return false; }, nullptr);
   }
-  if (subscription != 0) cancel->unsubscribe(subscription);
   return std::move(*outcome->result);
 }
 
