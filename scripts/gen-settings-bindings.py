@@ -50,8 +50,8 @@ RUST_GROUP_VALUES = {"tls": "Tls"}
 RUST_HAND_WRITTEN = {"retry_budget", "retry_budget.policy", "retry_budget.tokens", "retry_budget.ratio",
                      "retry_budget.min_per_second", "retry_budget.window"}
 # The coverage test's sample values where the key's check wants more than any text (constants of
-# tests/settings.rs); other text keys are given "x", paths "/etc/x.pem".
-RUST_TEST_SAMPLES = {"tls.ca_pem": "CERT", "tls.cert_pem": "CERT", "tls.key_pem": "KEY"}
+# tests/settings.rs, or a literal); other text keys are given "x", paths "/etc/x.pem".
+RUST_TEST_SAMPLES = {"tls.ca_pem": "CERT", "tls.cert_pem": "CERT", "tls.key_pem": "KEY", "hedge.delay": '"p95"'}
 
 # Python: the helper class of each group when it is not the group's name in CamelCase.
 PY_GROUP_CLASSES = {"tls": "TLS"}

@@ -57,7 +57,7 @@ fn generated_setters() -> Vec<(&'static str, Setter)> {
         ("share", Object),
         ("share.name", Text(|b, s| b.share_name(s), "x")),
         ("hedge", Object),
-        ("hedge.delay", Text(|b, s| b.hedge_delay(s), "x")),
+        ("hedge.delay", Text(|b, s| b.hedge_delay(s), "p95")),
         ("hedge.max", Count(|b, n| b.hedge_max(n))),
     ]
 }
