@@ -785,6 +785,58 @@ typedef void (*humus_read_done)(void *user_data, humus_status status, size_t n, 
 HUMUS_API humus_status humus_response_read_async(humus_response *resp, void *buf, size_t cap,
                                                  humus_read_done on_read, void *user_data, humus_error **err);
 
+/* Read ahead (docs/bodies.md §7): for a binding whose readers are its own tasks (goroutines, futures) and
+ * should cross into the library only to copy bytes. The library keeps reading a body from
+ * humus_client_submit_open on the event loop into a bounded ring of its own, one read in flight while the
+ * ring has room; humus_response_take copies out of it and never waits. With nothing to copy it says
+ * HUMUS_TOOK_WAIT, and `ready` then runs exactly once, when a take may find something (bytes, the end or the
+ * failure). While a large body flows, a waiting reader is woken once half the ring is in rather than per
+ * read; a short read (a trickle), the end, or humus_response_hurry wake it at once. Every rule of
+ * humus_response_read_async holds: the result counted at the end or the free, the call's timeout, the
+ * request's cancel token. */
+
+/* Runs on the event-loop thread (or inside humus_response_hurry, on its caller's): a take of `resp` may now
+ * find something. It must not block; it may call humus_response_take, not humus_response_free. */
+typedef void (*humus_body_ready)(void *user_data, humus_response *resp);
+
+/* A body whose Content-Length is under this many bytes is held whole by humus_response_read_ahead. */
+#define HUMUS_READ_AHEAD_WHOLE (256 * 1024)
+
+/* Starts reading resp's body ahead into a ring of `ring_bytes` (0: 64 KiB, 256 KiB for a Content-Length of
+ * 1 MiB or more). A body whose Content-Length is under HUMUS_READ_AHEAD_WHOLE gets a ring of its length and
+ * one byte, and *whole (may be NULL) is set to 1: `ready` then also runs once the whole body is in (or
+ * failed), with no take waiting, so a caller may hand the response on only then and a small answer costs one
+ * wake-up. From here the body is read with humus_response_take only (humus_response_read_async is
+ * HUMUS_E_MISUSE); humus_response_free and humus_response_close end it as for humus_response_read_async, and
+ * `ready` never runs once humus_response_close returned, or once humus_response_free's close ran on the loop.
+ * HUMUS_E_MISUSE for a bad resp, one not from humus_client_submit_open, or one with a read pending or read
+ * ahead already; HUMUS_E_INVALID_ARGUMENT when ready is NULL. Any thread; a response's `ready` may run
+ * before this returns. */
+HUMUS_API humus_status humus_response_read_ahead(humus_response *resp, size_t ring_bytes, humus_body_ready ready,
+                                                 void *user_data, int *whole, humus_error **err);
+
+/* What humus_response_take found. */
+#define HUMUS_TOOK_BYTES 0 /* *n > 0 bytes copied */
+#define HUMUS_TOOK_LAST 1  /* *n > 0 bytes copied, the last of a body that ended well: no take needed for the end */
+#define HUMUS_TOOK_END 2   /* nothing copied: the body ended well (its result is counted) */
+#define HUMUS_TOOK_WAIT 3  /* nothing copied yet: `ready` runs exactly once when a take may find something */
+/* humus_response_take's flags. */
+#define HUMUS_TAKE_DROP 1 /* first discard what was read ahead: the caller cancelled, the next take says so */
+
+/* Copies up to `cap` bytes of a body read ahead into `buf` and sets *took; never waits, never runs
+ * `ready`. HUMUS_OK, or the body's failure (HUMUS_E_CONNECTION_LOST, HUMUS_E_TIMEOUT, HUMUS_E_CANCELLED ...)
+ * with *n 0, *took HUMUS_TOOK_END and `err`, as every later take reports it. HUMUS_E_MISUSE for a bad resp
+ * or one not read ahead; HUMUS_E_INVALID_ARGUMENT when buf, n or took is NULL or cap is 0. Any thread, after
+ * humus_response_read_ahead returned (or its `ready` ran); one take at a time per response, not concurrently
+ * with its free. */
+HUMUS_API humus_status humus_response_take(humus_response *resp, void *buf, size_t cap, uint32_t flags, size_t *n,
+                                           int32_t *took, humus_error **err);
+
+/* The reader waiting since HUMUS_TOOK_WAIT is done waiting for a batch (say, after half a millisecond):
+ * what the ring holds, or the next bytes, wake it now. Its one `ready` still comes — perhaps already did,
+ * perhaps inside this call, on this thread. Nothing for a bad resp or one not read ahead. Any thread. */
+HUMUS_API void humus_response_hurry(humus_response *resp);
+
 /* ==== Callbacks: log sink ======================================================================== */
 
 /* One log record (docs/telemetry.md §13.3). Only two kinds exist: a circuit breaker's state change

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "capi/handle.h"
+#include "client/body_ring.h"
 #include "client/client.h"
 #include "client/request.h"
 #include "client/runtime.h"
@@ -66,4 +67,7 @@ struct humus_response {
   // A humus_response_read_async is pending. Acquire/release: the read that clears it has finished with the
   // response's fields before the next read, on any thread, starts.
   std::atomic<bool> reading{false};
+  // humus_response_read_ahead's: the ring its body is read into on the loop, taken from with
+  // humus_response_take. Set once, before any take; closed on the loop with the body.
+  std::shared_ptr<humus::client::BodyRing> ring;
 };

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <memory>
 
 #include "capi/client_capi.h"
@@ -35,8 +36,10 @@ bool read_buffered(humus_response* resp, void* buf, size_t cap, size_t* n) {
   return true;
 }
 
-// Closes a body that lives on the loop (its result counted) and frees the response: on the loop thread.
+// Closes a body that lives on the loop (its result counted) and frees the response: on the loop thread. A ring
+// reading it ahead issues no read after this, and its pending one completes with kCancelled as the body closes.
 void close_on_loop(humus_response* resp) {
+  if (resp->ring != nullptr) resp->ring->close();
   if (resp->response.stream != nullptr) resp->response.stream->close();
   delete resp;
 }
@@ -44,14 +47,27 @@ void close_on_loop(humus_response* resp) {
 humus_status read_elsewhere(const char* function, humus_error** err) {
   return report(Status(Code::kMisuse, std::string(function) +
                                           ": resp came from humus_client_submit_open; its body is read with "
-                                          "humus_response_read_async"),
+                                          "humus_response_read_async or humus_response_take"),
                 err);
+}
+
+// Loop thread: the next bytes of a body on the loop, the ones read ahead before a retry first. `done` may run
+// before this returns.
+void read_next(humus_response* resp, char* buf, size_t cap, humus::client::ResponseStream::ReadDone done) {
+  size_t n = 0;
+  if (read_buffered(resp, buf, cap, &n)) {
+    done(n);
+  } else if (resp->response.stream == nullptr) {
+    done(size_t{0});
+  } else {
+    resp->response.stream->read_async(buf, cap, std::move(done));
+  }
 }
 
 // Loop thread: one humus_response_read_async.
 void read_on_loop(humus_response* resp, void* buf, size_t cap, humus_read_done on_read, void* user_data) {
   // Cleared before on_read runs, so on_read may start the next read.
-  auto complete = [resp, on_read, user_data](humus::Result<size_t> got) {
+  read_next(resp, static_cast<char*>(buf), cap, [resp, on_read, user_data](humus::Result<size_t> got) {
     resp->reading.store(false, std::memory_order_release);
     if (got.ok()) {
       on_read(user_data, HUMUS_OK, *got, nullptr);
@@ -60,15 +76,19 @@ void read_on_loop(humus_response* resp, void* buf, size_t cap, humus_read_done o
     humus_error* error = nullptr;
     const humus_status status = report(got.status(), &error, resp->response.attempts);
     on_read(user_data, status, 0, error);
-  };
-  size_t n = 0;
-  if (read_buffered(resp, buf, cap, &n)) {
-    complete(n);
-  } else if (resp->response.stream == nullptr) {
-    complete(size_t{0});
-  } else {
-    resp->response.stream->read_async(static_cast<char*>(buf), cap, std::move(complete));
+  });
+}
+
+// The Content-Length a response declared, if it is one number.
+std::optional<uint64_t> content_length(const humus::client::Response& response) {
+  const std::string* v = response.headers.find("content-length");
+  if (v == nullptr || v->empty() || v->size() > 19) return std::nullopt;
+  uint64_t n = 0;
+  for (const char c : *v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
   }
+  return n;
 }
 
 // humus_response_read, or with `wait` humus_response_read_ready: *n == 0 with wait->fd >= 0 is "nothing yet".
@@ -141,6 +161,11 @@ HUMUS_API humus_status humus_response_read_async(humus_response* resp, void* buf
                                           "read it with humus_response_read"),
                     err);
     }
+    if (resp->ring != nullptr) {
+      return report(Status(Code::kMisuse, "humus_response_read_async: resp is read ahead; take its bytes with "
+                                          "humus_response_take"),
+                    err);
+    }
     if (resp->reading.exchange(true, std::memory_order_acq_rel)) {
       return report(Status(Code::kMisuse, "humus_response_read_async: a read of resp is pending already (one at a "
                                           "time: start the next from on_read)"),
@@ -149,6 +174,77 @@ HUMUS_API humus_status humus_response_read_async(humus_response* resp, void* buf
     resp->loop->post([resp, buf, cap, on_read, user_data] { read_on_loop(resp, buf, cap, on_read, user_data); });
     return HUMUS_OK;
   });
+}
+
+HUMUS_API humus_status humus_response_read_ahead(humus_response* resp, size_t ring_bytes, humus_body_ready ready,
+                                                 void* user_data, int* whole, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_read_ahead", "resp", err);
+    if (ready == nullptr) return null_argument("humus_response_read_ahead", "ready", err);
+    if (resp->loop == nullptr) {
+      return report(Status(Code::kMisuse, "humus_response_read_ahead: resp did not come from humus_client_submit_open; "
+                                          "read it with humus_response_read"),
+                    err);
+    }
+    // Taken for good: no humus_response_read_async may start beside the ring, nor a second ring.
+    if (resp->ring != nullptr || resp->reading.exchange(true, std::memory_order_acq_rel)) {
+      return report(Status(Code::kMisuse, "humus_response_read_ahead: resp is read already (a read is pending, or "
+                                          "it is read ahead)"),
+                    err);
+    }
+    const humus::client::BodyRing::Shape shape =
+        humus::client::BodyRing::shape_for(content_length(resp->response), ring_bytes);
+    if (whole != nullptr) *whole = shape.whole ? 1 : 0;
+    resp->ring = humus::client::BodyRing::start(
+        *resp->loop,
+        [resp](char* buf, size_t cap, humus::client::BodyRing::ReadDone done) {
+          read_next(resp, buf, cap, std::move(done));  // the ring reads only until close_on_loop closed it
+        },
+        shape, [ready, user_data, resp] { ready(user_data, resp); });
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_response_take(humus_response* resp, void* buf, size_t cap, uint32_t flags, size_t* n,
+                                           int32_t* took, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(resp) == nullptr) return bad_handle("humus_response_take", "resp", err);
+    if (buf == nullptr) return null_argument("humus_response_take", "buf", err);
+    if (n == nullptr) return null_argument("humus_response_take", "n", err);
+    if (took == nullptr) return null_argument("humus_response_take", "took", err);
+    if (cap == 0) return report(Status(Code::kInvalidArgument, "humus_response_take: cap must be > 0", {"cap"}), err);
+    if (resp->ring == nullptr) {
+      return report(Status(Code::kMisuse, "humus_response_take: resp is not read ahead (humus_response_read_ahead)"),
+                    err);
+    }
+    using Took = humus::client::BodyRing::Took;
+    const humus::client::BodyRing::Taken t =
+        resp->ring->take(static_cast<char*>(buf), cap, (flags & HUMUS_TAKE_DROP) != 0);
+    *n = t.n;
+    switch (t.kind) {
+      case Took::kBytes:
+        *took = HUMUS_TOOK_BYTES;
+        return HUMUS_OK;
+      case Took::kLast:
+        *took = HUMUS_TOOK_LAST;
+        return HUMUS_OK;
+      case Took::kEnd:
+        *took = HUMUS_TOOK_END;
+        return HUMUS_OK;
+      case Took::kWait:
+        *took = HUMUS_TOOK_WAIT;
+        return HUMUS_OK;
+      case Took::kFailed:
+        break;
+    }
+    *took = HUMUS_TOOK_END;
+    return report(t.failure, err, resp->response.attempts);
+  });
+}
+
+HUMUS_API void humus_response_hurry(humus_response* resp) {
+  if (live(resp) == nullptr || resp->ring == nullptr) return;
+  resp->ring->hurry();
 }
 
 HUMUS_API int32_t humus_response_status(const humus_response* resp) {

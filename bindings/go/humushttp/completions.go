@@ -69,7 +69,7 @@ func deliverQueued(batch []C.humusgo_completion, n int) {
 			if c.kind == C.HUMUSGO_CALL_DONE {
 				humusgoCallDone(C.uintptr_t(c.handle), c.status, c.resp, c.err)
 			} else {
-				humusgoBodyEvent(C.uintptr_t(c.handle), c.kind, c.status, c.err, c.body)
+				humusgoBodyEvent(C.uintptr_t(c.handle), c.kind, c.status, c.err, c.resp)
 			}
 		}
 		if n < len(batch) {

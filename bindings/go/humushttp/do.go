@@ -185,7 +185,7 @@ func hookFailed(e *Error, hookErr error) *Error {
 // (bench/HISTORY.md "The Go boundary"): alone, a call is cheapest on its own thread, which reads its socket
 // itself. Joining others, the loop costs less CPU per call than threads blocking in C: half over HTTP/2,
 // where they share one connection, and a third less over HTTP/1.1 for a body that reaches Go whole with
-// its headers (under HUMUSGO_WHOLE_BODY). A body that flows through the ring costs the loop more over
+// its headers (under HUMUS_READ_AHEAD_WHOLE). A body that flows through the ring costs the loop more over
 // HTTP/1.1 than threads reading their own sockets on every core (for 256 MiB bodies, half their
 // throughput: the one loop thread reads them all), so such calls block until the client's last body
 // that told its size was small.
@@ -203,7 +203,7 @@ func (c *clientCore) sawResponse(r *http.Response) {
 }
 
 // sawBody records the size of a body of Do's, told by its headers or, without them, counted to its end.
-func (c *clientCore) sawBody(n int64) { c.smallBodies.Store(n < C.HUMUSGO_WHOLE_BODY) }
+func (c *clientCore) sawBody(n int64) { c.smallBodies.Store(n < C.HUMUS_READ_AHEAD_WHOLE) }
 
 // decodes says whether the core asks for a compressed body for req and hands over the decoded bytes: the
 // setting decompress is on and the caller set neither Accept-Encoding nor Range (net/http's Transport rule),

@@ -63,8 +63,8 @@ humus_status humusgo_client_submit(humus_client *c, const humus_request *r, uint
 /* What a queued completion tells Go. */
 enum {
   HUMUSGO_CALL_DONE = 0, /* a call of humusgo_client_submit_queued ended: status, resp, err */
-  HUMUSGO_BODY_OPENED,   /* a call of humusgo_client_submit_open_queued has its headers: status, err, body */
-  HUMUSGO_BODY_READY     /* a body that Go waits on has bytes, or ended (body_pump.c) */
+  HUMUSGO_BODY_OPENED,   /* a call of humusgo_client_submit_open_queued has its headers: status, err, resp */
+  HUMUSGO_BODY_READY     /* a body read ahead may have bytes for Go (body_pump.c): resp */
 };
 
 /* One event, as the event-loop thread queued it for Go. */
@@ -72,9 +72,8 @@ typedef struct humusgo_completion {
   uintptr_t handle;
   int32_t kind; /* HUMUSGO_CALL_DONE, ... */
   humus_status status;
-  humus_response *resp;
+  humus_response *resp; /* HUMUSGO_BODY_OPENED with HUMUS_OK: the open body, read ahead, Go's to free */
   humus_error *err;
-  struct humusgo_body *body; /* HUMUSGO_BODY_OPENED with HUMUS_OK: the open body, Go's to close */
 } humusgo_completion;
 
 /* The process's completion queue: its eventfd (nonblocking, close-on-exec), made on the first call; -1 with
@@ -102,49 +101,17 @@ size_t humusgo_completions_take(humusgo_completion *out, size_t cap);
 
 /* --- A body read ahead on the event loop (body_pump.c) -----------------------------------------------
  *
- * humus_client_submit_open, then a chain of humus_response_read_async into a ring buffer of the body's own,
- * run on the event-loop thread: the loop keeps reading while the ring has room, and Go copies out of it with
- * humusgo_body_take, a short cgo call that never blocks. A Read that finds the ring empty waits on a channel
- * (no OS thread held), woken by one HUMUSGO_BODY_READY completion. The ring holds HUMUSGO_BODY_RING bytes
- * (a Content-Length below HUMUSGO_WHOLE_BODY: that many and one; of 1 MiB or more: HUMUSGO_BODY_RING_LARGE),
- * so memory stays bounded whatever the body's size. */
-#define HUMUSGO_BODY_RING (64 * 1024)
-/* The ring of a body whose Content-Length is 1 MiB or more: fewer wake-ups of Go per byte. */
-#define HUMUSGO_BODY_RING_LARGE (256 * 1024)
-/* A body whose Content-Length is under this is read whole into a ring of its size and one byte before its
- * headers reach Go: one hand-off for the call. No larger than the large ring, so no call holds more. */
-#define HUMUSGO_WHOLE_BODY HUMUSGO_BODY_RING_LARGE
+ * humus_client_submit_open, then humus_response_read_ahead: the library reads the body on the event-loop
+ * thread into a bounded ring of its own while the ring has room, and Go copies out of it with
+ * humus_response_take, a short cgo call that never blocks. A Read that finds the ring empty waits on a
+ * channel (no OS thread held), woken by one HUMUSGO_BODY_READY completion. */
 
-typedef struct humusgo_body humusgo_body;
-
-/* humus_client_submit_open whose headers come to Go as one HUMUSGO_BODY_OPENED completion for `handle`.
- * With a Content-Length that fits the ring, the completion waits until the whole body is in (or failed):
- * a small answer then costs one hand-off to Go, as a buffered one does. humusgo_completions_fd must have
- * succeeded first. */
+/* humus_client_submit_open whose headers come to Go as one HUMUSGO_BODY_OPENED completion for `handle`, the
+ * body read ahead from then on. A body the ring holds whole (a Content-Length under 256 KiB) comes to Go
+ * once all of it is in (or failed), as a first HUMUSGO_BODY_READY instead: a small answer then costs one
+ * hand-off, as a buffered one does. humusgo_completions_fd must have succeeded first. */
 humus_status humusgo_client_submit_open_queued(humus_client *c, const humus_request *r, uintptr_t handle,
                                                humus_call **call, humus_error **err);
-
-/* What humusgo_body_take found. */
-enum { HUMUSGO_TAKE_BYTES = 0, HUMUSGO_TAKE_WAIT, HUMUSGO_TAKE_END, HUMUSGO_TAKE_FAILED, HUMUSGO_TAKE_LAST };
-
-/* Copies up to `cap` bytes of the body into `buf` (Go memory, used during the call only) and returns
- * HUMUSGO_TAKE_BYTES with *n > 0, or HUMUSGO_TAKE_LAST with *n > 0 when they are the last of a body that
- * ended well (the Read returns them with io.EOF: a small body costs one take, not two); or, with nothing
- * to copy: HUMUSGO_TAKE_END at the body's end,
- * HUMUSGO_TAKE_FAILED with *status and *err (the caller's to free) when the body failed, or
- * HUMUSGO_TAKE_WAIT, after which exactly one HUMUSGO_BODY_READY completion for the body's `handle` comes.
- * `drop` first discards what was read ahead (the caller cancelled: the next read reports it). Calls for one
- * body are serialized by the caller. */
-int humusgo_body_take(humusgo_body *b, void *buf, size_t cap, int drop, size_t *n, humus_status *status,
-                      humus_error **err);
-/* Tells the loop that the Read waiting since HUMUSGO_TAKE_WAIT is done waiting for a batch: the bytes in
- * the ring, or the next ones, wake it now. Its one HUMUSGO_BODY_READY still comes (perhaps already did). */
-void humusgo_body_hurry(humusgo_body *b);
-/* Frees the response (which closes its body and counts its result, docs/bodies.md §7) and, once no read is
- * pending any more, the body. No take after it. */
-void humusgo_body_close(humusgo_body *b);
-/* The body's response: its status and headers, for Go to read. */
-humus_response *humusgo_body_response(const humusgo_body *b);
 
 /* Called by a Go callback that failed: keeps `handle` as this blocking call's failure and returns 0, or
  * returns `handle` (for the caller to delete) when this thread is in no blocking call or one is kept. */

@@ -12,13 +12,14 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/cgo"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
 
 // A streamed Do whose attempts and body reads run on the runtime's event loop (body_pump.c): the call is
 // submitted with humus_client_submit_open, its headers come back through the completion queue, and the
-// loop reads the body ahead into a bounded ring that Read copies out of. No OS thread waits for the
+// library reads the body ahead into a bounded ring (humus_response_read_ahead) that Read copies out of. No OS thread waits for the
 // server, which is what a blocking cgo call per call in flight costs (bench/HISTORY.md "The Go boundary").
 //
 // Do takes this path for a call that joins others (clientCore.onLoop) when nothing in the call
@@ -30,25 +31,27 @@ import (
 // per Read that found the ring empty. The cgo.Handle the C side keeps points here and nowhere else, so a
 // Body dropped unclosed still becomes unreachable and its cleanup closes the native body.
 type bodySignal struct {
-	opened chan openedBody // capacity 1: exactly one HUMUSGO_BODY_OPENED
-	ready  chan struct{}   // capacity 1: one HUMUSGO_BODY_READY per HUMUSGO_TAKE_WAIT
+	opened  chan openedBody // capacity 1: exactly one, from HUMUSGO_BODY_OPENED or a whole body's first ready
+	ready   chan struct{}   // capacity 1: one HUMUSGO_BODY_READY per HUMUS_TOOK_WAIT
+	headsUp atomic.Bool     // the headers were delivered: a ready is a wake-up from here on
 }
 
 type openedBody struct {
 	status C.humus_status
 	err    *C.humus_error
-	body   *C.humusgo_body
+	resp   *C.humus_response
 }
 
 //export humusgoBodyEvent
-func humusgoBodyEvent(h C.uintptr_t, kind C.int32_t, status C.humus_status, cerr *C.humus_error, body *C.humusgo_body) {
+func humusgoBodyEvent(h C.uintptr_t, kind C.int32_t, status C.humus_status, cerr *C.humus_error, resp *C.humus_response) {
 	signal := cgo.Handle(h).Value().(*bodySignal)
-	switch kind {
-	case C.HUMUSGO_BODY_OPENED:
-		signal.opened <- openedBody{status: status, err: cerr, body: body}
-	case C.HUMUSGO_BODY_READY:
-		signal.ready <- struct{}{}
+	// A body held whole comes with its first ready, not with an HUMUSGO_BODY_OPENED of its own.
+	if kind == C.HUMUSGO_BODY_OPENED || !signal.headsUp.Swap(true) {
+		signal.headsUp.Store(true)
+		signal.opened <- openedBody{status: status, err: cerr, resp: resp}
+		return
 	}
+	signal.ready <- struct{}{}
 }
 
 // openOnLoop submits the call (the request is copied) and waits for its headers on a channel. The state's
@@ -81,20 +84,21 @@ func (c *Client) openOnLoop(p *prepared) (*Response, error) {
 	}
 	if p.hooks.failure() != nil {
 		// The last attempt's response hook failed: the body is closed unread, the call fails.
-		attempts := int(C.humus_response_attempts(C.humusgo_body_response(opened.body)))
-		C.humusgo_body_close(opened.body)
+		attempts := int(C.humus_response_attempts(opened.resp))
+		C.humus_response_close(opened.resp)
 		return fail(&Error{Attempts: attempts})
 	}
-	call := &loopCall{body: opened.body, handle: h, state: state, core: c.core, ctx: req.Context()}
+	call := &loopCall{resp: opened.resp, handle: h, state: state, core: c.core, ctx: req.Context()}
 	r := newLoopResponse(call, signal, req, p.sentURL, c.core.decodes(req), p.traced)
 	c.core.sawResponse(r.Response)
 	return r, nil
 }
 
-// loopCall is what an open body holds until it ends: the native body (and its response), the handle its
-// completions name, the cancel token and its context watcher, and a reference to the client.
+// loopCall is what an open body holds until it ends: the native response (its body read ahead), the handle
+// its completions name, the cancel token and its context watcher, and a reference to the client.
 type loopCall struct {
-	body   *C.humusgo_body
+	resp   *C.humus_response
+	ended  bool // a take saw the end or the failure: the result is counted, the free need not wait
 	handle cgo.Handle
 	state  *callState
 	core   *clientCore
@@ -106,7 +110,13 @@ type loopCall struct {
 func (c *loopCall) interrupt() { c.state.trigger() }
 
 func (c *loopCall) end() {
-	C.humusgo_body_close(c.body)
+	if c.ended {
+		C.humus_response_free(c.resp)
+	} else {
+		// It returns once the result is counted, as a blocking body's close does; a pending read of the
+		// ring has completed by then, and no ready comes after it.
+		C.humus_response_close(c.resp)
+	}
 	live.responses.Add(-1)
 	deleteHandle(c.handle)
 	c.state.unwatch()
@@ -116,7 +126,7 @@ func (c *loopCall) end() {
 
 func newLoopResponse(call *loopCall, signal *bodySignal, req *http.Request, sentURL string, decodes, traced bool) *Response {
 	live.responses.Add(1)
-	resp := C.humusgo_body_response(call.body)
+	resp := call.resp
 	r := streamedHead(resp, req, sentURL, decodes)
 	keepResponseTrace(traced, r.Response, resp)
 	s := &loopStream{signal: signal}
@@ -164,41 +174,45 @@ func (s *loopStream) Read(p []byte) (int, error) {
 	call := s.call
 	// A context that ended cancels the body now, and the bytes read ahead are dropped: the read must fail
 	// as a blocking one would, with the breaker counting nothing.
-	drop := C.int(0)
+	drop := C.uint32_t(0)
 	if call.state.cancelIfDone() {
-		drop = 1
+		drop = C.HUMUS_TAKE_DROP
 	}
 	for {
 		var n C.size_t
-		var st C.humus_status
+		var took C.int32_t
 		var cerr *C.humus_error
 		// p holds no Go pointers and is used only during the call: the ring is copied straight into it.
-		switch C.humusgo_body_take(call.body, unsafe.Pointer(&p[0]), C.size_t(len(p)), drop, &n, &st, &cerr) {
-		case C.HUMUSGO_TAKE_BYTES:
-			s.read += int64(n)
-			return int(n), nil
-		case C.HUMUSGO_TAKE_LAST:
-			s.read += int64(n)
-			s.err = io.EOF
-			s.sawEnd()
-			s.end()
-			return int(n), io.EOF
-		case C.HUMUSGO_TAKE_END:
-			s.err = io.EOF
-			s.sawEnd()
-			s.end()
-			return 0, io.EOF
-		case C.HUMUSGO_TAKE_FAILED:
+		st := C.humus_response_take(call.resp, unsafe.Pointer(&p[0]), C.size_t(len(p)), drop, &n, &took, &cerr)
+		switch {
+		case st != C.HUMUS_OK:
+			call.ended = true
 			e := takeError(st, cerr)
 			e.cause = contextCause(call.ctx, e.Status)
 			s.err = e
 			s.end()
 			return 0, e
+		case took == C.HUMUS_TOOK_BYTES:
+			s.read += int64(n)
+			return int(n), nil
+		case took == C.HUMUS_TOOK_LAST:
+			call.ended = true
+			s.read += int64(n)
+			s.err = io.EOF
+			s.sawEnd()
+			s.end()
+			return int(n), io.EOF
+		case took == C.HUMUS_TOOK_END:
+			call.ended = true
+			s.err = io.EOF
+			s.sawEnd()
+			s.end()
+			return 0, io.EOF
 		}
 		drop = 0
 		s.reading = true
 		s.mu.Unlock()
-		s.await(call.body)
+		s.await(call.resp)
 		s.mu.Lock()
 		s.reading = false
 		s.returned.Broadcast()
@@ -209,11 +223,11 @@ func (s *loopStream) Read(p []byte) (int, error) {
 }
 
 // batchWait is how long a Read waits for the loop to gather a batch of a flowing body before it takes
-// whatever came (humusgo_body_hurry): a wake-up per batch instead of per receive buffer, at a bounded delay.
+// whatever came (humus_response_hurry): a wake-up per batch instead of per receive buffer, at a bounded delay.
 const batchWait = 500 * time.Microsecond
 
-// await waits for the one HUMUSGO_BODY_READY a HUMUSGO_TAKE_WAIT promises.
-func (s *loopStream) await(body *C.humusgo_body) {
+// await waits for the one HUMUSGO_BODY_READY a HUMUS_TOOK_WAIT promises.
+func (s *loopStream) await(resp *C.humus_response) {
 	if s.batch == nil {
 		s.batch = time.NewTimer(batchWait)
 	} else {
@@ -223,7 +237,7 @@ func (s *loopStream) await(body *C.humusgo_body) {
 	case <-s.signal.ready:
 		s.batch.Stop()
 	case <-s.batch.C:
-		C.humusgo_body_hurry(body)
+		C.humus_response_hurry(resp)
 		<-s.signal.ready
 	}
 }

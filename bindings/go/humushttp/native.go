@@ -20,9 +20,8 @@ package humushttp
 #cgo noescape humusgo_redirect_read
 #cgo nocallback humusgo_redirect_headers
 #cgo noescape humusgo_redirect_headers
-#cgo nocallback humusgo_body_take
-#cgo noescape humusgo_body_take
-#cgo nocallback humusgo_body_response
+#cgo nocallback humus_response_take
+#cgo noescape humus_response_take
 #cgo nocallback humusgo_completions_take
 #cgo noescape humusgo_completions_take
 #cgo nocallback humus_cancel_new

@@ -1,0 +1,146 @@
+#include "client/body_ring.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace humus::client {
+
+BodyRing::Shape BodyRing::shape_for(std::optional<uint64_t> content_length, size_t asked) {
+  Shape s;
+  if (content_length && *content_length < kWholeBody) {
+    s.capacity = static_cast<size_t>(*content_length) + 1;
+    s.whole = true;
+  } else if (asked > 0) {
+    s.capacity = asked;
+  } else {
+    s.capacity = content_length && *content_length >= kLargeBody ? kLargeRing : kRing;
+  }
+  return s;
+}
+
+std::shared_ptr<BodyRing> BodyRing::start(transport::EventLoop& loop, Source source, Shape shape, Ready ready) {
+  auto ring = std::make_shared<BodyRing>(loop, std::move(source), shape, std::move(ready));
+  MutexLock lock(ring->mu_);
+  ring->read_more();
+  return ring;
+}
+
+BodyRing::BodyRing(transport::EventLoop& loop, Source source, Shape shape, Ready ready)
+    : loop_(loop),
+      source_(std::move(source)),
+      ready_(std::move(ready)),
+      min_room_(shape.whole ? 1 : std::min(kMinRoom, shape.capacity)),
+      whole_(shape.whole),
+      ring_(new char[shape.capacity]),
+      cap_(shape.capacity) {}
+
+void BodyRing::read_more() {
+  if (pending_ || ended_ || closed_) return;
+  if (len_ == 0) head_ = 0;  // an empty ring reads into its whole length
+  const size_t tail = (head_ + len_) % cap_;
+  const size_t room = len_ == cap_ ? 0 : tail >= head_ ? cap_ - tail : head_ - tail;
+  if (room < min_room_) return;
+  pending_ = true;
+  // Posted, never run here: take() runs on the reader's thread, and a read may complete before it returns.
+  loop_.post([self = shared_from_this(), tail, room] { self->issue(tail, room); });
+}
+
+void BodyRing::issue(size_t at, size_t room) {
+  {
+    MutexLock lock(mu_);
+    if (closed_) {
+      pending_ = false;
+      return;
+    }
+  }
+  // The bytes from `at` are the loop's until on_read: take() copies only what lies before them.
+  source_(ring_.get() + at, room, [self = shared_from_this()](Result<size_t> got) { self->on_read(std::move(got)); });
+}
+
+void BodyRing::on_read(Result<size_t> got) {
+  bool wake = false;
+  {
+    MutexLock lock(mu_);
+    pending_ = false;
+    if (closed_) return;
+    if (!got.ok()) {
+      ended_ = true;
+      failure_ = got.status();
+    } else if (*got == 0) {
+      ended_ = true;
+    } else {
+      len_ += *got;
+    }
+    flowing_ = got.ok() && *got >= kFullRead;
+    read_more();
+    wake = due();
+  }
+  if (wake) ready_();
+}
+
+bool BodyRing::due() {
+  if (closed_) return false;
+  if (whole_ && !told_whole_) {
+    // A length that lied (more bytes than it said) fills the ring before the end: told then, so the reader
+    // makes room instead of both sides waiting.
+    if (!ended_ && len_ < cap_) return false;
+    told_whole_ = true;
+    waiting_ = Waiting::kNo;
+    return true;
+  }
+  if (waiting_ == Waiting::kNo || (len_ == 0 && !ended_)) return false;
+  const bool batch = ended_ || !pending_ || !flowing_ || len_ >= cap_ / 2;
+  if (waiting_ == Waiting::kAny || batch) {
+    waiting_ = Waiting::kNo;
+    return true;
+  }
+  return false;
+}
+
+BodyRing::Taken BodyRing::take(char* buf, size_t cap, bool drop) {
+  MutexLock lock(mu_);
+  if (drop) {  // consumed unread: the tail, where a pending read lands, stays
+    head_ = (head_ + len_) % cap_;
+    len_ = 0;
+  }
+  Taken t;
+  while (t.n < cap && len_ > 0) {
+    const size_t piece = std::min({cap_ - head_, len_, cap - t.n});
+    std::memcpy(buf + t.n, ring_.get() + head_, piece);
+    t.n += piece;
+    head_ = (head_ + piece) % cap_;
+    len_ -= piece;
+  }
+  if (t.n > 0) {
+    t.kind = len_ == 0 && ended_ && failure_.ok() ? Took::kLast : Took::kBytes;
+  } else if (!ended_) {
+    waiting_ = Waiting::kBatch;
+    t.kind = Took::kWait;
+  } else if (failure_.ok()) {
+    t.kind = Took::kEnd;
+  } else {
+    t.kind = Took::kFailed;
+    t.failure = failure_;
+  }
+  read_more();
+  return t;
+}
+
+void BodyRing::hurry() {
+  bool wake = false;
+  {
+    MutexLock lock(mu_);
+    if (waiting_ != Waiting::kBatch) return;
+    waiting_ = Waiting::kAny;
+    wake = due();
+  }
+  if (wake) ready_();
+}
+
+void BodyRing::close() {
+  MutexLock lock(mu_);
+  closed_ = true;
+}
+
+}  // namespace humus::client
