@@ -261,6 +261,7 @@ TEST_F(ReadAheadPeerTest, ASmallBodyComesWholeWithItsOneReady) {
   humus_request_free(req);
 }
 
+// F194
 TEST_F(ReadAheadPeerTest, AResetMidBodyFailsTheTakeAndCountsOneFailure) {
   make_client(peer_->base_url());
   humus_request* req = request(peer_->url("/reset/" + std::to_string(8 * kMiB) + "/" + std::to_string(kMiB)));
@@ -312,6 +313,7 @@ TEST_F(ReadAheadServerTest, ManyBodiesOverHttp2EachReadByAThreadOfItsOwn) {
   humus_request_free(req);
 }
 
+// F195
 TEST_F(ReadAheadServerTest, AReadPendingAtTheDeadlineEndsTheTakesWithTimeout) {
   server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 30000}}}));
   make_client("http://" + server().address("http"), "", R"("timeout": "1500ms", "attempt_timeout": "1s")");
@@ -328,6 +330,7 @@ TEST_F(ReadAheadServerTest, AReadPendingAtTheDeadlineEndsTheTakesWithTimeout) {
   humus_request_free(req);
 }
 
+// F196
 TEST_F(ReadAheadServerTest, ACancelEndsThePendingReadAndDropsWhatCameTheBreakerIgnoresIt) {
   // Chunked (no length: not held whole): a first 16 KiB piece at once, the rest after 30 s within the call's 60 s.
   server().script("/trickle", nlohmann::json::array({{{"status", 200},
@@ -364,6 +367,7 @@ TEST_F(ReadAheadServerTest, ACancelEndsThePendingReadAndDropsWhatCameTheBreakerI
   humus_cancel_free(cancel);
 }
 
+// F197
 TEST_F(ReadAheadServerTest, AClosedBodyRunsNoReadyAfterTheCloseAndCountsAsClassified) {
   server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 5000}}}));
   make_client("http://" + server().address("http"));
