@@ -31,9 +31,9 @@ import (
 // per Read that found the ring empty. The cgo.Handle the C side keeps points here and nowhere else, so a
 // Body dropped unclosed still becomes unreachable and its cleanup closes the native body.
 type bodySignal struct {
-	opened  chan openedBody // capacity 1: exactly one, from HUMUSGO_BODY_OPENED or a whole body's first ready
-	ready   chan struct{}   // capacity 1: one HUMUSGO_BODY_READY per HUMUS_TOOK_WAIT
-	headsUp atomic.Bool     // the headers were delivered: a ready is a wake-up from here on
+	opened    chan openedBody // capacity 1: exactly one, from HUMUSGO_BODY_OPENED or a whole body's first ready
+	ready     chan struct{}   // capacity 1: one HUMUSGO_BODY_READY per HUMUS_TOOK_WAIT
+	headersIn atomic.Bool     // the headers were delivered: a ready is a wake-up from here on
 }
 
 type openedBody struct {
@@ -46,8 +46,8 @@ type openedBody struct {
 func humusgoBodyEvent(h C.uintptr_t, kind C.int32_t, status C.humus_status, cerr *C.humus_error, resp *C.humus_response) {
 	signal := cgo.Handle(h).Value().(*bodySignal)
 	// A body held whole comes with its first ready, not with an HUMUSGO_BODY_OPENED of its own.
-	if kind == C.HUMUSGO_BODY_OPENED || !signal.headsUp.Swap(true) {
-		signal.headsUp.Store(true)
+	if kind == C.HUMUSGO_BODY_OPENED || !signal.headersIn.Swap(true) {
+		signal.headersIn.Store(true)
 		signal.opened <- openedBody{status: status, err: cerr, resp: resp}
 		return
 	}
