@@ -635,6 +635,54 @@ extern "C" {
     pub fn humus_call_free(call: *mut humus_call);
 }
 
+// ==== Read ahead ===============================================================================
+
+/// Runs on the event-loop thread (or inside `humus_response_hurry`, on its caller's): a take of `resp` may
+/// now find something. It must not block; it may call `humus_response_take`, not `humus_response_free`.
+pub type humus_body_ready = Option<unsafe extern "C" fn(user_data: *mut c_void, resp: *mut humus_response)>;
+
+/// A body whose Content-Length is under this many bytes is held whole by `humus_response_read_ahead`.
+pub const HUMUS_READ_AHEAD_WHOLE: usize = 256 * 1024;
+/// What `humus_response_take` found: `*n > 0` bytes copied.
+pub const HUMUS_TOOK_BYTES: i32 = 0;
+/// `*n > 0` bytes copied, the last of a body that ended well: no take needed for the end.
+pub const HUMUS_TOOK_LAST: i32 = 1;
+/// Nothing copied: the body ended well (its result is counted).
+pub const HUMUS_TOOK_END: i32 = 2;
+/// Nothing copied yet: `ready` runs exactly once when a take may find something.
+pub const HUMUS_TOOK_WAIT: i32 = 3;
+/// `humus_response_take`'s flag: first discard what was read ahead (the caller cancelled: the next take says so).
+pub const HUMUS_TAKE_DROP: u32 = 1;
+
+extern "C" {
+    /// Starts reading `resp`'s body (of `humus_client_submit_open`) ahead into the library's ring of
+    /// `ring_bytes` (0: 64 KiB, 256 KiB for a Content-Length of 1 MiB or more; a body under
+    /// `HUMUS_READ_AHEAD_WHOLE` is held whole and `*whole` set). From here the body is read with
+    /// `humus_response_take` only; `ready` never runs once `humus_response_close` returned.
+    pub fn humus_response_read_ahead(
+        resp: *mut humus_response,
+        ring_bytes: usize,
+        ready: humus_body_ready,
+        user_data: *mut c_void,
+        whole: *mut c_int,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    /// Copies up to `cap` bytes read ahead into `buf` and sets `*took` (`HUMUS_TOOK_*`); never waits, never
+    /// runs `ready`. The body's failure is the status (`*took` `HUMUS_TOOK_END`), for every later take too.
+    pub fn humus_response_take(
+        resp: *mut humus_response,
+        buf: *mut c_void,
+        cap: usize,
+        flags: u32,
+        n: *mut usize,
+        took: *mut i32,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    /// The reader waiting since `HUMUS_TOOK_WAIT` is done waiting for a batch: what the ring holds, or the
+    /// next bytes, wake it now (its one `ready` still comes, perhaps inside this call).
+    pub fn humus_response_hurry(resp: *mut humus_response);
+}
+
 // ==== Callbacks: log sink ======================================================================
 
 #[repr(C)]

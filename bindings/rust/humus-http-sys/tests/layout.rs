@@ -122,6 +122,12 @@ fn rust_facts() -> BTreeMap<String, String> {
         HUMUS_SPAN_SINK_VERSION,
         HUMUS_BODY_READER_VERSION,
         HUMUS_ATTEMPT_HOOKS_VERSION,
+        HUMUS_READ_AHEAD_WHOLE,
+        HUMUS_TOOK_BYTES,
+        HUMUS_TOOK_LAST,
+        HUMUS_TOOK_END,
+        HUMUS_TOOK_WAIT,
+        HUMUS_TAKE_DROP,
     );
     facts.insert("HUMUS_VERSION_STRING".to_string(), HUMUS_VERSION_STRING.to_string());
     facts.insert("size_of(humus_status)".to_string(), size_of::<humus_status>().to_string());

@@ -1,14 +1,16 @@
 //! Asynchronously streamed calls (docs/bodies.md §7): `humus_client_submit_open` resolves a `StreamCall` at the
-//! final response's headers, and `humus_response_read_async` fills the body's one buffer on the event-loop
-//! thread, waking the task that polls the `AsyncStreamingResponse` (a `futures_core::Stream` of chunks).
-use std::cell::UnsafeCell;
-use std::ffi::c_void;
+//! final response's headers; from the first poll of the `AsyncStreamingResponse` (a `futures_core::Stream` of
+//! chunks) the library reads the body ahead on its event loop into a bounded ring of its own
+//! (`humus_response_read_ahead`), each poll copies the next chunk out (`humus_response_take`, which never
+//! waits), and the ring's `ready` wakes the polling task once a take that found nothing may find something.
+use std::ffi::{c_int, c_void};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+use std::thread::{self, ThreadId};
 
 use futures_core::Stream;
 use humus_http_sys as sys;
@@ -21,93 +23,92 @@ use crate::panic::{self, Report};
 use crate::request::Request;
 use crate::response::{head_accessors, no_response, Head};
 
-/// The size of the buffer a body lends for each read: a chunk is at most this long.
+/// The most a take copies out of the ring: a chunk is at most this long.
 const CHUNK: usize = 64 * 1024;
 
-/// The one buffer of a body and what its read in flight left. Shared between the response and the read in
-/// flight, which holds a reference until its `on_read` ran: the C side may write into the buffer until then,
-/// also after the response was dropped (a pending read completes with HUMUS_E_CANCELLED first).
-struct Reader {
-    /// Written by the library only while a read is pending, read by the response only when none is.
-    buf: UnsafeCell<Box<[u8]>>,
-    state: Mutex<ReadState>,
+/// What the ring's `ready` reaches. The library holds a reference (`user_data`) from
+/// `humus_response_read_ahead` until `humus_response_close` returned, after which no `ready` runs.
+#[derive(Default)]
+struct Ready {
+    state: Mutex<ReadyState>,
 }
 
 #[derive(Default)]
-struct ReadState {
-    pending: bool,
-    /// The outcome of the read that completed, not yet handed out: the byte count, or why it failed.
-    done: Option<Result<usize, Error>>,
+struct ReadyState {
+    /// The last poll's, woken by the next `ready`.
     waker: Option<Waker>,
+    /// A `ready` ran: for a body held whole, the first one says all of it is in (or it failed).
+    ran: bool,
 }
 
-// SAFETY: `buf` is touched by one side at a time: the library writes it between a read's start and its
-// on_read (`pending`, under the mutex, says which), the response reads it only when no read is pending.
-unsafe impl Send for Reader {}
-// SAFETY: as above.
-unsafe impl Sync for Reader {}
-
-impl Reader {
-    fn lock(&self) -> MutexGuard<'_, ReadState> {
+impl Ready {
+    fn lock(&self) -> MutexGuard<'_, ReadyState> {
         // Nothing panics while holding the lock; recovering a poisoned one is safe all the same.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// # Safety
-/// Called once by the library for a read that `start_read` began, with its `user_data` (a reference to the
-/// `Reader`, from `Arc::into_raw`) and an error that is ours to free.
-unsafe extern "C" fn on_read(user_data: *mut c_void, status: sys::humus_status, n: usize, err: *mut sys::humus_error) {
-    // SAFETY: the reference start_read handed over, given back exactly once.
-    let reader = unsafe { Arc::from_raw(user_data.cast::<Reader>().cast_const()) };
-    let outcome = if status == sys::HUMUS_OK {
-        // SAFETY: ours (NULL on success, freed all the same).
-        unsafe { sys::humus_error_free(err) };
-        Ok(n)
-    } else {
-        // SAFETY: the error is ours.
-        Err(unsafe { Error::from_raw(status, err) })
-    };
+/// Called by the library (on the event-loop thread, or inside `humus_response_hurry`) with the `user_data`
+/// of `read_ahead`: the library's reference to a `Ready`, valid until the response is closed.
+unsafe extern "C" fn on_ready(user_data: *mut c_void, _resp: *mut sys::humus_response) {
+    // SAFETY: borrowed, not taken: OpenBody's Drop gives the reference back after humus_response_close.
+    let ready = unsafe { &*user_data.cast::<Ready>().cast_const() };
     let waker = {
-        let mut state = reader.lock();
-        state.pending = false;
-        state.done = Some(outcome);
+        let mut state = ready.lock();
+        state.ran = true;
         state.waker.take()
     };
     // A waker that panics must not unwind into the event loop.
     if let Some(waker) = waker {
         let _ = panic::catch("a body stream's waker", Report::Drop, move || waker.wake());
     }
-    // Maybe the last reference (the response was dropped while this read was pending): the buffer goes now.
-    drop(reader);
 }
 
 /// An open body of `humus_client_submit_open`, with no tie to the client's lifetime (`AsyncStreamingResponse`
 /// adds it): what the completion on the event loop can hold.
 pub(crate) struct OpenBody {
     raw: NonNull<sys::humus_response>,
-    reader: Arc<Reader>,
+    /// Set once the body is read ahead (at the first poll); the library holds a reference of its own.
+    ready: Option<Arc<Ready>>,
+    /// The library holds the body whole (a Content-Length under 256 KiB): nothing is taken before it is in.
+    whole: bool,
+    /// The event-loop thread (the headers are taken over there), where a close cannot wait for the loop.
+    loop_thread: ThreadId,
     /// Set once the stream returned its end or a failure: it yields nothing more.
     over: bool,
 }
 
-// SAFETY: a C response is not bound to a thread; reads start only through `&mut self` and the free only in
-// Drop, so the two never overlap ("not concurrently with humus_response_free"); `&self` reads only the copied
-// head.
+// SAFETY: a C response is not bound to a thread; takes run only through `&mut self` and the close only in
+// Drop, so the two never overlap ("one take at a time ... not concurrently with its free"); `&self` reads
+// only the copied head.
 unsafe impl Send for OpenBody {}
 // SAFETY: as above: nothing reachable through `&OpenBody` touches the C response.
 unsafe impl Sync for OpenBody {}
 
 impl Drop for OpenBody {
     fn drop(&mut self) {
-        // SAFETY: ours, freed once. A read still pending completes with HUMUS_E_CANCELLED before the body
-        // closes; it holds its own reference to the buffer until then.
-        unsafe { sys::humus_response_free(self.raw.as_ptr()) }
+        let Some(ready) = self.ready.take() else {
+            // SAFETY: ours, freed once; never read ahead, so no `ready` refers to anything of ours.
+            unsafe { sys::humus_response_free(self.raw.as_ptr()) };
+            return;
+        };
+        // SAFETY: ours, closed once. It returns once the body is closed and its result counted (a read in
+        // flight cancelled first); no `ready` runs after that, nor is one still running.
+        unsafe { sys::humus_response_close(self.raw.as_ptr()) };
+        if thread::current().id() == self.loop_thread {
+            // Dropped inside a callback, on the loop: the close there is humus_response_free, which closes
+            // the body later, so a `ready` may still come. Its reference stays (a few bytes), the waker goes.
+            ready.lock().waker = None;
+        } else {
+            // SAFETY: the library's reference, from read_ahead: no `ready` uses it any more.
+            unsafe { Arc::decrement_strong_count(Arc::as_ptr(&ready)) };
+        }
     }
 }
 
 impl OpenBody {
-    /// Takes a response of `humus_client_submit_open`: its head, copied, and its body.
+    /// Takes a response of `humus_client_submit_open`: its head, copied, and its body. On the event loop.
     ///
     /// # Safety
     /// `resp` is NULL or such a response, handed over.
@@ -115,46 +116,35 @@ impl OpenBody {
         let raw = NonNull::new(resp).ok_or_else(no_response)?;
         // SAFETY: live, ours.
         let head = unsafe { Head::copy(raw.as_ptr()) };
-        let reader = Arc::new(Reader {
-            buf: UnsafeCell::new(vec![0u8; CHUNK].into_boxed_slice()),
-            state: Mutex::new(ReadState::default()),
-        });
-        Ok((head, OpenBody { raw, reader, over: false }))
+        Ok((head, OpenBody { raw, ready: None, whole: false, loop_thread: thread::current().id(), over: false }))
     }
 
-    /// Lends the buffer to the library for the next read; `Err` when it refused to start one.
-    fn start_read(&mut self, waker: &Waker) -> Result<(), Error> {
-        {
-            let mut state = self.reader.lock();
-            state.pending = true;
-            state.waker = Some(waker.clone());
-        }
-        // SAFETY: no read is pending (the caller checked), so the library is the buffer's only user until
-        // on_read; the pointer stays valid as long as the reference handed over below.
-        let buf = unsafe { (*self.reader.buf.get()).as_mut_ptr() };
-        let user_data = Arc::into_raw(Arc::clone(&self.reader));
+    /// Starts reading the body ahead into the library's ring (64 KiB; 256 KiB for a Content-Length of 1 MiB or
+    /// more; a body under 256 KiB held whole), its `ready` holding a reference to `self.ready` until the close.
+    fn read_ahead(&mut self) -> Result<(), Error> {
+        let ready = Arc::new(Ready::default());
+        let user_data = Arc::into_raw(Arc::clone(&ready));
+        let mut whole: c_int = 0;
         let mut err: *mut sys::humus_error = ptr::null_mut();
-        // SAFETY: the response is live and ours (`&mut self`); `buf` is valid for CHUNK bytes while
-        // `user_data` holds the reader, which on_read takes back exactly once.
+        // SAFETY: the response is live and ours (`&mut self`); `user_data` stays valid until Drop gives it
+        // back, after humus_response_close, when no `ready` runs any more.
         let status = unsafe {
-            sys::humus_response_read_async(
+            sys::humus_response_read_ahead(
                 self.raw.as_ptr(),
-                buf.cast(),
-                CHUNK,
-                Some(on_read),
+                0,
+                Some(on_ready),
                 user_data.cast_mut().cast(),
+                &mut whole,
                 &mut err,
             )
         };
         if status != sys::HUMUS_OK {
-            // SAFETY: a refused read never calls on_read: the reference is still ours.
+            // SAFETY: refused: there is no ring, so no `ready` holds the reference.
             drop(unsafe { Arc::from_raw(user_data) });
-            let mut state = self.reader.lock();
-            state.pending = false;
-            state.waker = None;
-            drop(state);
             ffi::check(status, err)?;
         }
+        self.whole = whole != 0;
+        self.ready = Some(ready);
         Ok(())
     }
 
@@ -162,49 +152,88 @@ impl OpenBody {
         if self.over {
             return Poll::Ready(None);
         }
-        let done = {
-            let mut state = self.reader.lock();
-            if state.pending {
+        if self.ready.is_none() {
+            if let Err(e) = self.read_ahead() {
+                self.over = true;
+                return Poll::Ready(Some(Err(e)));
+            }
+        }
+        let ready = self.ready.as_deref().expect("read ahead above");
+        // The waker before the take: the one `ready` a HUMUS_TOOK_WAIT promises comes after the take, and
+        // finds it; a `ready` that came before found it too, and the task is polled again anyway.
+        {
+            let mut state = ready.lock();
+            if !state.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 state.waker = Some(cx.waker().clone());
+            }
+            // A body held whole is taken once all of it is in (its first `ready`): a small answer is one chunk.
+            if self.whole && !state.ran {
                 return Poll::Pending;
             }
-            state.done.take()
+        }
+        let mut chunk = Vec::<u8>::with_capacity(CHUNK);
+        let (mut n, mut took) = (0usize, sys::HUMUS_TOOK_WAIT);
+        let mut err: *mut sys::humus_error = ptr::null_mut();
+        // SAFETY: the response is live, ours and read ahead (`&mut self`: one take at a time, never beside
+        // the close); `chunk` has room for CHUNK bytes.
+        let status = unsafe {
+            sys::humus_response_take(
+                self.raw.as_ptr(),
+                chunk.as_mut_ptr().cast(),
+                CHUNK,
+                0,
+                &mut n,
+                &mut took,
+                &mut err,
+            )
         };
-        let item = match done {
-            None => match self.start_read(cx.waker()) {
-                Ok(()) => return Poll::Pending,
-                Err(e) => Err(e),
-            },
+        if let Err(e) = ffi::check(status, err) {
+            // Every later take fails the same way: the stream ends after its failure.
+            self.over = true;
+            return Poll::Ready(Some(Err(e)));
+        }
+        match took {
+            sys::HUMUS_TOOK_WAIT => {
+                // Waiting for a batch (half the ring) would hold back bytes that came before a pause, and a
+                // task has no timer to end that wait (Go's Read hurries after 500 µs): wake at the next bytes.
+                // Its `ready` may run inside this call.
+                // SAFETY: as for the take.
+                unsafe { sys::humus_response_hurry(self.raw.as_ptr()) };
+                Poll::Pending
+            }
             // The end: the library has counted the result.
-            Some(Ok(0)) => {
+            sys::HUMUS_TOOK_END => {
                 self.over = true;
-                return Poll::Ready(None);
+                Poll::Ready(None)
             }
-            Some(Ok(n)) => {
-                // SAFETY: no read is pending, so the library does not touch the buffer; it holds `n` bytes.
-                let buf = unsafe { &*self.reader.buf.get() };
-                return Poll::Ready(Some(Ok(buf[..n.min(CHUNK)].to_vec())));
+            _ => {
+                // HUMUS_TOOK_LAST: the body ended well with these bytes, counted; the next poll ends the stream.
+                self.over = took == sys::HUMUS_TOOK_LAST;
+                // SAFETY: the take wrote `n` bytes, at most CHUNK, at the start of `chunk`.
+                unsafe { chunk.set_len(n.min(CHUNK)) };
+                // A short chunk keeps only its bytes, as a chunk of that length would have been allocated.
+                chunk.shrink_to_fit();
+                Poll::Ready(Some(Ok(chunk)))
             }
-            Some(Err(e)) => Err(e),
-        };
-        // Every later read would fail the same way: the stream ends after its failure.
-        self.over = true;
-        Poll::Ready(Some(item))
+        }
     }
 }
 
 /// A response whose body arrives asynchronously ([`Client::submit_stream`]): its head is here, its body is a
-/// [`Stream`](futures_core::Stream) of chunks (`Vec<u8>` of at most 64 KiB, never empty), each read on the
-/// event-loop thread into the response's one 64 KiB buffer (`humus_response_read_async`) while the task
-/// waits, so memory stays at that buffer whatever the body's size, with no thread per body.
+/// [`Stream`](futures_core::Stream) of chunks (`Vec<u8>` of at most 64 KiB, never empty). From the first
+/// poll the library reads the body ahead on its event loop into a bounded ring (64 KiB; 256 KiB for a
+/// Content-Length of 1 MiB or more) that each poll copies the next chunk out of, waking the task when a poll
+/// found it empty, so memory stays at the ring whatever the body's size, with no thread per body. A body whose
+/// Content-Length is under 256 KiB is held whole: its first chunk comes once all of it is in.
 ///
 /// The stream ends (`None`) at the body's end, when the breaker has counted the call's result. A read
 /// failing mid-body is an `Err` item ([`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost),
 /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when the call's `timeout` passes,
 /// [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) by the request's
-/// [`CancelToken`](crate::CancelToken)), counted as a breaker failure unless cancelled; the stream ends after
-/// it. Dropping the response closes the body: its result is counted as it was classified, a read still
-/// pending is cancelled first, and the bulkhead slot and the connection are given back.
+/// [`CancelToken`](crate::CancelToken)), after the bytes read before it, counted as a breaker failure unless
+/// cancelled; the stream ends after it. Dropping the response closes the body: its result is counted as it
+/// was classified, a read still pending is cancelled first, and the bulkhead slot and the connection are
+/// given back; once polled, the drop returns when the event loop has closed it.
 ///
 /// It borrows its [`Client`], which it must not outlive. `Send` and `Sync`: reads take `&mut self`, and
 /// `&self` reaches only the copied head.
@@ -230,8 +259,8 @@ impl AsyncStreamingResponse<'_> {
 impl Stream for AsyncStreamingResponse<'_> {
     type Item = Result<Vec<u8>, Error>;
 
-    /// The next chunk of the body; `Pending` while a read is in flight (the event loop wakes the task when it
-    /// completes); `None` at the end and after a failure.
+    /// The next chunk of the body; `Pending` while the ring is empty (the event loop wakes the task when the
+    /// next bytes are in); `None` at the end and after a failure.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.get_mut().body.poll_chunk(cx)
     }

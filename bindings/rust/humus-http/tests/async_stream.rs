@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures_core::Stream;
 use humus_http::{AsyncStreamingResponse, Client, Error, ErrorKind, Request};
 use serde_json::json;
-use support::{block_on, runtime, settings, unique_path, TestServer};
+use support::{block_on, block_on_counting, runtime, settings, unique_path, TestServer};
 
 const MIB: usize = 1 << 20;
 const CHUNK: usize = 64 * 1024;
@@ -294,4 +294,165 @@ fn bodies_dropped_early_leave_nothing_for_the_next_calls() {
             assert_eq!(sum, Checksum::of(body.as_bytes()), "round {round} body {i}");
         }
     }
+}
+
+/// Returns `Pending` once, waking its task at once: the consumer awaits something else between chunks, as a
+/// task writing each chunk somewhere would.
+async fn yield_now() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await
+}
+
+#[test]
+fn a_multi_mib_body_is_read_exactly_through_the_ring_while_the_task_awaits_between_chunks() {
+    // The library reads ahead into its ring (256 KiB for a body of 1 MiB or more) while the task is elsewhere:
+    // takes find it partly or wholly full, wrap around its end, and none may lose, double or reorder a byte.
+    let server = TestServer::shared();
+    for listener in ["http", "https"] {
+        let path = unique_path("ring");
+        let body = pattern(5 * MIB + 4_321, 3);
+        server.script(&path, json!([{"status": 200, "body": body}]));
+        let client = Client::new(&runtime(), &settings(listener).build().unwrap()).unwrap();
+        let mut response =
+            block_on(client.submit_stream(&Request::get(&server.url(listener, &path))).unwrap()).unwrap();
+        let (mut sum, mut chunks) = (Checksum::new(), 0);
+        block_on(async {
+            while let Some(chunk) = next(&mut response).await {
+                let chunk = chunk.unwrap_or_else(|e| panic!("{listener}: {e}"));
+                assert!(!chunk.is_empty() && chunk.len() <= CHUNK, "{listener}: a chunk of {} bytes", chunk.len());
+                sum.add(&chunk);
+                chunks += 1;
+                yield_now().await;
+                if chunks % 8 == 0 {
+                    std::thread::sleep(Duration::from_millis(2)); // the loop fills the ring meanwhile
+                }
+            }
+        });
+        assert_eq!(sum, Checksum::of(body.as_bytes()), "{listener}");
+        assert!(chunks >= body.len().div_ceil(CHUNK), "{listener}: {chunks} chunks");
+        assert!(block_on(next(&mut response)).is_none(), "{listener}: the stream stays ended");
+        let counts = client.breaker_counts().unwrap();
+        assert_eq!((counts.successes, counts.failures), (1, 0), "{listener}");
+    }
+}
+
+#[test]
+fn a_small_body_comes_whole_after_one_wake_up() {
+    // A Content-Length under 256 KiB is held whole: the task is woken once, when all of it is in, and takes
+    // it in chunks of 64 KiB (one for a small answer).
+    let server = TestServer::shared();
+    let client = Client::new(&runtime(), &settings("http").build().unwrap()).unwrap();
+    for (size, sizes) in [(1_000, vec![1_000]), (200_000, vec![CHUNK, CHUNK, CHUNK, 200_000 - 3 * CHUNK])] {
+        let path = unique_path("small");
+        let body = pattern(size, 5);
+        server.script(&path, json!([{"status": 200, "body": body}]));
+        let mut response = block_on(client.submit_stream(&Request::get(&server.url("http", &path))).unwrap()).unwrap();
+        let (chunks, polls) = block_on_counting(async {
+            let mut chunks = Vec::new();
+            while let Some(chunk) = next(&mut response).await {
+                chunks.push(chunk.unwrap());
+            }
+            chunks
+        });
+        assert_eq!(chunks.iter().map(Vec::len).collect::<Vec<_>>(), sizes, "{size} bytes");
+        assert_eq!(chunks.concat(), body.as_bytes(), "{size} bytes");
+        assert!(polls <= 2, "{size} bytes: {polls} polls (the first, then one wake-up)");
+    }
+    assert_eq!(client.breaker_counts().unwrap().successes, 2);
+}
+
+/// A waker that counts its wake-ups; its `Arc`'s count tells how many clones are still held.
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn dropping_a_body_being_read_ahead_lets_go_of_everything() {
+    // Dropped while the loop fills the ring, with a wake-up promised or in flight: the drop closes the body
+    // (no `ready` runs after it), and the ring's hold on the task's waker goes with it.
+    let server = TestServer::shared();
+    let path = unique_path("racing");
+    server.script(&path, json!([{"status": 200, "body_size": 8 * MIB}]));
+    let client = Client::new(&runtime(), &settings("https").build().unwrap()).unwrap();
+    let counting = Arc::new(Counting::default());
+    let waker = Waker::from(Arc::clone(&counting));
+    let mut cx = Context::from_waker(&waker);
+    for round in 0..40 {
+        let mut response = block_on(client.submit_stream(&Request::get(&server.url("https", &path))).unwrap()).unwrap();
+        // Poll until a chunk came (spinning: every poll takes again), then a few more, so the drop meets the
+        // ring at different fills.
+        let mut taken = 0;
+        while taken < 1 + round % 4 {
+            match Pin::new(&mut response).poll_next(&mut cx) {
+                Poll::Ready(Some(chunk)) => {
+                    assert!(chunk.unwrap().iter().all(|&b| b == b'x'));
+                    taken += 1;
+                }
+                Poll::Ready(None) => panic!("round {round}: the body ended early"),
+                Poll::Pending => std::thread::yield_now(),
+            }
+        }
+        if round % 2 == 0 {
+            let _ = Pin::new(&mut response).poll_next(&mut cx); // a chunk, or a wake-up promised
+        }
+        drop(response);
+        assert_eq!(Arc::strong_count(&counting), 2, "round {round}: a clone of the waker is still held");
+    }
+    assert_eq!(client.breaker_counts().unwrap().failures, 0, "closing a body early is no failure");
+}
+
+#[test]
+fn a_cancelled_body_ends_with_cancelled_and_no_breaker_failure() {
+    let server = TestServer::shared();
+    for listener in ["http", "https"] {
+        let path = unique_path("cancel");
+        server.script(&path, json!([{"status": 200, "body_size": 8 * MIB}]));
+        let client = Client::new(&runtime(), &settings(listener).build().unwrap()).unwrap();
+        let token = humus_http::CancelToken::new();
+        let request = Request::get(&server.url(listener, &path)).cancel_token(&token);
+        let mut response = block_on(client.submit_stream(&request).unwrap()).unwrap();
+        let mut received = block_on(next(&mut response)).unwrap().unwrap().len();
+        token.cancel();
+        // What the ring holds already may come first; then the failure, and the end.
+        let failure = loop {
+            match block_on(next(&mut response)) {
+                Some(Ok(chunk)) => received += chunk.len(),
+                Some(Err(e)) => break e,
+                None => panic!("{listener}: the body ended after {received} bytes, uncancelled"),
+            }
+        };
+        assert_eq!(failure.kind(), ErrorKind::Cancelled, "{listener}: {failure}");
+        assert!(received < 8 * MIB, "{listener}: {received} bytes");
+        assert!(block_on(next(&mut response)).is_none(), "{listener}: the stream ends after its failure");
+        drop(response);
+        assert_eq!(client.breaker_counts().unwrap().failures, 0, "{listener}: a cancel is no breaker failure");
+    }
+}
+
+#[test]
+fn a_body_past_the_calls_timeout_ends_with_a_timeout() {
+    let server = TestServer::shared();
+    let path = unique_path("late-body");
+    // The headers at once, the body 5 s later: the call's 300 ms run out while the task waits on the ring.
+    server.script(&path, json!([{"status": 200, "body_size": MIB, "body_delay_ms": 5000}]));
+    let client = Client::new(&runtime(), &settings("http").max_attempts(1).build().unwrap()).unwrap();
+    let request = Request::get(&server.url("http", &path)).timeout(Duration::from_millis(300));
+    let mut response = block_on(client.submit_stream(&request).unwrap()).unwrap();
+    let failure = block_on(next(&mut response)).unwrap().unwrap_err();
+    assert_eq!(failure.kind(), ErrorKind::Timeout, "{failure}");
+    assert!(block_on(next(&mut response)).is_none(), "the stream ends after its failure");
+    assert_eq!(client.breaker_counts().unwrap().failures, 1, "a timeout mid-body is a breaker failure");
 }
