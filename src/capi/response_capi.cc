@@ -193,7 +193,7 @@ HUMUS_API humus_status humus_response_read_ahead(humus_response* resp, size_t ri
                     err);
     }
     const humus::client::BodyRing::Shape shape =
-        humus::client::BodyRing::shape_for(content_length(resp->response), ring_bytes);
+        humus::client::BodyRing::shape_for(content_length(resp->response), ring_bytes, whole != nullptr);
     if (whole != nullptr) *whole = shape.whole ? 1 : 0;
     resp->ring = humus::client::BodyRing::start(
         *resp->loop,

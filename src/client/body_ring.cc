@@ -6,13 +6,15 @@
 
 namespace humus::client {
 
-BodyRing::Shape BodyRing::shape_for(std::optional<uint64_t> content_length, size_t asked) {
+BodyRing::Shape BodyRing::shape_for(std::optional<uint64_t> content_length, size_t asked, bool hold_whole) {
   Shape s;
   if (content_length && *content_length < kWholeBody) {
     s.capacity = static_cast<size_t>(*content_length) + 1;
-    s.whole = true;
-  } else if (asked > 0) {
-    s.capacity = asked;
+    s.whole = hold_whole;
+    if (hold_whole || asked == 0) return s;
+  }
+  if (asked > 0) {
+    s.capacity = content_length ? static_cast<size_t>(std::min<uint64_t>(asked, *content_length + 1)) : asked;
   } else {
     s.capacity = content_length && *content_length >= kLargeBody ? kLargeRing : kRing;
   }
@@ -30,7 +32,9 @@ BodyRing::BodyRing(transport::EventLoop& loop, Source source, Shape shape, Ready
     : loop_(loop),
       source_(std::move(source)),
       ready_(std::move(ready)),
-      min_room_(shape.whole ? 1 : std::min(kMinRoom, shape.capacity)),
+      // A ring holding its body whole reads into any room it has, or it would wait for a take that never comes
+      // before the body is in; so does a small ring.
+      min_room_(shape.whole || shape.capacity < 2 * kMinRoom ? 1 : kMinRoom),
       whole_(shape.whole),
       ring_(new char[shape.capacity]),
       cap_(shape.capacity) {}

@@ -41,12 +41,13 @@ class BodyRing : public std::enable_shared_from_this<BodyRing> {
   using Ready = std::function<void()>;
 
   // What a ring for a body of `content_length` (unknown: nullopt) holds: `asked` bytes (0: kRing or kLargeRing
-  // by the length), or the whole body and one byte more — the read that finds the end needs room too.
+  // by the length), never more than the body and one byte — the read that finds the end needs room too. With
+  // `hold_whole`, a body under kWholeBody is held whole (`whole`); without, its bytes are told as they come.
   struct Shape {
     size_t capacity = kRing;
     bool whole = false;
   };
-  static Shape shape_for(std::optional<uint64_t> content_length, size_t asked);
+  static Shape shape_for(std::optional<uint64_t> content_length, size_t asked, bool hold_whole);
 
   // Starts reading on `loop` (from any thread). With `shape.whole`, `ready` runs once the whole body is in (or
   // it failed, or the ring filled because the length lied) even when no take() waits: a binding may hand the
@@ -81,7 +82,7 @@ class BodyRing : public std::enable_shared_from_this<BodyRing> {
 
  private:
   // A read asks for at least kMinRoom (a nearly full ring waits for the reader instead of reading in crumbs),
-  // any room for a whole ring; a read that brings kFullRead or more says more is on its way.
+  // any room for a ring held whole or under twice that; a read that brings kFullRead or more says more is on its way.
   static constexpr size_t kMinRoom = size_t{16} * 1024;
   static constexpr size_t kFullRead = size_t{16} * 1024;
   enum class Waiting { kNo, kBatch, kAny };

@@ -52,6 +52,7 @@ struct Reader {
   std::string head_error;
   humus_response* resp = nullptr;
   int whole = -1;
+  bool hold_whole = true;  // whether read_ahead is given `whole` (NULL: every body told as it comes)
   uint64_t readies = 0;  // `ready` calls so far
 
   static void on_ready(void* user, humus_response*) {
@@ -68,7 +69,7 @@ struct Reader {
     int whole = -1;
     if (status == HUMUS_OK) {
       humus_error* e = nullptr;
-      ahead = humus_response_read_ahead(resp, 0, &Reader::on_ready, r, &whole, &e);
+      ahead = humus_response_read_ahead(resp, 0, &Reader::on_ready, r, r->hold_whole ? &whole : nullptr, &e);
       if (e != nullptr) ahead_error = humus_error_message(e);
       humus_error_free(e);
     }
@@ -238,26 +239,61 @@ TEST_F(ReadAheadPeerTest, ALargeBodyComesExactlyInBoundedMemoryWithOneReadyPerWa
 
 TEST_F(ReadAheadPeerTest, ASmallBodyComesWholeWithItsOneReady) {
   make_client(peer_->base_url());
-  humus_request* req = request(peer_->url("/bytes/1000"));
-  for (int round = 0; round < 3; ++round) {  // the connection is reused: each body exactly its own
-    Reader r;
-    open(req, r);
-    EXPECT_EQ(r.whole, 1);
-    ASSERT_TRUE(r.readied(1));  // with no take waiting: the whole body is in
-    char buf[4096];
+  // 1000 bytes, and one just under HUMUS_READ_AHEAD_WHOLE: its ring reads into the last bytes of room too.
+  for (const uint64_t size : {uint64_t{1000}, uint64_t{HUMUS_READ_AHEAD_WHOLE} - 1}) {
+    const std::string path = "/bytes/" + std::to_string(size);
+    humus_request* req = request(peer_->url(path));
+    for (int round = 0; round < 3; ++round) {  // the connection is reused: each body exactly its own
+      Reader r;
+      open(req, r);
+      EXPECT_EQ(r.whole, 1);
+      ASSERT_TRUE(r.readied(1));  // with no take waiting: the whole body is in
+      std::vector<char> buf(HUMUS_READ_AHEAD_WHOLE);
+      size_t n = 0;
+      int32_t took = -1;
+      ASSERT_EQ(humus_response_take(r.resp, buf.data(), buf.size(), 0, &n, &took, nullptr), HUMUS_OK);
+      EXPECT_EQ(took, HUMUS_TOOK_LAST);  // one take: the bytes and the end
+      ASSERT_EQ(n, size);
+      Checksum sum;
+      sum.update(reinterpret_cast<const uint8_t*>(buf.data()), n);
+      EXPECT_EQ(sum.value(), humus::test::pattern_checksum(size));
+      EXPECT_EQ(r.ready_count(), 1u);
+      humus_response_free(r.resp);
+    }
+    EXPECT_EQ(peer_->count(path), 3u);
+    humus_request_free(req);
+  }
+  EXPECT_EQ(counts().successes, 6u);
+}
+
+TEST_F(ReadAheadServerTest, WithoutHoldingWholeASmallBodysBytesAreToldAsTheyCome) {
+  // A Content-Length of 20000 (under HUMUS_READ_AHEAD_WHOLE): 16 KiB at once, the rest after 30 s. Held whole,
+  // nothing could be taken before then; asked not to, the first piece is taken as it comes.
+  server().script("/paced", nlohmann::json::array({{{"status", 200}, {"body_size", 20000}, {"chunk_delay_ms", 30000}}}));
+  make_client("http://" + server().address("http"));
+  humus_request* req = request(url("/paced"));
+  Reader r;
+  r.hold_whole = false;
+  open(req, r);
+  EXPECT_EQ(r.whole, -1);  // not asked
+  std::vector<char> buf(64 * 1024);
+  size_t got = 0;
+  uint64_t waits = 0;
+  while (got < 16 * 1024) {
     size_t n = 0;
     int32_t took = -1;
-    ASSERT_EQ(humus_response_take(r.resp, buf, sizeof buf, 0, &n, &took, nullptr), HUMUS_OK);
-    EXPECT_EQ(took, HUMUS_TOOK_LAST);  // one take: the bytes and the end
-    ASSERT_EQ(n, 1000u);
-    Checksum sum;
-    sum.update(reinterpret_cast<const uint8_t*>(buf), n);
-    EXPECT_EQ(sum.value(), humus::test::pattern_checksum(1000));
-    EXPECT_EQ(r.ready_count(), 1u);
-    humus_response_free(r.resp);
+    ASSERT_EQ(humus_response_take(r.resp, buf.data(), buf.size(), 0, &n, &took, nullptr), HUMUS_OK);
+    ASSERT_NE(took, HUMUS_TOOK_LAST);
+    ASSERT_NE(took, HUMUS_TOOK_END);
+    if (took == HUMUS_TOOK_WAIT) {
+      ASSERT_TRUE(r.readied(++waits));
+    }
+    got += n;
   }
-  EXPECT_EQ(counts().successes, 3u);
-  EXPECT_EQ(peer_->count("/bytes/1000"), 3u);
+  EXPECT_EQ(got, 16u * 1024);  // the first piece, the rest still 30 s away
+  EXPECT_TRUE(std::all_of(buf.begin(), buf.begin() + 1024, [](char c) { return c == 'x'; }));
+  humus_response_close(r.resp);
+  EXPECT_EQ(counts().successes, 1u);  // closed before its end: counted as its 200 was classified
   humus_request_free(req);
 }
 

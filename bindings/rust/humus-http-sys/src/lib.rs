@@ -656,9 +656,10 @@ pub const HUMUS_TAKE_DROP: u32 = 1;
 
 extern "C" {
     /// Starts reading `resp`'s body (of `humus_client_submit_open`) ahead into the library's ring of
-    /// `ring_bytes` (0: 64 KiB, 256 KiB for a Content-Length of 1 MiB or more; a body under
-    /// `HUMUS_READ_AHEAD_WHOLE` is held whole and `*whole` set). From here the body is read with
-    /// `humus_response_take` only; `ready` never runs once `humus_response_close` returned.
+    /// `ring_bytes` (0: 64 KiB, 256 KiB for a Content-Length of 1 MiB or more; never more than the body and
+    /// one byte). With `whole` not NULL, a body under `HUMUS_READ_AHEAD_WHOLE` is held whole and `*whole`
+    /// set: its first `ready` comes once all of it is in; with NULL, bytes are told as they come. From here
+    /// the body is read with `humus_response_take` only; `ready` never runs once `humus_response_close` returned.
     pub fn humus_response_read_ahead(
         resp: *mut humus_response,
         ring_bytes: usize,

@@ -3,7 +3,7 @@
 //! chunks) the library reads the body ahead on its event loop into a bounded ring of its own
 //! (`humus_response_read_ahead`), each poll copies the next chunk out (`humus_response_take`, which never
 //! waits), and the ring's `ready` wakes the polling task once a take that found nothing may find something.
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -37,8 +37,6 @@ struct Ready {
 struct ReadyState {
     /// The last poll's, woken by the next `ready`.
     waker: Option<Waker>,
-    /// A `ready` ran: for a body held whole, the first one says all of it is in (or it failed).
-    ran: bool,
 }
 
 impl Ready {
@@ -54,11 +52,7 @@ impl Ready {
 unsafe extern "C" fn on_ready(user_data: *mut c_void, _resp: *mut sys::humus_response) {
     // SAFETY: borrowed, not taken: OpenBody's Drop gives the reference back after humus_response_close.
     let ready = unsafe { &*user_data.cast::<Ready>().cast_const() };
-    let waker = {
-        let mut state = ready.lock();
-        state.ran = true;
-        state.waker.take()
-    };
+    let waker = ready.lock().waker.take();
     // A waker that panics must not unwind into the event loop.
     if let Some(waker) = waker {
         let _ = panic::catch("a body stream's waker", Report::Drop, move || waker.wake());
@@ -71,8 +65,6 @@ pub(crate) struct OpenBody {
     raw: NonNull<sys::humus_response>,
     /// Set once the body is read ahead (at the first poll); the library holds a reference of its own.
     ready: Option<Arc<Ready>>,
-    /// The library holds the body whole (a Content-Length under 256 KiB): nothing is taken before it is in.
-    whole: bool,
     /// The event-loop thread (the headers are taken over there), where a close cannot wait for the loop.
     loop_thread: ThreadId,
     /// Set once the stream returned its end or a failure: it yields nothing more.
@@ -116,15 +108,15 @@ impl OpenBody {
         let raw = NonNull::new(resp).ok_or_else(no_response)?;
         // SAFETY: live, ours.
         let head = unsafe { Head::copy(raw.as_ptr()) };
-        Ok((head, OpenBody { raw, ready: None, whole: false, loop_thread: thread::current().id(), over: false }))
+        Ok((head, OpenBody { raw, ready: None, loop_thread: thread::current().id(), over: false }))
     }
 
     /// Starts reading the body ahead into the library's ring (64 KiB; 256 KiB for a Content-Length of 1 MiB or
-    /// more; a body under 256 KiB held whole), its `ready` holding a reference to `self.ready` until the close.
+    /// more; never more than the body), its `ready` holding a reference to `self.ready` until the close. No
+    /// body is held whole: a stream hands over its bytes as they come.
     fn read_ahead(&mut self) -> Result<(), Error> {
         let ready = Arc::new(Ready::default());
         let user_data = Arc::into_raw(Arc::clone(&ready));
-        let mut whole: c_int = 0;
         let mut err: *mut sys::humus_error = ptr::null_mut();
         // SAFETY: the response is live and ours (`&mut self`); `user_data` stays valid until Drop gives it
         // back, after humus_response_close, when no `ready` runs any more.
@@ -134,7 +126,7 @@ impl OpenBody {
                 0,
                 Some(on_ready),
                 user_data.cast_mut().cast(),
-                &mut whole,
+                ptr::null_mut(),
                 &mut err,
             )
         };
@@ -143,7 +135,6 @@ impl OpenBody {
             drop(unsafe { Arc::from_raw(user_data) });
             ffi::check(status, err)?;
         }
-        self.whole = whole != 0;
         self.ready = Some(ready);
         Ok(())
     }
@@ -165,10 +156,6 @@ impl OpenBody {
             let mut state = ready.lock();
             if !state.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 state.waker = Some(cx.waker().clone());
-            }
-            // A body held whole is taken once all of it is in (its first `ready`): a small answer is one chunk.
-            if self.whole && !state.ran {
-                return Poll::Pending;
             }
         }
         let mut chunk = Vec::<u8>::with_capacity(CHUNK);
@@ -223,8 +210,8 @@ impl OpenBody {
 /// [`Stream`](futures_core::Stream) of chunks (`Vec<u8>` of at most 64 KiB, never empty). From the first
 /// poll the library reads the body ahead on its event loop into a bounded ring (64 KiB; 256 KiB for a
 /// Content-Length of 1 MiB or more) that each poll copies the next chunk out of, waking the task when a poll
-/// found it empty, so memory stays at the ring whatever the body's size, with no thread per body. A body whose
-/// Content-Length is under 256 KiB is held whole: its first chunk comes once all of it is in.
+/// found it empty, so memory stays at the ring whatever the body's size, with no thread per body. Bytes are
+/// handed over as they come, a small body's too.
 ///
 /// The stream ends (`None`) at the body's end, when the breaker has counted the call's result. A read
 /// failing mid-body is an `Err` item ([`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost),
