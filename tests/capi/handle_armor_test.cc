@@ -307,6 +307,15 @@ void call_everything(const Bad& b) {
                 "resp");
   EXPECT_EQ(wait_fd, -7);
   EXPECT_EQ(n, 99u);
+  int whole = -7;
+  expect_misuse(humus_response_read_ahead(b.response, 0, [](void*, humus_response*) {}, nullptr, &whole, &err), &err,
+                "resp");
+  EXPECT_EQ(whole, -7);
+  int32_t took = -7;
+  expect_misuse(humus_response_take(b.response, buf, sizeof buf, 0, &n, &took, &err), &err, "resp");
+  EXPECT_EQ(took, -7);
+  EXPECT_EQ(n, 99u);
+  humus_response_hurry(b.response);  // nothing, and no crash
   EXPECT_EQ(humus_response_status(b.response), 0);
   EXPECT_EQ(humus_response_attempts(b.response), 0);
   EXPECT_EQ(humus_response_header(b.response, "Content-Type"), nullptr);
