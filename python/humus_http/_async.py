@@ -106,8 +106,9 @@ class AsyncClient(_BaseClient):
         """As request() (the same keyword arguments), but the response comes once its headers are in, its body
         still on its connection, as httpx.AsyncClient.stream: ``async with client.stream("GET", "/export") as
         resp: async for chunk in resp.aiter_bytes(): ...`` (also ``aiter_text()``, ``aiter_lines()``,
-        ``aread()``, ``aclose()``). Each read is one humus_response_read_async into a buffer the response owns,
-        completed on this asyncio loop: no thread per call, one read in flight. ``timeout`` and ``cancel``
+        ``aread()``, ``aclose()``). From its headers on the library reads the body ahead into a bounded ring
+        (humus_response_read_ahead): a read copies what is in without leaving the task, and only one that
+        finds nothing awaits this asyncio loop: no thread per call, one read at a time. ``timeout`` and ``cancel``
         bound the reads too; cancelling the task awaiting a read closes the body. Response hooks see the
         response before its body is read. Leaving the block closes the response: a body not read to its end
         is closed with its connection, and the breaker counts the call's result when the body ends or closes.

@@ -94,10 +94,15 @@ class Response:
         """Up to ``cap`` next bytes of the body, b"" at its end (humus_response_read); raises Failure."""
     def read_rest(self) -> bytes:
         """The rest of the body into memory, within max_response_body; raises Failure."""
-    def read_async(self, cap: int, bridge: Bridge, future: Any) -> None:
-        """Starts the next read of a body from Client.submit_open (humus_response_read_async) into the buffer
-        this response owns: ``future`` (an asyncio.Future of bridge's loop) receives up to ``cap`` bytes (b"" at
-        the end) or an ErrorInfo. One read at a time; raises Failure when it cannot start."""
+    def take(self, cap: int) -> bytes | None:
+        """Up to ``cap`` next bytes of a body from Client.submit_open, copied out of what the library read ahead
+        (humus_response_take, never waiting), b"" at the end, or None when none are in yet (then wait());
+        raises Failure when the body failed."""
+    def wait(self, bridge: Bridge, future: Any) -> bool:
+        """After take() gave None: ``future`` (an asyncio.Future of bridge's loop) gets None once a take may find
+        something; False when that came already (take again). One reader at a time (RuntimeError)."""
+    def hurry(self) -> None:
+        """The reader waiting is done waiting for a batch (humus_response_hurry): what came wakes it now."""
     def headers(self) -> list[tuple[str, str]]: ...
     def trace_json(self) -> str:
         """The call's decision trace as JSON (humus_response_trace); raises Failure."""
@@ -155,7 +160,7 @@ class Client:
                     timeout_ms: int, bridge: Bridge, future: Any, context: tuple[str | None, ...] | None = None,
                     cancel: Cancel | None = None, hooks: AttemptHooks | None = None) -> Call:
         """humus_client_submit_open: ``future`` receives the Response once its headers are in (its body read
-        with Response.read_async(); it keeps this client alive) or an ErrorInfo."""
+        ahead from then on, copied out with Response.take(); it keeps this client alive) or an ErrorInfo."""
 
 class Upstreams:
     """A humus_upstreams registry: clients by name (docs/upstreams.md §15.1)."""

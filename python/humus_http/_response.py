@@ -314,7 +314,8 @@ class Response(_StatusPredicates, Closing):
         self._native: _native.Response | None = native
         #: True for Client.stream() and AsyncClient.stream(): the body is still on its connection.
         self._streamed = stream
-        #: AsyncClient.stream() only (set by it): the bridge of an asyncio loop, on which read_async completes.
+        #: AsyncClient.stream() only (set by it): the bridge of an asyncio loop, through which a read that found
+        #: nothing read ahead is woken.
         self._bridge_of: BridgeOf | None = None
         #: AsyncClient.stream() only (set by it): aread()'s bound, the client's max_response_body.
         self._max_body = 0
@@ -640,35 +641,43 @@ class Response(_StatusPredicates, Closing):
     # --- AsyncClient.stream() -------------------------------------------------------------------------------
 
     async def _read_async(self, cap: int) -> bytes:
-        """The next bytes of an AsyncClient.stream() body (at most ``cap``, b"" at its end), read into the
-        native response's own buffer and completed on this asyncio loop. Cancelled while it waits, it closes
-        the response (the breaker counts the result as classified)."""
+        """The next bytes of an AsyncClient.stream() body (at most ``cap``, b"" at its end), copied out of what
+        the library read ahead since the headers came (humus_response_take): at once when some are in, else
+        awaited on this asyncio loop, woken through its bridge by the body's ready. Cancelled while it waits,
+        it closes the response (the breaker counts the result as classified)."""
         bridge_of = self._bridge_of
         if bridge_of is None:
             raise RuntimeError("only a response of AsyncClient.stream() is read asynchronously; this one has "
                                "iter_bytes() and read()")
-        import asyncio  # here, not at the top: a process that never runs a loop never pays for asyncio's import
+        while True:
+            native = self._live()  # closed meanwhile (by another task): RuntimeError, as a read after close()
+            try:
+                data = native.take(cap)
+            except _native.Failure as failure:
+                raise from_native(failure.args[0], self.origin) from None
+            if data is not None:
+                return data
+            import asyncio  # here, not at the top: a process that never runs a loop never pays for asyncio's import
 
-        native = self._live()
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bytes | _native.ErrorInfo] = loop.create_future()
-        try:
-            native.read_async(cap, bridge_of(loop), future)
-        except _native.Failure as failure:
-            raise from_native(failure.args[0], self.origin) from None
-        try:
-            data = await future
-        except asyncio.CancelledError:
-            self.close()
-            raise
-        if isinstance(data, bytes):
-            return data
-        raise from_native(data, self.origin)
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            if not native.wait(bridge_of(loop), future):
+                continue  # its ready came before the wait: something is in
+            # A flowing body wakes its reader once half the ring is in; past _BATCH_WAIT whatever came does.
+            hurry = loop.call_later(_BATCH_WAIT, native.hurry)
+            try:
+                await future
+            except asyncio.CancelledError:
+                self.close()
+                raise
+            finally:
+                hurry.cancel()
 
     async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
         """As iter_bytes(), awaiting each piece: the body in chunks of ``chunk_size`` bytes (the last may be
-        shorter), or each piece as it arrives when None. A response of AsyncClient.stream() is read from its
-        connection as the iteration goes, one read in flight into one buffer, so memory stays at one chunk
+        shorter), or each piece as it arrives (at most 64 KiB) when None. A response of AsyncClient.stream() is
+        read from its connection as the iteration goes, ahead into the library's bounded ring (64 KiB, 256 KiB
+        for a body of 1 MiB or more, a body under 256 KiB whole), so memory stays at the ring and one chunk
         whatever the body's size; it can be iterated once. Another response yields its content. A read failing
         mid-body raises as iter_bytes() does."""
         if chunk_size is not None and chunk_size <= 0:
@@ -745,6 +754,11 @@ if TYPE_CHECKING:
 
     #: Gives the native bridge of an asyncio loop (AsyncClient's, one per loop).
     BridgeOf = Callable[[asyncio.AbstractEventLoop], _native.Bridge]
+
+#: How long a read of an AsyncClient.stream() body that found nothing waits for the library to gather a batch
+#: of a flowing body before it takes whatever came (humus_response_hurry): a wake-up per batch rather than per
+#: receive buffer, at a bounded delay for a trickle (seconds; Go's batchWait).
+_BATCH_WAIT = 0.0005
 
 
 class _Chunker:

@@ -47,6 +47,7 @@ class Bridge {
     for (Item& item : left) {
       Py_XDECREF(item.future);
       Py_XDECREF(item.exception);
+      if (item.ahead != 0) forget_ahead(item.ahead);
       humus_response_free(item.resp);
       humus_error_free(item.err);
     }
@@ -58,18 +59,21 @@ class Bridge {
   Bridge& operator=(const Bridge&) = delete;
 
   // Loop thread, no GIL. Takes ownership of every pointer. `client` (may be null): a streamed response's
-  // client, which the Response keeps (dropped on the asyncio thread, never on the loop thread).
+  // client, which the Response keeps (dropped on the asyncio thread, never on the loop thread); `ahead`: its
+  // body's key (read_ahead).
   void push(PyObject* future, humus_status status, humus_response* resp, humus_error* err,
-            PyObject* exception, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr) {
-    enqueue(Item{future, status, resp, err, exception, elapsed_us, std::move(client), nullptr, 0});
+            PyObject* exception, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr,
+            uint64_t ahead = 0) {
+    enqueue(Item{future, status, resp, err, exception, elapsed_us, std::move(client), ahead, false});
   }
 
-  // Loop thread, no GIL: a read_async completion, `n` bytes in `buf` (which the item keeps) or `err`.
-  void push_read(PyObject* future, humus_status status, size_t n, humus_error* err, ReadBuffer buf) {
-    enqueue(Item{future, status, nullptr, err, nullptr, 0, nullptr, std::move(buf), n});
+  // A body read ahead may have bytes for the reader that awaits `future` (owned), resolved with None. No GIL:
+  // the loop thread, or Response.hurry()'s.
+  void push_ready(PyObject* future) {
+    enqueue(Item{future, HUMUS_OK, nullptr, nullptr, nullptr, 0, nullptr, 0, true});
   }
 
-  // The asyncio loop's thread, GIL held: resolves the queued futures with a Response, bytes or an ErrorInfo.
+  // The asyncio loop's thread, GIL held: resolves the queued futures with a Response, None or an ErrorInfo.
   void drain() {
     std::vector<Item> batch;
     {
@@ -85,12 +89,11 @@ class Bridge {
     for (Item& item : batch) {
       py::object future = py::reinterpret_steal<py::object>(item.future);
       py::object result;
-      if (item.buf) {
-        result = item.status == HUMUS_OK ? py::object(py::bytes(item.buf->data(), item.n))
-                                         : py::cast(make_error(item.status, ErrorPtr(item.err), nullptr));
+      if (item.ready) {
+        result = py::none();
       } else if (item.client && item.status == HUMUS_OK) {
         Py_XDECREF(item.exception);
-        result = py::cast(new Response(item.resp, item.elapsed_us, std::move(item.client)),
+        result = py::cast(new Response(item.resp, item.elapsed_us, std::move(item.client), item.ahead),
                           py::return_value_policy::take_ownership);
       } else {
         result = outcome(item.status, item.resp, item.err, item.exception, item.elapsed_us);
@@ -122,8 +125,8 @@ class Bridge {
     PyObject* exception;
     int64_t elapsed_us;
     std::shared_ptr<ClientHandle> client;  // a streamed response's (submit_open), else null
-    ReadBuffer buf;                        // a read completion's, else null
-    size_t n;                              // a read completion's byte count
+    uint64_t ahead;                        // a streamed response's body's key (read_ahead), else 0
+    bool ready;                            // push_ready's: only `future` is set
   };
 
   void enqueue(Item item) {
@@ -157,7 +160,8 @@ struct AsyncPending {
   std::shared_ptr<ClientHandle> client = nullptr;  // submit_open: the client its Response keeps
 };
 
-// A submitted call's on_done (loop thread, no GIL): takes its AsyncPending and queues the outcome.
+// A submitted call's on_done (loop thread, no GIL): takes its AsyncPending and queues the outcome; for
+// submit_open, with its body being read ahead from here on.
 void async_done(void* user_data, humus_status status, humus_response* resp, humus_error* err);
 
 }  // namespace humus_py

@@ -68,8 +68,9 @@ class Client {
               py::object future, py::handle context, py::handle cancel, py::handle hooks);
 
   // An asynchronous streamed call (humus_client_submit_open): `future` receives a Response once the
-  // headers are in, its body read with Response.read_async(), or an ErrorInfo. `cancel` (may be null)
-  // ends the call and its body reads; Call.cancel() ends only the call before its headers.
+  // headers are in, its body read ahead from then on and copied out with Response.take(), or an ErrorInfo.
+  // `cancel` (may be null) ends the call and its body reads; Call.cancel() ends only the call before its
+  // headers.
   Call submit_open(py::handle method, py::handle url, py::handle headers, py::handle body, py::handle key,
                    int32_t retry, int32_t follow, int64_t timeout_ms, const std::shared_ptr<Bridge>& bridge,
                    py::object future, py::handle context, py::handle cancel, py::handle hooks);

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <utility>
 
 #include "errors.h"
 #include "handles.h"
@@ -22,9 +22,12 @@ namespace humus_py {
 class ClientHandle;
 class Bridge;
 
-// The buffer a response of Client.submit_open lends to each humus_response_read_async: the response owns
-// it, and the read in flight shares it, since it stays lent until on_read ran even after a close().
-using ReadBuffer = std::shared_ptr<std::vector<char>>;
+// Loop thread, no GIL: starts reading the body of a response of Client.submit_open ahead
+// (humus_response_read_ahead) as its headers arrive, and returns its key for the Response, or 0 with *status
+// and *err set (the caller frees resp).
+uint64_t read_ahead(humus_response* resp, humus_status* status, humus_error** err);
+// GIL held: no ready of the body read ahead under `key` wakes anyone any more (before its response is freed).
+void forget_ahead(uint64_t key);
 
 // A header as (name, value): values are bytes on the wire, and latin-1 maps each to one code point, as httpx does.
 inline py::tuple header_pair(const char* name, const char* value) {
@@ -35,14 +38,16 @@ inline py::tuple header_pair(const char* name, const char* value) {
 }
 
 // A response: whole in memory, or for Client.open its body still on its connection (read() hands out the
-// next bytes), or for Client.submit_open on its connection and read with read_async(). Read-only
-// accessors; close() frees it early. A streamed one keeps its client alive: the C ABI wants it freed before
-// its client.
+// next bytes), or for Client.submit_open on its connection, read ahead by the library from its headers on and
+// copied out with take(). Read-only accessors; close() frees it early. A streamed one keeps its client alive:
+// the C ABI wants it freed before its client.
 class Response {
  public:
-  Response(humus_response* r, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr)
-      : client_(std::move(client)), r_(r), elapsed_us_(elapsed_us) {}
+  Response(humus_response* r, int64_t elapsed_us, std::shared_ptr<ClientHandle> client = nullptr,
+           uint64_t ahead = 0)
+      : client_(std::move(client)), r_(r), elapsed_us_(elapsed_us), ahead_(ahead) {}
   ~Response() {
+    if (ahead_ != 0) forget_ahead(ahead_);
     // Closing a body may close its connection; the last share of a client waits for its calls.
     if (r_ || client_) {
       without_gil([this] {
@@ -153,21 +158,28 @@ class Response {
     return py::bytes(static_cast<const char*>(data), len);
   }
   void close() {
+    if (ahead_ != 0) forget_ahead(std::exchange(ahead_, 0));
     without_gil([this] {
       r_.reset();
       client_.reset();
     });
   }
-  // Starts the next read of a body from Client.submit_open (at most `cap` bytes into the buffer this
-  // response owns): `future` (an asyncio.Future of `bridge`'s loop) receives the bytes (b"" at the end) or
-  // an ErrorInfo. One read at a time (Failure HUMUS_E_MISUSE otherwise). Defined after Bridge.
-  void read_async(size_t cap, const std::shared_ptr<Bridge>& bridge, py::object future);
+  // A body of Client.submit_open, read ahead: up to `cap` next bytes copied out of the library's ring
+  // (humus_response_take, which never waits), b"" at its end, or None when none are in yet: then wait().
+  py::object take(size_t cap);
+  // After take() found nothing: `future` (an asyncio.Future of `bridge`'s loop) gets None through the bridge
+  // once a take may find something. False when that moment came already (take again). One reader at a time.
+  bool wait(const std::shared_ptr<Bridge>& bridge, py::object future);
+  // The reader waiting is done waiting for a batch (humus_response_hurry): what came wakes it now.
+  void hurry() {
+    if (r_) humus_response_hurry(r_.get());
+  }
 
  private:
   std::shared_ptr<ClientHandle> client_;  // streamed only; declared first so the response goes first
   ResponsePtr r_;
-  ReadBuffer buf_;  // read_async's buffer, grown to the largest cap asked
   int64_t elapsed_us_;  // the call's duration on the runtime's clock (Runtime::now_us)
+  uint64_t ahead_;      // Client.submit_open: its body's key in the read-ahead table (response.cpp), else 0
 };
 
 // GIL held: the outcome of a call as a Python object, a Response or an ErrorInfo. `elapsed_us`: the call's

@@ -1,7 +1,8 @@
-"""AsyncClient.stream(): bodies read with humus_response_read_async and completed on the asyncio loop
-(docs/bodies.md §7), against the local test server over HTTP/1.1 and HTTP/2: bytes and checksum, chunks, text
-and lines, aread() and its bound, the breaker counting at the end or the close, a body breaking off, timeouts,
-cancellation, and a GiB in bounded memory."""
+"""AsyncClient.stream(): bodies read ahead by the library (humus_response_read_ahead, humus_response_take) and
+awaited on the asyncio loop only when nothing is in (docs/bodies.md §7), against the local test server over
+HTTP/1.1 and HTTP/2: bytes and checksum, chunks, takes without a wait, a small body held whole, a piece before
+a pause, text and lines, aread() and its bound, the breaker counting at the end or the close, a body breaking
+off, timeouts, cancellation, and a GiB in bounded memory."""
 from __future__ import annotations
 
 import asyncio
@@ -61,6 +62,105 @@ async def test_bytes_and_checksum_of_a_multi_mib_body(server: TestServer,
         sizes = [len(chunk) async for chunk in resp.aiter_bytes(chunk_size=100_000)]
     assert sum(sizes) == len(body)
     assert set(sizes[:-1]) == {100_000} and 0 < sizes[-1] <= 100_000
+
+
+class _CountedBody:
+    """Stands in for a streamed response's native handle and counts its reads: takes that found bytes at once
+    (no wait before them) and their bytes, and waits (a take that found nothing, then a future the body's ready
+    resolves)."""
+
+    def __init__(self, native: object) -> None:
+        self._native = native
+        self.at_once = 0
+        self.bytes_at_once = 0
+        self.waits = 0
+        self._waited = False
+
+    def take(self, cap: int) -> bytes | None:
+        data: bytes | None = self._native.take(cap)  # type: ignore[attr-defined]
+        if data and not self._waited:
+            self.at_once += 1
+            self.bytes_at_once += len(data)
+        self._waited = False
+        return data
+
+    def wait(self, bridge: object, future: object) -> bool:
+        waiting: bool = self._native.wait(bridge, future)  # type: ignore[attr-defined]
+        self.waits += waiting
+        self._waited = waiting
+        return waiting
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._native, name)
+
+
+def _counted(resp: humus_http.Response) -> _CountedBody:
+    counted = _CountedBody(resp._native)
+    resp._native = counted  # type: ignore[assignment]
+    return counted
+
+
+@pytest.mark.asyncio
+async def test_a_multi_mib_body_is_taken_from_the_ring_while_the_reader_awaits(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
+        path: str) -> None:
+    body = os.urandom(4 * MiB).hex()  # 8 MiB: a ring of 256 KiB (a Content-Length of 1 MiB or more)
+    server.script(path, [{"body": body}])
+    client = make_async_client(listener, timeout=60, attempt_timeout=30)
+    received = bytearray()
+    async with client.stream("GET", path) as resp:
+        counted = _counted(resp)
+        async for chunk in resp.aiter_bytes():
+            assert 0 < len(chunk) <= 64 * 1024
+            received += chunk
+            await asyncio.sleep(0.001)  # the loop thread reads ahead meanwhile
+        assert client.breaker_counts.successes == 1
+    assert bytes(received) == body.encode()
+    # A reader that lets the library get ahead finds bytes in the ring rather than awaiting the loop for them.
+    assert counted.at_once > 0, (counted.at_once, counted.waits)
+
+
+@pytest.mark.asyncio
+async def test_a_small_body_is_held_whole_and_wakes_its_reader_once(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
+        path: str) -> None:
+    body = os.urandom(50 * 1024).hex()  # 100 KiB, under HUMUS_READ_AHEAD_WHOLE: all in before its one ready
+    server.script(path, [{"body": body}] * 3 + [{"body": ""}])
+    client = make_async_client(listener)
+    async with client.stream("GET", path) as resp:
+        counted = _counted(resp)
+        assert await resp.aread() == body.encode()
+        assert counted.waits <= 1 and counted.at_once >= 1  # 64 KiB takes after the one wake-up at most
+    async with client.stream("GET", path) as resp:
+        # The ring read it to its end (which counts the result) meanwhile: all of it is taken without a wait.
+        await eventually(lambda: client.breaker_counts.successes == 2, "the body was not read ahead")
+        counted = _counted(resp)
+        assert await resp.aread() == body.encode()
+        assert counted.bytes_at_once == len(body)
+    async with client.stream("GET", path) as resp:
+        counted = _counted(resp)
+        sizes = [len(chunk) async for chunk in resp.aiter_bytes(chunk_size=30 * 1024)]
+        assert sizes == [30 * 1024] * 3 + [10 * 1024]
+        assert counted.waits <= 1
+    async with client.stream("GET", path) as resp:
+        counted = _counted(resp)
+        assert await resp.aread() == b""
+        assert counted.waits <= 1 and counted.at_once == 0
+    assert client.breaker_counts.successes == 4
+
+
+@pytest.mark.asyncio
+async def test_a_piece_before_a_pause_reaches_the_reader(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
+        path: str) -> None:
+    # The first 16 KiB, then nothing for 20 s: a full read, which alone wakes no reader while a body flows,
+    # reaches it once the reader is done waiting for a batch (humus_response_hurry), not with the next piece.
+    server.script(path, [{"body_size": MiB, "chunk_delay_ms": 20_000}])
+    client = make_async_client(listener, max_attempts=1, timeout=120, attempt_timeout=120)
+    async with client.stream("GET", path) as resp:
+        first = await anext(aiter(resp.aiter_bytes()))
+        assert 0 < len(first) <= 16 * 1024
+    assert resp.is_closed
 
 
 @pytest.mark.asyncio
