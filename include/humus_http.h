@@ -821,7 +821,9 @@ HUMUS_API humus_status humus_response_read_ahead(humus_response *resp, size_t ri
 #define HUMUS_TOOK_END 2   /* nothing copied: the body ended well (its result is counted) */
 #define HUMUS_TOOK_WAIT 3  /* nothing copied yet: `ready` runs exactly once when a take may find something */
 /* humus_response_take's flags. */
-#define HUMUS_TAKE_DROP 1 /* first discard what was read ahead: the caller cancelled, the next take says so */
+/* First discard what was read ahead: the caller cancelled. The takes then end with HUMUS_E_CANCELLED, also
+ * for a body that had ended well (what was dropped is missing); its result stays counted as it was. */
+#define HUMUS_TAKE_DROP 1
 
 /* Copies up to `cap` bytes of a body read ahead into `buf` and sets *took; never waits, never runs
  * `ready`. HUMUS_OK, or the body's failure (HUMUS_E_CONNECTION_LOST, HUMUS_E_TIMEOUT, HUMUS_E_CANCELLED ...)

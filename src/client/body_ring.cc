@@ -107,6 +107,9 @@ BodyRing::Taken BodyRing::take(char* buf, size_t cap, bool drop) {
   if (drop) {  // consumed unread: the tail, where a pending read lands, stays
     head_ = (head_ + len_) % cap_;
     len_ = 0;
+    // A body that ended well before the cancel reached it must not read as whole now: what was dropped is
+    // missing. Its result stays counted as it was; the takes say cancelled, as a pending read's would.
+    if (ended_ && failure_.ok()) failure_ = Status(Code::kCancelled, "the call was cancelled while its body was read");
   }
   Taken t;
   while (t.n < cap && len_ > 0) {

@@ -66,8 +66,9 @@ class BodyRing : public std::enable_shared_from_this<BodyRing> {
     size_t n = 0;
     Status failure;
   };
-  // Copies up to `cap` bytes into `buf`. `drop` first discards what was read ahead (the caller cancelled: the
-  // next read reports it). Never waits, never runs `ready`.
+  // Copies up to `cap` bytes into `buf`. `drop` first discards what was read ahead (the caller cancelled): the
+  // takes then end with kCancelled — the pending read's, or, for a body that had ended well, the ring's own
+  // (what was dropped is missing, so the end must not be told). Never waits, never runs `ready`.
   Taken take(char* buf, size_t cap, bool drop);
   // The reader waiting since kWait is done waiting for a batch: what is in the ring, or the next bytes, wake
   // it now. Its one `ready` still comes (perhaps already did; perhaps inside this call).

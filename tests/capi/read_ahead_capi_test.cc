@@ -125,7 +125,8 @@ Drained drain(Reader& r, size_t buffer, bool sample_rss = false) {
     }
     if (n > 0) {
       d.sum.update(reinterpret_cast<const uint8_t*>(buf.data()), n);
-      if (d.all_x) d.all_x = std::all_of(buf.begin(), buf.begin() + static_cast<long>(n), [](char c) { return c == 'x'; });
+      const auto end = buf.begin() + static_cast<long>(n);
+      if (d.all_x) d.all_x = std::all_of(buf.begin(), end, [](char c) { return c == 'x'; });
     }
     if (sample_rss && ++takes % 256 == 0) d.peak_rss = std::max(d.peak_rss, rss());
     if (took == HUMUS_TOOK_END || took == HUMUS_TOOK_LAST) return d;
@@ -269,7 +270,8 @@ TEST_F(ReadAheadPeerTest, ASmallBodyComesWholeWithItsOneReady) {
 TEST_F(ReadAheadServerTest, WithoutHoldingWholeASmallBodysBytesAreToldAsTheyCome) {
   // A Content-Length of 20000 (under HUMUS_READ_AHEAD_WHOLE): 16 KiB at once, the rest after 30 s. Held whole,
   // nothing could be taken before then; asked not to, the first piece is taken as it comes.
-  server().script("/paced", nlohmann::json::array({{{"status", 200}, {"body_size", 20000}, {"chunk_delay_ms", 30000}}}));
+  server().script("/paced",
+                  nlohmann::json::array({{{"status", 200}, {"body_size", 20000}, {"chunk_delay_ms", 30000}}}));
   make_client("http://" + server().address("http"));
   humus_request* req = request(url("/paced"));
   Reader r;
@@ -398,6 +400,35 @@ TEST_F(ReadAheadServerTest, ACancelEndsThePendingReadAndDropsWhatCameTheBreakerI
   humus_error_free(err);
   humus_response_close(r.resp);
   EXPECT_EQ(counts().successes, 0u);
+  EXPECT_EQ(counts().failures, 0u);
+  humus_request_free(req);
+  humus_cancel_free(cancel);
+}
+
+// F198
+TEST_F(ReadAheadPeerTest, ADropAfterTheBodyEndedWellSaysCancelledNotTheEnd) {
+  make_client(peer_->base_url());
+  humus_cancel* cancel = nullptr;
+  ASSERT_EQ(humus_cancel_new(&cancel), HUMUS_OK);
+  humus_request* req = request(peer_->url("/bytes/1000"));
+  ASSERT_EQ(humus_request_set_cancel(req, cancel), HUMUS_OK);
+  Reader r;
+  open(req, r);
+  ASSERT_TRUE(r.readied(1));          // held whole: all of it is in, the result counted
+  EXPECT_EQ(counts().successes, 1u);
+  humus_cancel_trigger(cancel);       // the caller gives up before reading it
+  char b[2048];
+  size_t n = 7;
+  int32_t took = -1;
+  humus_error* err = nullptr;
+  // Dropped: the 1000 bytes are gone, so the take must not say the body ended whole.
+  EXPECT_EQ(humus_response_take(r.resp, b, sizeof b, HUMUS_TAKE_DROP, &n, &took, &err), HUMUS_E_CANCELLED);
+  EXPECT_EQ(n, 0u);
+  EXPECT_NE(std::string(err != nullptr ? humus_error_message(err) : "").find("cancelled"), std::string::npos);
+  humus_error_free(err);
+  EXPECT_EQ(humus_response_take(r.resp, b, sizeof b, 0, &n, &took, nullptr), HUMUS_E_CANCELLED);  // and after
+  humus_response_close(r.resp);
+  EXPECT_EQ(counts().successes, 1u);  // counted once, at its end
   EXPECT_EQ(counts().failures, 0u);
   humus_request_free(req);
   humus_cancel_free(cancel);
