@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast, overload
 
 from . import _native
 from ._closing import Closing
-from ._errors import HTTPStatusError, ResponseTooLargeError, from_native
+from ._errors import CancelledCallError, HTTPStatusError, ResponseTooLargeError, from_native
 from ._trace import AttemptRecord
 from ._trace import parse as parse_trace
 from ._urls import URL, origin_of
@@ -650,7 +650,7 @@ class Response(_StatusPredicates, Closing):
             raise RuntimeError("only a response of AsyncClient.stream() is read asynchronously; this one has "
                                "iter_bytes() and read()")
         while True:
-            native = self._live()  # closed meanwhile (by another task): RuntimeError, as a read after close()
+            native = self._live()
             try:
                 data = native.take(cap)
             except _native.Failure as failure:
@@ -672,6 +672,9 @@ class Response(_StatusPredicates, Closing):
                 raise
             finally:
                 hurry.cancel()
+            if self._native is None:  # closed by another task while this read waited: ended as cancelled
+                raise CancelledCallError("the response was closed while a read of its body waited",
+                                         status="HUMUS_E_CANCELLED", origin=self.origin, attempts=self.attempts)
 
     async def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
         """As iter_bytes(), awaiting each piece: the body in chunks of ``chunk_size`` bytes (the last may be

@@ -106,8 +106,9 @@ void forget_ahead(uint64_t key) {
     std::swap(gone, it->second);
     t.by_key.erase(it);
   }
-  // Outside the lock: a future's release may run Python code, a bridge's free a forget_ahead.
-  Py_XDECREF(gone.future);
+  // A reader still waiting (its response closed by another task) is woken, to find it closed. Outside the
+  // lock, where the bridge may also go: its free calls forget_ahead.
+  if (gone.future != nullptr) gone.bridge->push_ready(gone.future);
 }
 
 py::object Response::take(size_t cap) {

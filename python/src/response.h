@@ -26,7 +26,8 @@ class Bridge;
 // (humus_response_read_ahead) as its headers arrive, and returns its key for the Response, or 0 with *status
 // and *err set (the caller frees resp).
 uint64_t read_ahead(humus_response* resp, humus_status* status, humus_error** err);
-// GIL held: no ready of the body read ahead under `key` wakes anyone any more (before its response is freed).
+// GIL held: no ready of the body read ahead under `key` wakes anyone any more (before its response is freed);
+// a reader waiting is woken now.
 void forget_ahead(uint64_t key);
 
 // A header as (name, value): values are bytes on the wire, and latin-1 maps each to one code point, as httpx does.

@@ -164,6 +164,22 @@ async def test_a_piece_before_a_pause_reaches_the_reader(
 
 
 @pytest.mark.asyncio
+async def test_closing_the_response_ends_a_read_waiting_in_another_task(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], path: str) -> None:
+    server.script(path, [{"body_size": MiB, "chunk_delay_ms": 20_000}])
+    client = make_async_client(max_attempts=1, timeout=120, attempt_timeout=120)
+    async with client.stream("GET", path) as resp:
+        chunks = aiter(resp.aiter_bytes())
+        await anext(chunks)  # the next piece is 20 s away
+        reader = asyncio.create_task(anext(chunks))
+        await asyncio.sleep(0)  # the reader's first step: a take that finds nothing, then its wait
+        await resp.aclose()
+        with pytest.raises(humus_http.CancelledCallError) as caught:
+            await asyncio.wait_for(reader, 10)  # the bound only ends a test that would otherwise hang
+    assert caught.value.status == "HUMUS_E_CANCELLED" and caught.value.attempts == 1
+
+
+@pytest.mark.asyncio
 async def test_text_lines_and_aread(server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient],
                                     listener: str, path: str) -> None:
     body = "".join(f"line {i} é\r\n" for i in range(5000)) + "last €"
