@@ -803,12 +803,14 @@ typedef void (*humus_body_ready)(void *user_data, humus_response *resp);
 #define HUMUS_READ_AHEAD_WHOLE (256 * 1024)
 
 /* Starts reading resp's body ahead into a ring of `ring_bytes` (0: 64 KiB, 256 KiB for a Content-Length of
- * 1 MiB or more), never more than its Content-Length and one byte. With `whole` not NULL, a body whose
- * Content-Length is under HUMUS_READ_AHEAD_WHOLE is held whole and *whole set to 1 (else 0): `ready` then also
- * runs once the whole body is in (or failed), with no take waiting, so a caller may hand the response on only
- * then and a small answer costs one wake-up. With `whole` NULL every body's bytes are told as they come. From here the body is read with humus_response_take only (humus_response_read_async is
- * HUMUS_E_MISUSE); humus_response_free and humus_response_close end it as for humus_response_read_async, and
- * `ready` never runs once humus_response_close returned, or once humus_response_free's close ran on the loop.
+ * 1 MiB or more, the length and one byte for one under HUMUS_READ_AHEAD_WHOLE), never more than its
+ * Content-Length and one byte. With `whole` not NULL, a body whose Content-Length is under
+ * HUMUS_READ_AHEAD_WHOLE is held whole and *whole set to 1 (else 0): `ready` then also runs once the whole
+ * body is in (or failed), with no take waiting, so a caller may hand the response on only then and a small
+ * answer costs one wake-up. With `whole` NULL every body's bytes are told as they come. From here the body is
+ * read with humus_response_take only (humus_response_read_async is HUMUS_E_MISUSE); humus_response_free and
+ * humus_response_close end it as for humus_response_read_async, and `ready` never runs once
+ * humus_response_close returned, or once humus_response_free's close ran on the loop.
  * HUMUS_E_MISUSE for a bad resp, one not from humus_client_submit_open, or one with a read pending or read
  * ahead already; HUMUS_E_INVALID_ARGUMENT when ready is NULL. Any thread; a response's `ready` may run
  * before this returns. */

@@ -36,8 +36,8 @@ py::object outcome(humus_status status, humus_response* resp, humus_error* err, 
 
 namespace {
 
-// What a ready of a body read ahead wakes: its reader's future, or, when no reader waits (the ready of a body
-// held whole, or one that came before wait()), a note that the next wait() should take again instead.
+// What a ready of a body read ahead wakes: its reader's future, or, when no reader waits (a ready that came
+// before wait()), a note that the next wait() should take again instead.
 struct Wake {
   std::shared_ptr<Bridge> bridge;  // the reader's, with `future`
   PyObject* future = nullptr;      // owned; null while no reader waits
@@ -85,11 +85,10 @@ uint64_t read_ahead(humus_response* resp, humus_status* status, humus_error** er
     key = t.next_key++;
     t.by_key.emplace(key, Wake{});
   }
-  // The default ring: 64 KiB, 256 KiB for a body of 1 MiB or more. A body under 256 KiB is held whole (asked
-  // for with `whole`): a reader waiting for it is woken once, when all of it is in, and takes it to its end.
-  int whole = 0;
+  // The default ring: 64 KiB, 256 KiB for a body of 1 MiB or more, never more than the body. No body is held
+  // whole (`whole` NULL): a stream hands its bytes over as they come, a small body's too.
   *status = humus_response_read_ahead(resp, 0, body_ready, reinterpret_cast<void*>(static_cast<uintptr_t>(key)),
-                                      &whole, err);
+                                      nullptr, err);
   if (*status == HUMUS_OK) return key;
   std::lock_guard<std::mutex> lock(t.mu);
   t.by_key.erase(key);  // no future yet: nothing needs the GIL

@@ -1,7 +1,7 @@
 """AsyncClient.stream(): bodies read ahead by the library (humus_response_read_ahead, humus_response_take) and
 awaited on the asyncio loop only when nothing is in (docs/bodies.md §7), against the local test server over
-HTTP/1.1 and HTTP/2: bytes and checksum, chunks, takes without a wait, a small body held whole, a piece before
-a pause, text and lines, aread() and its bound, the breaker counting at the end or the close, a body breaking
+HTTP/1.1 and HTTP/2: bytes and checksum, chunks, takes without a wait, a small body's pieces as they come, a
+piece before a pause, text and lines, aread() and its bound, the breaker counting at the end or the close, a body breaking
 off, timeouts, cancellation, and a GiB in bounded memory."""
 from __future__ import annotations
 
@@ -121,16 +121,14 @@ async def test_a_multi_mib_body_is_taken_from_the_ring_while_the_reader_awaits(
 
 
 @pytest.mark.asyncio
-async def test_a_small_body_is_held_whole_and_wakes_its_reader_once(
+async def test_a_small_body_comes_intact_and_once_in_without_a_wait(
         server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
         path: str) -> None:
-    body = os.urandom(50 * 1024).hex()  # 100 KiB, under HUMUS_READ_AHEAD_WHOLE: all in before its one ready
+    body = os.urandom(50 * 1024).hex()  # 100 KiB: a ring of its length and one byte holds all of it
     server.script(path, [{"body": body}] * 3 + [{"body": ""}])
     client = make_async_client(listener)
     async with client.stream("GET", path) as resp:
-        counted = _counted(resp)
         assert await resp.aread() == body.encode()
-        assert counted.waits <= 1 and counted.at_once >= 1  # 64 KiB takes after the one wake-up at most
     async with client.stream("GET", path) as resp:
         # The ring read it to its end (which counts the result) meanwhile: all of it is taken without a wait.
         await eventually(lambda: client.breaker_counts.successes == 2, "the body was not read ahead")
@@ -138,15 +136,31 @@ async def test_a_small_body_is_held_whole_and_wakes_its_reader_once(
         assert await resp.aread() == body.encode()
         assert counted.bytes_at_once == len(body)
     async with client.stream("GET", path) as resp:
-        counted = _counted(resp)
         sizes = [len(chunk) async for chunk in resp.aiter_bytes(chunk_size=30 * 1024)]
         assert sizes == [30 * 1024] * 3 + [10 * 1024]
-        assert counted.waits <= 1
     async with client.stream("GET", path) as resp:
         counted = _counted(resp)
         assert await resp.aread() == b""
         assert counted.waits <= 1 and counted.at_once == 0
     assert client.breaker_counts.successes == 4
+
+
+@pytest.mark.asyncio
+async def test_a_small_bodys_first_piece_comes_before_the_rest(
+        server: TestServer, make_async_client: Callable[..., humus_http.AsyncClient], listener: str,
+        path: str) -> None:
+    # A Content-Length of 20000, 16 KiB of it at once and the rest 30 s later: the stream hands the first
+    # piece over as it comes, not once the body is whole.
+    server.script(path, [{"body_size": 20_000, "chunk_delay_ms": 30_000}])
+    client = make_async_client(listener, max_attempts=1, timeout=120, attempt_timeout=120)
+    async with client.stream("GET", path) as resp:
+        got = 0
+        chunks = aiter(resp.aiter_bytes())
+        while got < 16 * 1024:
+            got += len(await anext(chunks))
+        assert got == 16 * 1024
+    # Closed before its end (on the loop thread, after the close): counted as its 200 was classified.
+    await eventually(lambda: client.breaker_counts.successes == 1, "the closed body was not counted")
 
 
 @pytest.mark.asyncio

@@ -8,13 +8,16 @@ namespace humus::client {
 
 BodyRing::Shape BodyRing::shape_for(std::optional<uint64_t> content_length, size_t asked, bool hold_whole) {
   Shape s;
-  if (content_length && *content_length < kWholeBody) {
+  const bool small = content_length && *content_length < kWholeBody;
+  // A body the ring can hold gets a ring of its size: the library's choice for one under kWholeBody, the
+  // caller's when its body is shorter than asked.
+  if (small && (asked == 0 || hold_whole || *content_length < asked)) {
     s.capacity = static_cast<size_t>(*content_length) + 1;
     s.whole = hold_whole;
-    if (hold_whole || asked == 0) return s;
-  }
-  if (asked > 0) {
-    s.capacity = content_length ? static_cast<size_t>(std::min<uint64_t>(asked, *content_length + 1)) : asked;
+    s.fits = true;
+  } else if (asked > 0) {
+    s.fits = content_length && *content_length < asked;
+    s.capacity = s.fits ? static_cast<size_t>(*content_length) + 1 : asked;
   } else {
     s.capacity = content_length && *content_length >= kLargeBody ? kLargeRing : kRing;
   }
@@ -32,9 +35,9 @@ BodyRing::BodyRing(transport::EventLoop& loop, Source source, Shape shape, Ready
     : loop_(loop),
       source_(std::move(source)),
       ready_(std::move(ready)),
-      // A ring holding its body whole reads into any room it has, or it would wait for a take that never comes
-      // before the body is in; so does a small ring.
-      min_room_(shape.whole || shape.capacity < 2 * kMinRoom ? 1 : kMinRoom),
+      // A ring its body fits in reads into any room it has: the rest is all that will come, and a ring held
+      // whole waiting for more room would wait for a take that never comes before the body is in.
+      min_room_(shape.fits || shape.capacity < 2 * kMinRoom ? 1 : kMinRoom),
       whole_(shape.whole),
       ring_(new char[shape.capacity]),
       cap_(shape.capacity) {}

@@ -41,11 +41,13 @@ class BodyRing : public std::enable_shared_from_this<BodyRing> {
   using Ready = std::function<void()>;
 
   // What a ring for a body of `content_length` (unknown: nullopt) holds: `asked` bytes (0: kRing or kLargeRing
-  // by the length), never more than the body and one byte — the read that finds the end needs room too. With
-  // `hold_whole`, a body under kWholeBody is held whole (`whole`); without, its bytes are told as they come.
+  // by the length, the body and one byte for one under kWholeBody), never more than the body and one byte —
+  // the read that finds the end needs room too. With `hold_whole`, a body under kWholeBody is held whole
+  // (`whole`); without, its bytes are told as they come.
   struct Shape {
     size_t capacity = kRing;
     bool whole = false;
+    bool fits = false;  // the capacity holds the whole body (a ring of its length and one byte)
   };
   static Shape shape_for(std::optional<uint64_t> content_length, size_t asked, bool hold_whole);
 
@@ -83,7 +85,7 @@ class BodyRing : public std::enable_shared_from_this<BodyRing> {
 
  private:
   // A read asks for at least kMinRoom (a nearly full ring waits for the reader instead of reading in crumbs),
-  // any room for a ring held whole or under twice that; a read that brings kFullRead or more says more is on its way.
+  // any room for a ring its body fits in (no more will come than it has room for) or one under twice kMinRoom; a read that brings kFullRead or more says more is on its way.
   static constexpr size_t kMinRoom = size_t{16} * 1024;
   static constexpr size_t kFullRead = size_t{16} * 1024;
   enum class Waiting { kNo, kBatch, kAny };

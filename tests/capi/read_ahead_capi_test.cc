@@ -267,6 +267,32 @@ TEST_F(ReadAheadPeerTest, ASmallBodyComesWholeWithItsOneReady) {
   EXPECT_EQ(counts().successes, 6u);
 }
 
+TEST_F(ReadAheadPeerTest, WithoutHoldingWholeABodyThatFitsIsReadToItsEndWithNoTake) {
+  // 100 KiB: a ring of its length and one byte, not held whole, reads every byte of it into any room it has
+  // (the end counts the result) while nobody takes.
+  make_client(peer_->base_url());
+  humus_request* req = request(peer_->url("/bytes/102400"));
+  Reader r;
+  r.hold_whole = false;
+  open(req, r);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (counts().successes == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(counts().successes, 1u);  // ended in the ring, before the first take
+  std::vector<char> buf(200 * 1024);
+  size_t n = 0;
+  int32_t took = -1;
+  ASSERT_EQ(humus_response_take(r.resp, buf.data(), buf.size(), 0, &n, &took, nullptr), HUMUS_OK);
+  EXPECT_EQ(took, HUMUS_TOOK_LAST);
+  ASSERT_EQ(n, 102400u);
+  Checksum sum;
+  sum.update(reinterpret_cast<const uint8_t*>(buf.data()), n);
+  EXPECT_EQ(sum.value(), humus::test::pattern_checksum(102400));
+  humus_response_free(r.resp);
+  humus_request_free(req);
+}
+
 TEST_F(ReadAheadServerTest, WithoutHoldingWholeASmallBodysBytesAreToldAsTheyCome) {
   // A Content-Length of 20000 (under HUMUS_READ_AHEAD_WHOLE): 16 KiB at once, the rest after 30 s. Held whole,
   // nothing could be taken before then; asked not to, the first piece is taken as it comes.
