@@ -680,7 +680,7 @@ class Response(_StatusPredicates, Closing):
         """As iter_bytes(), awaiting each piece: the body in chunks of ``chunk_size`` bytes (the last may be
         shorter), or each piece as it arrives (at most 64 KiB) when None. A response of AsyncClient.stream() is
         read from its connection as the iteration goes, ahead into the library's bounded ring (64 KiB, 256 KiB
-        for a body of 1 MiB or more, a body under 256 KiB whole), so memory stays at the ring and one chunk
+        for a body of 1 MiB or more, the body's size under 256 KiB), so memory stays at the ring and one chunk
         whatever the body's size; it can be iterated once. Another response yields its content. A read failing
         mid-body raises as iter_bytes() does."""
         if chunk_size is not None and chunk_size <= 0:

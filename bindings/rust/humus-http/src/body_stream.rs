@@ -209,9 +209,9 @@ impl OpenBody {
 /// A response whose body arrives asynchronously ([`Client::submit_stream`]): its head is here, its body is a
 /// [`Stream`](futures_core::Stream) of chunks (`Vec<u8>` of at most 64 KiB, never empty). From the first
 /// poll the library reads the body ahead on its event loop into a bounded ring (64 KiB; 256 KiB for a
-/// Content-Length of 1 MiB or more) that each poll copies the next chunk out of, waking the task when a poll
-/// found it empty, so memory stays at the ring whatever the body's size, with no thread per body. Bytes are
-/// handed over as they come, a small body's too.
+/// Content-Length of 1 MiB or more; the body's size under 256 KiB) that each poll copies the next chunk out
+/// of, waking the task when a poll found it empty, so memory stays at the ring whatever the body's size, with
+/// no thread per body. Bytes are handed over as they come, a small body's too.
 ///
 /// The stream ends (`None`) at the body's end, when the breaker has counted the call's result. A read
 /// failing mid-body is an `Err` item ([`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost),
