@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "humus_http.h"
+#include "support/capi_fixture.h"
 #include "support/sanitizers.h"
 #include "support/stream_peer.h"
 #include "support/test_server.h"
@@ -152,89 +153,23 @@ struct Body {
   }
 };
 
-class AsyncStreamFixture {
+class AsyncStreamFixture : protected humus::test::CapiClientFixture {
  protected:
-  void start_runtime(const std::string& options = "") {
-    ASSERT_EQ(humus_runtime_new(options.empty() ? nullptr : options.data(), options.size(), &rt_, nullptr), HUMUS_OK);
-  }
-  void stop() {
-    humus_client_free(client_);
-    client_ = nullptr;
-    humus_runtime_free(rt_);
-    rt_ = nullptr;
-  }
-  void make_client(const std::string& base_url, const std::string& extra = "",
-                   const std::string& timeouts = R"("timeout": "60s", "attempt_timeout": "30s")") {
-    const std::string json = R"({"base_url": ")" + base_url + R"(", )" + timeouts +
-                             R"(, "backoff_base": "1ms", "backoff_max": "2ms")" + extra + "}";
-    humus_settings* s = nullptr;
-    humus_error* err = nullptr;
-    ASSERT_EQ(humus_settings_from_json(json.data(), json.size(), &s, &err), HUMUS_OK)
-        << (err ? humus_error_message(err) : "");
-    ASSERT_EQ(humus_client_new(rt_, s, &client_, &err), HUMUS_OK) << (err ? humus_error_message(err) : "");
-    humus_settings_free(s);
-  }
-  humus_request* request(const std::string& url, const char* method = "GET") {
-    humus_request* r = nullptr;
-    EXPECT_EQ(humus_request_new(method, url.c_str(), &r, nullptr), HUMUS_OK);
-    return r;
-  }
   void submit(humus_request* r, Body& b) {
     humus_error* err = nullptr;
     ASSERT_EQ(humus_client_submit_open(client_, r, &Body::on_headers, &b, nullptr, &err), HUMUS_OK)
         << (err ? humus_error_message(err) : "");
   }
-  humus_breaker_counts counts() {
-    humus_breaker_counts c = HUMUS_BREAKER_COUNTS_INIT;
-    EXPECT_EQ(humus_client_breaker_counts(client_, &c), HUMUS_OK);
-    return c;
-  }
-  // The breaker hears of a freed body on the loop thread: waits (bounded) for a count to reach `want`.
-  bool eventually(uint64_t humus_breaker_counts::*field, uint64_t want) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (counts().*field != want) {
-      if (std::chrono::steady_clock::now() > until) return false;
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    return true;
-  }
-  int32_t state() {
-    int32_t s = -1;
-    EXPECT_EQ(humus_client_breaker_state(client_, &s), HUMUS_OK);
-    return s;
-  }
-
-  humus_runtime* rt_ = nullptr;
-  humus_client* client_ = nullptr;
 };
 
-// Against the C++ stream peer: exact bytes (a checksum), large bodies, exact resets.
-class AsyncStreamPeerTest : public ::testing::Test, protected AsyncStreamFixture {
- protected:
-  static void SetUpTestSuite() { peer_ = new StreamPeer(); }
-  static void TearDownTestSuite() {
-    delete peer_;
-    peer_ = nullptr;
-  }
-  void SetUp() override { start_runtime(); }
-  void TearDown() override { stop(); }
-  static StreamPeer* peer_;
-};
-StreamPeer* AsyncStreamPeerTest::peer_ = nullptr;
+class AsyncStreamPeerTest : public humus::test::CapiPeerTest<AsyncStreamFixture> {};
 
-// Against the Python test server: HTTP/2, scripted delays, statuses, resets.
-class AsyncStreamServerTest : public humus::test::WithTestServer, protected AsyncStreamFixture {
+class AsyncStreamServerTest : public humus::test::CapiServerTest<AsyncStreamFixture> {
  protected:
-  void SetUp() override {
-    WithTestServer::SetUp();
-    start_runtime(R"({"resolve": {")" + server().host_port("https") + R"(": ")" + server().address("https") + R"("}})");
-  }
-  void TearDown() override { stop(); }
   void make_server_client(const std::string& extra = "",
                           const std::string& timeouts = R"("timeout": "60s", "attempt_timeout": "30s")") {
     make_client("http://" + server().address("http"), extra, timeouts);
   }
-  std::string url(const std::string& path) { return server().url("http", path); }
   // A client of the server's HTTP/2 listener (TLS with the test CA), room for many calls at once.
   void make_h2_client() {
     make_client("https://" + server().host_port("https"), R"(, "tls": {"ca_file": ")" + server().ca_file() +

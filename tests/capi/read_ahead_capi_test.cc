@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "humus_http.h"
+#include "support/capi_fixture.h"
 #include "support/sanitizers.h"
 #include "support/stream_peer.h"
 #include "support/test_server.h"
@@ -138,33 +139,9 @@ Drained drain(Reader& r, size_t buffer, bool sample_rss = false) {
   }
 }
 
-class ReadAheadFixture {
+class ReadAheadFixture : protected humus::test::CapiClientFixture {
  protected:
-  void start_runtime(const std::string& options = "") {
-    ASSERT_EQ(humus_runtime_new(options.empty() ? nullptr : options.data(), options.size(), &rt_, nullptr), HUMUS_OK);
-  }
-  void stop() {
-    humus_client_free(client_);
-    client_ = nullptr;
-    humus_runtime_free(rt_);
-    rt_ = nullptr;
-  }
-  void make_client(const std::string& base_url, const std::string& extra = "",
-                   const std::string& timeouts = R"("timeout": "60s", "attempt_timeout": "30s")") {
-    const std::string json = R"({"base_url": ")" + base_url + R"(", )" + timeouts +
-                             R"(, "backoff_base": "1ms", "backoff_max": "2ms")" + extra + "}";
-    humus_settings* s = nullptr;
-    humus_error* err = nullptr;
-    ASSERT_EQ(humus_settings_from_json(json.data(), json.size(), &s, &err), HUMUS_OK)
-        << (err ? humus_error_message(err) : "");
-    ASSERT_EQ(humus_client_new(rt_, s, &client_, &err), HUMUS_OK) << (err ? humus_error_message(err) : "");
-    humus_settings_free(s);
-  }
-  humus_request* request(const std::string& url) {
-    humus_request* r = nullptr;
-    EXPECT_EQ(humus_request_new("GET", url.c_str(), &r, nullptr), HUMUS_OK);
-    return r;
-  }
+  // Submits the call and waits for its headers, the ring started.
   void open(humus_request* req, Reader& r) {
     humus_error* err = nullptr;
     ASSERT_EQ(humus_client_submit_open(client_, req, &Reader::on_headers, &r, nullptr, &err), HUMUS_OK)
@@ -172,38 +149,10 @@ class ReadAheadFixture {
     ASSERT_TRUE(r.headers());
     ASSERT_EQ(r.head_status, HUMUS_OK) << r.head_error;
   }
-  humus_breaker_counts counts() {
-    humus_breaker_counts c = HUMUS_BREAKER_COUNTS_INIT;
-    EXPECT_EQ(humus_client_breaker_counts(client_, &c), HUMUS_OK);
-    return c;
-  }
-
-  humus_runtime* rt_ = nullptr;
-  humus_client* client_ = nullptr;
 };
 
-class ReadAheadPeerTest : public ::testing::Test, protected ReadAheadFixture {
- protected:
-  static void SetUpTestSuite() { peer_ = new StreamPeer(); }
-  static void TearDownTestSuite() {
-    delete peer_;
-    peer_ = nullptr;
-  }
-  void SetUp() override { start_runtime(); }
-  void TearDown() override { stop(); }
-  static StreamPeer* peer_;
-};
-StreamPeer* ReadAheadPeerTest::peer_ = nullptr;
-
-class ReadAheadServerTest : public humus::test::WithTestServer, protected ReadAheadFixture {
- protected:
-  void SetUp() override {
-    WithTestServer::SetUp();
-    start_runtime(R"({"resolve": {")" + server().host_port("https") + R"(": ")" + server().address("https") + R"("}})");
-  }
-  void TearDown() override { stop(); }
-  std::string url(const std::string& path) { return server().url("http", path); }
-};
+class ReadAheadPeerTest : public humus::test::CapiPeerTest<ReadAheadFixture> {};
+class ReadAheadServerTest : public humus::test::CapiServerTest<ReadAheadFixture> {};
 
 TEST_F(ReadAheadPeerTest, ALargeBodyComesExactlyInBoundedMemoryWithOneReadyPerWait) {
   const uint64_t size = (kThreadSanitized ? 16 : 256) * kMiB + 11;
