@@ -648,6 +648,32 @@ func TestStreamContextCancelStopsARead(t *testing.T) {
 	})
 }
 
+// F199: a context that ends after a small body came whole, before it was read, fails the Read: on the loop
+// the bytes read ahead are dropped, and the Read must not end with io.EOF as if the body were complete.
+func TestStreamContextEndedAfterTheBodyCameFailsTheReadOnTheLoop(t *testing.T) {
+	p := newPeer(t)
+	c := p.open(t, nil)
+	humushttp.LoopAlways(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.URL+"/bytes/1000", nil)
+	resp, err := c.Do(req) // on the loop a body under 256 KiB comes whole with its headers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cancel()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if !errors.Is(err, humushttp.ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("read %d bytes, err = %v, want ErrCancelled and context.Canceled", n, err)
+	}
+	if n != 0 {
+		t.Errorf("%d bytes after the context ended", n)
+	}
+	if got := counts(t, c); got.Successes != 1 || got.Failures != 0 {
+		t.Errorf("counts %+v, want the one success counted at the body's end", got)
+	}
+}
+
 func TestStreamCloseRacingRead(t *testing.T) {
 	bothPaths(t, func(t *testing.T, open openFunc) {
 		p := newPeer(t)
