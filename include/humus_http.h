@@ -830,9 +830,9 @@ HUMUS_API humus_status humus_response_read_ahead(humus_response *resp, size_t ri
 /* Copies up to `cap` bytes of a body read ahead into `buf` and sets *took; never waits, never runs
  * `ready`. HUMUS_OK, or the body's failure (HUMUS_E_CONNECTION_LOST, HUMUS_E_TIMEOUT, HUMUS_E_CANCELLED ...)
  * with *n 0, *took HUMUS_TOOK_END and `err`, as every later take reports it. HUMUS_E_MISUSE for a bad resp
- * or one not read ahead; HUMUS_E_INVALID_ARGUMENT when buf, n or took is NULL or cap is 0. Any thread, after
- * humus_response_read_ahead returned (or its `ready` ran); one take at a time per response, not concurrently
- * with its free. */
+ * or one not read ahead; HUMUS_E_INVALID_ARGUMENT when buf, n or took is NULL or cap is 0. Any thread, once
+ * humus_response_read_ahead has returned (a `ready` may come before that); one take at a time per response,
+ * not concurrently with its free. */
 HUMUS_API humus_status humus_response_take(humus_response *resp, void *buf, size_t cap, uint32_t flags, size_t *n,
                                            int32_t *took, humus_error **err);
 
