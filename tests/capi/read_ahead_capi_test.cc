@@ -409,6 +409,55 @@ TEST_F(ReadAheadPeerTest, ADropAfterTheBodyEndedWellSaysCancelledNotTheEnd) {
   humus_cancel_free(cancel);
 }
 
+// F200: the peer resets a body read ahead mid-body — a TCP RST over HTTP/1.1, RST_STREAM over HTTP/2 — and the
+// next call on the client reads its own body exactly; over HTTP/2 on the same, pooled, connection.
+TEST_F(ReadAheadServerTest, AResetMidBodyOverEitherProtocolFailsTheTakeAndTheNextCallIsExact) {
+  for (const std::string listener : {"http", "https"}) {
+    SCOPED_TRACE(listener);
+    server().reset();
+    server().script("/cut",
+                    nlohmann::json::array({{{"status", 200}, {"body_size", 1 << 20}, {"reset", "mid_body"}}}));
+    server().script("/after", nlohmann::json::array({{{"status", 200}, {"body_size", 1000}}}));
+    if (listener == "http") {
+      make_client("http://" + server().address("http"));
+    } else {
+      const std::string tls = R"(, "tls": {"ca_file": ")" + server().ca_file() + R"("})";
+      make_client("https://" + server().host_port("https"), tls);
+    }
+    humus_request* cut = request(server().url(listener, "/cut"));
+    Reader r;
+    open(cut, r);
+    EXPECT_EQ(r.whole, 0);  // 1 MiB: read through the ring, not held whole
+    Drained d = drain(r, 64 * 1024);
+    EXPECT_EQ(d.status, HUMUS_E_CONNECTION_LOST) << d.error;
+    EXPECT_LT(d.sum.bytes(), uint64_t{1} << 20);  // the half body is never told as the whole
+    EXPECT_TRUE(d.all_x);
+    humus_response_close(r.resp);
+    EXPECT_EQ(counts().failures, 1u);
+    EXPECT_EQ(server().requests("/cut").size(), 1u);  // headers came: the cut body is not sent for again
+
+    humus_request* after = request(server().url(listener, "/after"));
+    Reader next;
+    open(after, next);
+    Drained whole = drain(next, 64 * 1024);
+    EXPECT_EQ(whole.status, HUMUS_OK) << whole.error;
+    EXPECT_EQ(whole.sum.bytes(), 1000u);
+    EXPECT_TRUE(whole.all_x);
+    humus_response_close(next.resp);
+    EXPECT_EQ(counts().successes, 1u);
+    const auto first = server().requests("/cut");
+    const auto second = server().requests("/after");
+    ASSERT_EQ(second.size(), 1u);
+    if (listener == "https") {
+      EXPECT_EQ(first[0]["connection"], second[0]["connection"]) << "a stream reset must not cost the connection";
+    }
+    humus_request_free(cut);
+    humus_request_free(after);
+    humus_client_free(client_);
+    client_ = nullptr;
+  }
+}
+
 // F197
 TEST_F(ReadAheadServerTest, AClosedBodyRunsNoReadyAfterTheCloseAndCountsAsClassified) {
   server().script("/slow", nlohmann::json::array({{{"status", 200}, {"body_size", 100}, {"body_delay_ms", 5000}}}));
