@@ -717,6 +717,54 @@ HUMUS_API void humus_response_free(humus_response *resp);
  * function on the same response. */
 HUMUS_API void humus_response_close(humus_response *resp);
 
+/* ==== Stepped calls ============================================================================= */
+
+/* A call its caller drives one step at a time, for a binding with a poller of its own (Go's netpoller, tokio,
+ * asyncio): no thread of the library runs it and no thread of the caller's waits inside the library for the
+ * network, the bulkhead or a backoff. Each step runs the call's libcurl work on the calling thread, over a
+ * connection of its own from the client's pool (a lane, as humus_client_open's), and says what to wait for
+ * before the next one. Over HTTP/2 a stepped call's connection is its own too: calls that should share one
+ * connection go through humus_client_submit. */
+typedef struct humus_step humus_step;
+
+/* What a step waits for (humus_step_advance's *wait_events). */
+#define HUMUS_WAIT_READ 1  /* the descriptor polls readable */
+#define HUMUS_WAIT_WRITE 2 /* the descriptor polls writable */
+
+/* Starts a call of humus_client_open's, to be driven with humus_step_advance: every attempt, wait and redirect
+ * and every rule of a blocking call (bulkhead, breaker, budget, attempt and call deadlines, the send guard,
+ * body caps), cancelled through the request's token if it has one. Nothing is sent before the first advance.
+ * `r` is read by each advance: it must not be changed or freed before the step is; the step must be freed
+ * before its client. A client whose calls
+ * hedge, or whose runtime runs on a virtual clock, runs the whole call inside the first advance, as
+ * humus_client_open. HUMUS_E_MISUSE for a bad c or r; HUMUS_E_INVALID_ARGUMENT for out NULL. Any thread. */
+HUMUS_API humus_status humus_client_step_start(humus_client *c, const humus_request *r, humus_step **out,
+                                               humus_error **err);
+
+/* Runs the call on as far as it goes without waiting:
+ * - HUMUS_OK with *out set: the final response's headers are in. It is humus_client_open's response (read
+ *   its body with humus_response_read_ready or humus_response_read; free it before its client) and the step
+ *   is spent: free it (before or after the response).
+ * - HUMUS_OK with *out NULL: wait until *wait_fd polls for *wait_events (HUMUS_WAIT_READ or HUMUS_WAIT_WRITE),
+ *   or until *wait_ms milliseconds have passed, whichever comes first, then advance again; *wait_fd -1: wait
+ *   for the time alone; *wait_ms -1: no bound but the descriptor. Advancing earlier is harmless (the step
+ *   says to wait again). The descriptor is lent: watch it, never read, write or close it; it may differ
+ *   between steps (a socket of the attempt's, or the step's own wake-up for a bulkhead slot).
+ * - any other status: the call ended without a response, as humus_client_open's would (same statuses, the
+ *   attempts in the error); the step is spent: free it.
+ * A cancel through the request's token while the caller waits is seen by the next advance: a binding ends its
+ * wait when it triggers one. libcurl waiting on several sockets at once, or on one for reading and writing
+ * (a connection to a name with several addresses, an HTTP/2 window), is waited for inside the advance, as
+ * humus_client_open waits. HUMUS_E_MISUSE for a bad or spent step; HUMUS_E_INVALID_ARGUMENT for a NULL out
+ * or wait argument. Any thread, one advance at a time per step. */
+HUMUS_API humus_status humus_step_advance(humus_step *s, humus_response **out, int *wait_fd, int *wait_events,
+                                          int64_t *wait_ms, humus_error **err);
+
+/* Frees the step. A call not over ends with nothing more sent: its attempt in flight is cut (its connection
+ * closed), a wait for a bulkhead slot abandoned, and the attempt counts as cancelled. A response it returned
+ * stays valid. NULL and a freed step are ignored. Any thread; not concurrently with an advance of the step. */
+HUMUS_API void humus_step_free(humus_step *s);
+
 /* ==== Asynchronous calls ======================================================================== */
 
 /* A call in flight on the runtime's event loop (docs/bindings.md §17.1). */

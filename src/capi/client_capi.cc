@@ -295,6 +295,56 @@ HUMUS_API humus_status humus_client_submit_open(humus_client* c, const humus_req
   });
 }
 
+HUMUS_API humus_status humus_client_step_start(humus_client* c, const humus_request* r, humus_step** out,
+                                               humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (humus_status st = check_call("humus_client_step_start", c, r, err); st != HUMUS_OK) return st;
+    if (out == nullptr) return null_argument("humus_client_step_start", "out", err);
+    auto step = std::make_unique<humus_step>();
+    step->client = c;
+    step->request = r;
+    step->call = c->client->step(r->request, r->cancel.get());
+    *out = publish(step.release());
+    return HUMUS_OK;
+  });
+}
+
+HUMUS_API humus_status humus_step_advance(humus_step* s, humus_response** out, int* wait_fd, int* wait_events,
+                                          int64_t* wait_ms, humus_error** err) {
+  return guard(err, [&]() -> humus_status {
+    if (live(s) == nullptr) return bad_handle("humus_step_advance", "s", err);
+    if (out == nullptr) return null_argument("humus_step_advance", "out", err);
+    if (wait_fd == nullptr) return null_argument("humus_step_advance", "wait_fd", err);
+    if (wait_events == nullptr) return null_argument("humus_step_advance", "wait_events", err);
+    if (wait_ms == nullptr) return null_argument("humus_step_advance", "wait_ms", err);
+    if (s->spent) {
+      return report(Status(Code::kMisuse, "humus_step_advance: the step already returned its call's outcome"), err);
+    }
+    *out = nullptr;
+    *wait_fd = -1;
+    *wait_events = 0;
+    *wait_ms = -1;
+    if (s->call == nullptr) {
+      s->spent = true;
+      return deliver(s->client, s->request, s->client->client->open(s->request->request, s->request->cancel.get()),
+                     out, err);
+    }
+    humus::transport::StepWait wait;
+    if (!s->call->advance(wait)) {
+      *wait_fd = wait.fd;
+      *wait_events = wait.fd < 0 ? 0 : wait.write ? HUMUS_WAIT_WRITE : HUMUS_WAIT_READ;
+      *wait_ms = wait.ms;
+      return HUMUS_OK;
+    }
+    s->spent = true;
+    return deliver(s->client, s->request, std::move(s->call->result()), out, err);
+  });
+}
+
+HUMUS_API void humus_step_free(humus_step* s) {
+  if (retire(s)) delete s;
+}
+
 HUMUS_API void humus_call_cancel(humus_call* call) {
   if (live(call) != nullptr && call->call) call->call->cancel();
 }

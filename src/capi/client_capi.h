@@ -51,6 +51,17 @@ struct humus_call {
   std::shared_ptr<humus::client::AsyncCall> call;
 };
 
+// A stepped call (humus_client_step_start). `call` is null for a client whose calls cannot be stepped: the
+// first advance then runs the call whole, as humus_client_open.
+struct humus_step {
+  static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kStep;
+  humus::capi::Magic magic = kMagic;
+  humus_client* client = nullptr;
+  const humus_request* request = nullptr;
+  std::unique_ptr<humus::client::SteppedCall> call;
+  bool spent = false;  // an advance returned the call's outcome
+};
+
 struct humus_response {
   static constexpr humus::capi::Magic kMagic = humus::capi::Magic::kResponse;
   humus::capi::Magic magic = kMagic;

@@ -34,6 +34,7 @@ enum class Magic : uint32_t {
   kAttemptRequest = 0x51524168,  // "hARQ"
   kMockRequest = 0x51524d68,  // "hMRQ"
   kMockReply = 0x50524d68,    // "hMRP"
+  kStep = 0x50545368,         // "hSTP"
 };
 
 // The addresses of the live handles of the process, in shards each under its own mutex for the writers (a

@@ -78,6 +78,10 @@ class Call {
   // The attempt to send after a kSend.
   const transport::WireRequest& wire() const { return wire_; }
 
+  // The driver gives the call up (humus_step_free): from now on it is cancelled, as by its token, so each
+  // step the driver completes as cancelled (on_sent of a cut attempt, on_waited(true), ...) ends it.
+  void abandon() { abandoned_ = true; }
+
   // Hedging (docs/retries.md §6.8). A driver that can keep several attempts in flight calls allow_hedging()
   // before start(); the call then hedges when settings.hedge is set and the request may be sent twice with no
   // streamed body. Each kSend then names its copy: send wire(copy), which lives as long as the call, and give
@@ -104,7 +108,7 @@ class Call {
   Step fail(Status status, Duration retry_after = Duration::zero());
   Step give_up(Status why);  // a wait or a new attempt cut short: the buffered response, else `why`
   Step stop(retry::Decision decision, Status why);  // no attempt is made: the decision counted, then give_up
-  bool cancelled() const { return cancel_ != nullptr && cancel_->cancelled(); }
+  bool cancelled() const { return abandoned_ || (cancel_ != nullptr && cancel_->cancelled()); }
 
   // The one place an attempt's end is recorded: the breaker's verdict and the outcome metric — unless
   // `outcome` is empty, when the end of the streamed body that kept the permit counts them (body_stream.h) —
@@ -143,6 +147,7 @@ class Call {
   const CallEnv& env_;
   const Request& request_;
   CancelToken* const cancel_;
+  bool abandoned_ = false;
   Instant deadline_{};
   transport::WireRequest wire_;
   bool may_send_twice_ = false;

@@ -276,6 +276,14 @@ CallResult Client::execute(const Request& request, CancelToken* cancel) { return
 
 CallResult Client::open(const Request& request, CancelToken* cancel) { return run(request, cancel, true); }
 
+std::unique_ptr<SteppedCall> Client::step(const Request& request, CancelToken* cancel) {
+  adopt_if_forked();
+  // A hedged call keeps several attempts in flight, which the event loop drives; on a virtual clock only the
+  // blocking driver keeps time still while the call works.
+  if (settings_.hedge || runtime_.virtual_clock() != nullptr) return nullptr;
+  return std::make_unique<SteppedCall>(call_env_, *transport_, request, cancel);
+}
+
 CallResult Client::run_on_loop(const Request& request, CancelToken* cancel) {
   struct Outcome {
     std::optional<CallResult> result;  // written on the loop thread before `done` is notified

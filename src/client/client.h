@@ -17,6 +17,7 @@
 #include "classify/classification.h"
 #include "client/request.h"
 #include "client/runtime.h"
+#include "client/stepped_call.h"
 #include "common/cancel.h"
 #include "common/mutex.h"
 #include "retry/backoff.h"
@@ -46,6 +47,10 @@ class Client {
   // Response::stream (body_stream.h), read on the caller's thread, bounded by the call's deadline and
   // cancelled by `cancel`, which must outlive the stream; so must this client. Thread-safe.
   CallResult open(const Request& request, CancelToken* cancel = nullptr);
+  // open() driven by its caller a step at a time (stepped_call.h); `request` and `cancel` must outlive it.
+  // Null when this client's calls cannot be stepped — they hedge, or run on a virtual clock — : the caller
+  // then runs the call with open(). Thread-safe.
+  std::unique_ptr<SteppedCall> step(const Request& request, CancelToken* cancel = nullptr);
   // The longest body read whole (TransportConfig::max_response_body).
   uint64_t max_response_body() const { return max_response_body_; }
 

@@ -48,4 +48,16 @@ void read_ahead(Call& call, std::function<void(Step)> then) {
   }
 }
 
+std::optional<Step> read_ahead_ready(Call& call, transport::BodyWait& wait) {
+  for (;;) {
+    std::string& into = call.held_bytes();
+    const size_t at = into.size();
+    into.resize(kReadAheadBytes);
+    transport::BodyRead r = call.held_body().read_ready(into.data() + at, kReadAheadBytes - at, &wait);
+    into.resize(at + r.n);
+    if (r.error == Code::kOk && r.n == 0 && wait.fd >= 0) return std::nullopt;  // nothing has come yet
+    if (r.error != Code::kOk || r.n == 0 || into.size() >= kReadAheadBytes) return call.on_read_ahead(std::move(r));
+  }
+}
+
 }  // namespace humus::client

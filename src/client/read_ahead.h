@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "client/call.h"
 
@@ -14,5 +15,10 @@ namespace humus::client {
 // body, on the loop thread later for a loop body. `call` must stay alive until then (`then` may hold what owns
 // it).
 void read_ahead(Call& call, std::function<void(Step)> then);
+
+// The kReadAhead step for a driver that must not wait (stepped_call.h): reads what has come, without waiting
+// for the network; the step on_read_ahead() returned once the body is read as far as it goes, else nothing,
+// with `wait` naming the socket to wait for before reading on.
+std::optional<Step> read_ahead_ready(Call& call, transport::BodyWait& wait);
 
 }  // namespace humus::client

@@ -143,6 +143,13 @@ transport::Transport::Opened FaultTransport::open(const WireRequest& request, co
   return Opened{perform(request, limits, cancel), nullptr};
 }
 
+std::unique_ptr<transport::Transport::Stepped> FaultTransport::open_stepped(const WireRequest& request,
+                                                                           const AttemptLimits& limits,
+                                                                           CancelToken* cancel) {
+  if (request.fault.kind == InjectedFault::Kind::kNone) return inner_->open_stepped(request, limits, cancel);
+  return Transport::open_stepped(request, limits, cancel);
+}
+
 std::unique_ptr<transport::AsyncAttempt> FaultTransport::start(transport::EventLoop& loop, const WireRequest& request,
                                                                const AttemptLimits& limits, AttemptDone done) {
   if (request.fault.kind == InjectedFault::Kind::kNone) return inner_->start(loop, request, limits, std::move(done));

@@ -20,6 +20,9 @@ class FaultTransport final : public transport::Transport {
   // Without a fault the real transport streams the body; a faulted attempt's body is read whole.
   Opened open(const transport::WireRequest& request, const transport::AttemptLimits& limits,
               CancelToken* cancel) override;
+  // Without a fault the real transport's steps; a faulted attempt runs whole at its first step.
+  std::unique_ptr<Stepped> open_stepped(const transport::WireRequest& request, const transport::AttemptLimits& limits,
+                                        CancelToken* cancel) override;
   std::unique_ptr<transport::AsyncAttempt> start(transport::EventLoop& loop, const transport::WireRequest& request,
                                                  const transport::AttemptLimits& limits,
                                                  transport::AttemptDone done) override;

@@ -25,24 +25,68 @@ CurlStream::~CurlStream() {
   if (release_) release_(ended_);
 }
 
-WireResult CurlStream::open(const WireRequest& request) {
+void CurlStream::begin(const WireRequest& request) {
   easy_.prepare(request, limits_, std::chrono::steady_clock::now());
   easy_.stream_body();
   curl_multi_add_handle(multi_, easy_.handle());
   added_ = true;
-  drive([this] { return easy_.headers_done(); });
-  // A pooled connection with a peer's late bytes: the attempt goes out once more, on a fresh connection.
-  if (ended_ && interrupt_ == Interrupt::kNone && easy_.ready_fresh_retry()) {
+}
+
+WireResult CurlStream::open(const WireRequest& request) {
+  begin(request);
+  for (;;) {
+    drive([this] { return easy_.headers_done(); });
+    if (std::optional<WireResult> head = opened()) return std::move(*head);
+  }
+}
+
+std::optional<WireResult> CurlStream::open_step(StepWait& wait) {
+  const auto headers_in = [this] { return easy_.headers_done(); };
+  for (;;) {
+    wait = StepWait{};
+    if (!poll(headers_in, wait)) drive(headers_in);
+    if (!over() && !easy_.headers_done()) return std::nullopt;
+    if (std::optional<WireResult> head = opened()) return head;
+  }
+}
+
+std::optional<WireResult> CurlStream::opened() {
+  if (!fresh_retried_ && ended_ && interrupt_ == Interrupt::kNone && easy_.ready_fresh_retry()) {
+    fresh_retried_ = true;
     curl_multi_remove_handle(multi_, easy_.handle());
     ended_ = false;
     code_ = CURLE_OK;
     curl_multi_add_handle(multi_, easy_.handle());
-    drive([this] { return easy_.headers_done(); });
+    return std::nullopt;
   }
   if (easy_.headers_done() && interrupt_ == Interrupt::kNone && (!ended_ || code_ == CURLE_OK)) return easy_.head();
   // No response head: the attempt failed as a buffered one would have.
   return easy_.finish(code_, interrupt_);
 }
+
+namespace {
+
+// How long a lane's driver may wait before driving libcurl again: until libcurl's next timer, the attempt's
+// deadline (until the headers) or the call's, and while connecting at most kConnectingPoll.
+long lane_wait_ms(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, Instant now) {
+  long curl_wait = -1;
+  curl_multi_timeout(multi, &curl_wait);
+  const Instant until =
+      easy.headers_done() ? limits.call_deadline : std::min(limits.attempt_deadline, limits.call_deadline);
+  long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
+  if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
+  // libcurl 7.88 gives up on an address of a name that did not answer within its share of the connect
+  // timeout, but starts the next address only when driven again, and sets no timer for that: left to wait
+  // for its next timer, the next address would get no time at all (F04). Until the connection is up, libcurl
+  // is driven at least every kConnectingPoll.
+  curl_off_t ready_us = 0;
+  if (curl_easy_getinfo(easy.handle(), CURLINFO_PRETRANSFER_TIME_T, &ready_us) == CURLE_OK && ready_us == 0) {
+    wait_ms = std::min<long>(wait_ms, kConnectingPoll.count());
+  }
+  return std::max(wait_ms, 0L);
+}
+
+}  // namespace
 
 void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, CancelToken* cancel,
                 const std::function<bool()>& enough, LaneProgress& progress, bool wait) {
@@ -67,28 +111,26 @@ void drive_lane(CURLM* multi, CurlEasy& easy, const AttemptLimits& limits, Cance
       progress.interrupt = Interrupt::kCallTimeout;
     }
     if (progress.interrupt != Interrupt::kNone || !wait) break;
-    long curl_wait = -1;
-    curl_multi_timeout(multi, &curl_wait);
-    const Instant until =
-        easy.headers_done() ? limits.call_deadline : std::min(limits.attempt_deadline, limits.call_deadline);
-    long wait_ms = static_cast<long>(duration_cast<milliseconds>(until - now).count()) + 1;
-    if (curl_wait >= 0) wait_ms = std::min(wait_ms, curl_wait);
-    // libcurl 7.88 gives up on an address of a name that did not answer within its share of the connect
-    // timeout, but starts the next address only when driven again, and sets no timer for that: left to wait
-    // for its next timer, the next address would get no time at all (F04). Until the connection is up, libcurl
-    // is driven at least every kConnectingPoll.
-    curl_off_t ready_us = 0;
-    if (curl_easy_getinfo(easy.handle(), CURLINFO_PRETRANSFER_TIME_T, &ready_us) == CURLE_OK && ready_us == 0) {
-      wait_ms = std::min<long>(wait_ms, kConnectingPoll.count());
-    }
-    curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::clamp(wait_ms, 0L, 1000L)), nullptr);
+    const long wait_ms = lane_wait_ms(multi, easy, limits, now);
+    curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::min(wait_ms, 1000L)), nullptr);
   }
 }
 
 bool CurlStream::step(const std::function<bool()>& enough, BodyWait* wait) {
+  StepWait any;
+  if (!poll(enough, any)) return false;
+  if (over() || enough()) return true;
+  // Only a wait on one socket for reading: a wait for a write (an HTTP/2 window update on a full send buffer)
+  // or for libcurl's timer alone is left to drive(), which waits for everything.
+  if (any.fd < 0 || any.write) return false;
+  wait->fd = any.fd;
+  wait->ms = any.ms;
+  return true;
+}
+
+bool CurlStream::poll(const std::function<bool()>& enough, StepWait& wait) {
   // A few performs while libcurl says it has more to do at once (bytes it holds decrypted, a transfer it
   // stopped to let others run): a wait on the socket would not see those.
-  long curl_wait = -1;
   for (int round = 0; round < 4; ++round) {
     LaneProgress progress{code_, ended_, interrupt_};
     drive_lane(multi_, easy_, limits_, cancel_, enough, progress, /*wait=*/false);
@@ -96,26 +138,27 @@ bool CurlStream::step(const std::function<bool()>& enough, BodyWait* wait) {
     ended_ = progress.ended;
     interrupt_ = progress.interrupt;
     if (over() || enough()) return true;
+    long curl_wait = -1;
     curl_multi_timeout(multi_, &curl_wait);
     if (curl_wait != 0) break;
   }
-  // Only a transfer that waits for one socket to be readable: a wait for a write (an HTTP/2 window update on
-  // a full send buffer) or for more than one socket is left to drive(), which waits for everything.
   fd_set readable, writable, failing;
   FD_ZERO(&readable);
   FD_ZERO(&writable);
   FD_ZERO(&failing);
+  int highest = -1;
+  if (curl_multi_fdset(multi_, &readable, &writable, &failing, &highest) != CURLM_OK) return false;
   int socket = -1;
-  if (curl_multi_fdset(multi_, &readable, &writable, &failing, &socket) != CURLM_OK || socket < 0)
-    return false;
-  for (int fd = 0; fd <= socket; ++fd) {
-    if (FD_ISSET(fd, &writable) || (fd < socket && FD_ISSET(fd, &readable))) return false;
+  for (int fd = 0; fd <= highest; ++fd) {
+    const bool reads = FD_ISSET(fd, &readable);
+    const bool writes = FD_ISSET(fd, &writable);
+    if (!reads && !writes) continue;
+    if (socket >= 0 || (reads && writes)) return false;
+    socket = fd;
+    wait.write = writes;
   }
-  if (!FD_ISSET(socket, &readable)) return false;
-  const auto left = std::chrono::ceil<milliseconds>(limits_.call_deadline - std::chrono::steady_clock::now());
-  wait->fd = socket;
-  // Not past libcurl's next timer either: it may have work then that no byte on the socket announces.
-  wait->ms = std::max<int64_t>(curl_wait >= 0 ? std::min<int64_t>(left.count(), curl_wait) : left.count(), 0);
+  wait.fd = socket;
+  wait.ms = lane_wait_ms(multi_, easy_, limits_, std::chrono::steady_clock::now());
   return true;
 }
 

@@ -8,10 +8,12 @@
 #include <curl/curl.h>
 
 #include <functional>
+#include <optional>
 
 #include "common/cancel.h"
 #include "transport/body_sink.h"
 #include "transport/curl_easy.h"
+#include "transport/transport.h"
 
 namespace humus::transport {
 
@@ -45,6 +47,12 @@ class CurlStream final : public ResponseBody {
   // Sends the request and returns once the headers are in (the response head, no body), or the attempt's
   // failure as perform() would report it.
   WireResult open(const WireRequest& request);
+  // open() a step at a time: begin() readies the request (nothing is sent yet), and each open_step() drives
+  // the transfer as far as it goes without waiting — what open() returns once the headers are in or the
+  // attempt failed, else nothing with `wait` set. A wait one descriptor cannot serve (several sockets, or one
+  // for reading and writing) is waited for inside, as open() waits.
+  void begin(const WireRequest& request);
+  std::optional<WireResult> open_step(StepWait& wait);
   void read(char* buf, size_t cap, ReadDone done) override { done(read_or_wait(buf, cap, nullptr)); }
   BodyRead read_ready(char* buf, size_t cap, BodyWait* wait) override { return read_or_wait(buf, cap, wait); }
 
@@ -57,6 +65,12 @@ class CurlStream final : public ResponseBody {
   // Drives libcurl without waiting until `enough()` or nothing more comes at once; false when the transfer
   // needs what a wait on its socket for reading cannot give (a write, a timer, another socket).
   bool step(const std::function<bool()>& enough, BodyWait* wait);
+  // As step(), but any one wait will do: one socket for reading or for writing, or libcurl's timer alone;
+  // false when libcurl waits on several sockets, or on one both ways. `wait` is set unless enough() or over().
+  bool poll(const std::function<bool()>& enough, StepWait& wait);
+  // After the transfer was driven as far as its headers or its end: what open() returns; nothing when the
+  // attempt goes out once more, on a fresh connection (a pooled one held a peer's late bytes).
+  std::optional<WireResult> opened();
 
   CurlEasy& easy_;
   CURLM* const multi_;
@@ -68,6 +82,7 @@ class CurlStream final : public ResponseBody {
   CURLcode code_ = CURLE_OK;
   Interrupt interrupt_ = Interrupt::kNone;
   BodyRead failure_;    // once the body failed: what every later read returns
+  bool fresh_retried_ = false;  // the attempt went out once more on a fresh connection (opened())
   bool end_seen_ = false;  // the body's end was read, and it was whole
   bool failed_ = false;
 };

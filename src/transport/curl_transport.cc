@@ -80,6 +80,35 @@ void close_connection(SocketRegistry& sockets, int port) {
   }
 }
 
+// A stepped attempt on a lane (Transport::open_stepped): the stream the lane's transfer runs in, until its
+// headers come and it becomes the response's body.
+class SteppedStream final : public Transport::Stepped {
+ public:
+  explicit SteppedStream(std::unique_ptr<CurlStream> stream) : stream_(std::move(stream)) {}
+  std::optional<Transport::Opened> advance(StepWait& wait) override {
+    std::optional<WireResult> head = stream_->open_step(wait);
+    if (!head) return std::nullopt;
+    if (head->error != Code::kOk) {
+      stream_.reset();
+      return Transport::Opened{std::move(*head), nullptr};
+    }
+    return Transport::Opened{std::move(*head), std::move(stream_)};
+  }
+
+ private:
+  std::unique_ptr<CurlStream> stream_;
+};
+
+// A stepped attempt that could not start: its first advance says why.
+class SteppedShortage final : public Transport::Stepped {
+ public:
+  explicit SteppedShortage(WireResult why) : why_(std::move(why)) {}
+  std::optional<Transport::Opened> advance(StepWait&) override { return Transport::Opened{std::move(why_), nullptr}; }
+
+ private:
+  WireResult why_;
+};
+
 class Lane {
  public:
   Lane(const TransportConfig& config, const Slist& connect_to, OriginMemory& origin)
@@ -875,19 +904,29 @@ class CurlTransport final : public Transport {
   // The lane stays with the body until it is read or closed, then comes back as a perform()'s would.
   Opened open(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) override {
     adopt_if_forked();
-    Lane* lane = nullptr;
+    std::unique_ptr<CurlStream> stream;
     try {
-      lane = acquire().release();
+      stream = stream_on_lane(limits, cancel);
     } catch (const LocalShortage& s) {
       return Opened{shortage_result(s), nullptr};
     }
-    auto stream = std::make_unique<CurlStream>(lane->easy(), lane->multi(), limits, cancel, [this, lane](bool ended) {
-      std::unique_ptr<Lane> owned(lane);
-      if (ended) release(std::move(owned));
-    });
     WireResult head = stream->open(request);
     if (head.error != Code::kOk) return Opened{std::move(head), nullptr};
     return Opened{std::move(head), std::move(stream)};
+  }
+
+  // As open(), on a lane the caller's steps drive.
+  std::unique_ptr<Stepped> open_stepped(const WireRequest& request, const AttemptLimits& limits,
+                                        CancelToken* cancel) override {
+    adopt_if_forked();
+    std::unique_ptr<CurlStream> stream;
+    try {
+      stream = stream_on_lane(limits, cancel);
+    } catch (const LocalShortage& s) {
+      return std::make_unique<SteppedShortage>(shortage_result(s));
+    }
+    stream->begin(request);
+    return std::make_unique<SteppedStream>(std::move(stream));
   }
 
   std::unique_ptr<AsyncAttempt> start(EventLoop& loop, const WireRequest& request, const AttemptLimits& limits,
@@ -966,6 +1005,16 @@ class CurlTransport final : public Transport {
     }
     async_loop_ = &loop;
     return std::nullopt;
+  }
+
+  // A stream on a lane of the pool: the lane comes back when the stream ends with its transfer finished, and
+  // is closed, connection and all, when the stream is cut short.
+  std::unique_ptr<CurlStream> stream_on_lane(const AttemptLimits& limits, CancelToken* cancel) {
+    Lane* lane = acquire().release();
+    return std::make_unique<CurlStream>(lane->easy(), lane->multi(), limits, cancel, [this, lane](bool ended) {
+      std::unique_ptr<Lane> owned(lane);
+      if (ended) release(std::move(owned));
+    });
   }
 
   std::unique_ptr<Lane> acquire() {

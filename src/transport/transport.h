@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "common/cancel.h"
 #include "transport/body_sink.h"
@@ -19,6 +20,15 @@ class AsyncAttempt {
   virtual ~AsyncAttempt() = default;
   // Loop thread only: ends the attempt now with kCancelled (its `done` is still called, once).
   virtual void cancel() = 0;
+};
+
+// What a stepped attempt (Transport::open_stepped) or call waits for before it is advanced again: `fd` polling
+// readable (or writable with `write`), or `ms` milliseconds passing, whichever comes first. fd -1: the time
+// alone; ms -1: no bound but the descriptor.
+struct StepWait {
+  int fd = -1;
+  bool write = false;
+  int64_t ms = -1;
 };
 
 using AttemptDone = std::function<void(WireResult)>;
@@ -45,6 +55,18 @@ class Transport {
   virtual Opened open(const WireRequest& request, const AttemptLimits& limits, CancelToken* cancel) {
     return Opened{perform(request, limits, cancel), nullptr};
   }
+
+  // An attempt driven by its caller, a step at a time, on the caller's thread (docs/bindings.md: stepped calls).
+  class Stepped {
+   public:
+    virtual ~Stepped() = default;
+    // Runs the attempt as far as it goes without waiting: what open() returns once the headers are in or the
+    // attempt failed; until then nothing, with `wait` set. Destroying it before then cuts the attempt.
+    virtual std::optional<Opened> advance(StepWait& wait) = 0;
+  };
+  // As open(), stepped. By default the first advance() runs open() whole (the mock transport answers at once).
+  virtual std::unique_ptr<Stepped> open_stepped(const WireRequest& request, const AttemptLimits& limits,
+                                                CancelToken* cancel);
 
   // Starts one attempt on `loop` (call on the loop thread). `done` runs on the loop thread exactly once,
   // posted as a task of its own, so the attempt object is idle by then and may be destroyed in it. The
