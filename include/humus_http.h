@@ -745,17 +745,17 @@ HUMUS_API humus_status humus_client_step_start(humus_client *c, const humus_requ
  * - HUMUS_OK with *out set: the final response's headers are in. It is humus_client_open's response (read
  *   its body with humus_response_read_ready or humus_response_read; free it before its client) and the step
  *   is spent: free it (before or after the response).
- * - HUMUS_OK with *out NULL: wait until *wait_fd polls for *wait_events (HUMUS_WAIT_READ or HUMUS_WAIT_WRITE),
- *   or until *wait_ms milliseconds have passed, whichever comes first, then advance again; *wait_fd -1: wait
+ * - HUMUS_OK with *out NULL: wait until *wait_fd polls for *wait_events — HUMUS_WAIT_READ, HUMUS_WAIT_WRITE,
+ *   or both (either will do: a request body going out while an early answer may come) — or until *wait_ms
+ *   milliseconds have passed, whichever comes first, then advance again; *wait_fd -1 (*wait_events 0): wait
  *   for the time alone; *wait_ms -1: no bound but the descriptor. Advancing earlier is harmless (the step
  *   says to wait again). The descriptor is lent: watch it, never read, write or close it; it may differ
  *   between steps (a socket of the attempt's, or the step's own wake-up for a bulkhead slot).
  * - any other status: the call ended without a response, as humus_client_open's would (same statuses, the
  *   attempts in the error); the step is spent: free it.
  * A cancel through the request's token while the caller waits is seen by the next advance: a binding ends its
- * wait when it triggers one. libcurl waiting on several sockets at once, or on one for reading and writing
- * (a connection to a name with several addresses, an HTTP/2 window), is waited for inside the advance, as
- * humus_client_open waits. HUMUS_E_MISUSE for a bad or spent step; HUMUS_E_INVALID_ARGUMENT for a NULL out
+ * wait when it triggers one. libcurl waiting on several sockets at once (a connection to a name whose
+ * addresses race) is waited for inside the advance, as humus_client_open waits. HUMUS_E_MISUSE for a bad or spent step; HUMUS_E_INVALID_ARGUMENT for a NULL out
  * or wait argument. Any thread, one advance at a time per step. */
 HUMUS_API humus_status humus_step_advance(humus_step *s, humus_response **out, int *wait_fd, int *wait_events,
                                           int64_t *wait_ms, humus_error **err);

@@ -332,7 +332,7 @@ HUMUS_API humus_status humus_step_advance(humus_step* s, humus_response** out, i
     humus::transport::StepWait wait;
     if (!s->call->advance(wait)) {
       *wait_fd = wait.fd;
-      *wait_events = wait.fd < 0 ? 0 : wait.write ? HUMUS_WAIT_WRITE : HUMUS_WAIT_READ;
+      *wait_events = (wait.read ? HUMUS_WAIT_READ : 0) | (wait.write ? HUMUS_WAIT_WRITE : 0);
       *wait_ms = wait.ms;
       return HUMUS_OK;
     }

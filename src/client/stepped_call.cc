@@ -86,6 +86,7 @@ bool SteppedCall::advance(transport::StepWait& wait) {
         std::optional<Step> next = read_ahead_ready(call_, body_wait);
         if (!next) {
           wait.fd = body_wait.fd;
+          wait.read = true;
           wait.ms = body_wait.ms;
           return false;
         }
@@ -126,6 +127,7 @@ std::optional<Step> SteppedCall::acquire(transport::StepWait& wait) {
     return call_.on_slot(bulkhead_.take(waiter_));  // handed over as the wait ran out: granted
   }
   wait.fd = wake_fd;
+  wait.read = true;
   wait.ms = ms_until(queue_end_, now);
   return std::nullopt;
 }
@@ -149,6 +151,7 @@ std::optional<Step> SteppedCall::queue(transport::StepWait& wait) {
   // granted() may have run already, before the descriptor existed: the next advance sees granted_ first.
   if (granted_.load(std::memory_order_acquire)) return acquire(wait);
   wait.fd = wake_fd;
+  wait.read = true;
   wait.ms = ms_until(queue_end_, queued_at_);
   return std::nullopt;
 }

@@ -120,8 +120,8 @@ bool CurlStream::step(const std::function<bool()>& enough, BodyWait* wait) {
   StepWait any;
   if (!poll(enough, any)) return false;
   if (over() || enough()) return true;
-  // Only a wait on one socket for reading: a wait for a write (an HTTP/2 window update on a full send buffer)
-  // or for libcurl's timer alone is left to drive(), which waits for everything.
+  // Only a wait on one socket for reading: a wait for a write too (an HTTP/2 window update on a full send
+  // buffer) or for libcurl's timer alone is left to drive(), which waits for everything.
   if (any.fd < 0 || any.write) return false;
   wait->fd = any.fd;
   wait->ms = any.ms;
@@ -153,8 +153,9 @@ bool CurlStream::poll(const std::function<bool()>& enough, StepWait& wait) {
     const bool reads = FD_ISSET(fd, &readable);
     const bool writes = FD_ISSET(fd, &writable);
     if (!reads && !writes) continue;
-    if (socket >= 0 || (reads && writes)) return false;
+    if (socket >= 0) return false;
     socket = fd;
+    wait.read = reads;
     wait.write = writes;
   }
   wait.fd = socket;

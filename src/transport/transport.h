@@ -23,10 +23,11 @@ class AsyncAttempt {
 };
 
 // What a stepped attempt (Transport::open_stepped) or call waits for before it is advanced again: `fd` polling
-// readable (or writable with `write`), or `ms` milliseconds passing, whichever comes first. fd -1: the time
-// alone; ms -1: no bound but the descriptor.
+// readable (`read`) or writable (`write`) — either, when both are asked — or `ms` milliseconds passing,
+// whichever comes first. fd -1: the time alone; ms -1: no bound but the descriptor.
 struct StepWait {
   int fd = -1;
+  bool read = false;
   bool write = false;
   int64_t ms = -1;
 };
