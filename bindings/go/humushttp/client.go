@@ -49,6 +49,9 @@ type clientCore struct {
 	// loopAlways sends every Do that can run on the loop there: set only by the tests (export_test.go), so
 	// that they check that path on any protocol.
 	loopAlways bool
+	// stepAlways steps every Do that can be stepped (stepsCall), whatever the protocol and the calls in
+	// flight: set only by the tests (export_test.go), as loopAlways.
+	stepAlways bool
 	// traces: every response keeps its decision trace (WithTraces).
 	traces bool
 	// hooks run around every attempt of every call (WithAttemptHooks); nil for none.

@@ -41,10 +41,13 @@ import (
 // matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
 // WithCallContext) set the per-call rules. Safe for concurrent use. The call blocks in C, its thread reading
 // the socket itself (cgo releases its P, so other goroutines run, but an OS thread waits for the call),
-// unless it joins other calls of the client over HTTP/2, or over HTTP/1.1 while the client's bodies are
-// small (under 256 KiB): then it runs on the runtime's event loop, its body read ahead into a bounded ring,
-// and the goroutine waits in Go with no OS thread held (onLoop, loop_body.go, docs/bodies.md §7). Both
-// paths keep every rule. With BufferBody the call runs as Start's does, and so does every call of a client
+// unless it joins other calls of the client. Over HTTP/1.1 it is then stepped on the calling goroutine: the
+// library's work runs on its thread, and between steps it waits in Go's netpoller with no OS thread held
+// (stepsCall, step.go). Over HTTP/2 it runs on the runtime's event loop, sharing the connection, its body
+// read ahead into a bounded ring, and the goroutine waits in Go (onLoop, loop_body.go, docs/bodies.md §7).
+// A call with attempt hooks or a request body read from a Go reader is never stepped; with hooks it takes
+// the loop over HTTP/1.1 too while the client's bodies are small (under 256 KiB). Every path keeps every
+// rule. With BufferBody the call runs as Start's does, and so does every call of a client
 // opened with Settings.Hedge set: only a buffered call hedges (docs/retries.md §6.8).
 func (c *Client) Do(req *http.Request, opts ...CallOption) (*Response, error) {
 	o := collectCallOptions(req.Context(), opts)
@@ -121,14 +124,17 @@ func (c *Client) prepare(req *http.Request, o *callOptions) (*prepared, error) {
 	return p, nil
 }
 
-// run makes the prepared call, on the event loop or blocking in C (see Do), and returns at its headers.
+// run makes the prepared call — stepped on this goroutine, on the event loop or blocking in C (see Do) — and
+// returns at its headers.
 func (c *Client) run(p *prepared) (*Response, error) {
 	defer C.humus_request_free(p.native)
 	if p.stateHandle != 0 {
 		defer deleteHandle(p.stateHandle)
 	}
-	req, state := p.req, p.state
-	ctx := req.Context()
+	state := p.state
+	if c.core.stepsCall(p) {
+		return c.runStepped(p)
+	}
 	if c.core.onLoop(p.alone) && !p.streamsBody && queuedCompletions() {
 		return c.openOnLoop(p)
 	}
@@ -139,32 +145,47 @@ func (c *Client) run(p *prepared) (*Response, error) {
 	status := C.humusgo_client_open(c.core.native, p.native, C.uintptr_t(p.stateHandle), &resp, &cerr, &callbackErr)
 	cause := takeCallbackError(callbackErr)
 	if status != C.HUMUS_OK {
-		state.unwatch()
-		state.free()
-		c.core.endStream()
-		e := takeCallError(status, cerr)
-		if hookErr := p.hooks.failure(); hookErr != nil {
-			return nil, hookFailed(e, hookErr)
-		}
-		if e.Status == StatusCallback && cause != nil {
-			e.cause = cause
-		} else {
-			e.cause = contextCause(ctx, e.Status)
-		}
-		return nil, e
+		return nil, c.failed(p, takeCallError(status, cerr), cause)
 	}
+	return c.opened(p, resp, nil)
+}
+
+// failed ends a call of run's that got no response: it lets go of what the call held and returns its error,
+// whose cause is a callback's failure (cause, from a blocking call) or the context's.
+func (c *Client) failed(p *prepared, e *Error, cause error) error {
+	p.state.unwatch()
+	p.state.free()
+	c.core.endStream()
+	if hookErr := p.hooks.failure(); hookErr != nil {
+		return hookFailed(e, hookErr)
+	}
+	if e.Status == StatusCallback && cause != nil {
+		e.cause = cause
+	} else {
+		e.cause = contextCause(p.req.Context(), e.Status)
+	}
+	return e
+}
+
+// opened makes the Response of a call of run's whose headers came. wait is the netpoller's watch on the
+// call's socket when a stepped call made one (nil otherwise): the body's reads use it if it is theirs.
+func (c *Client) opened(p *prepared, resp *C.humus_response, wait *socketWait) (*Response, error) {
+	state := p.state
 	if hookErr := p.hooks.failure(); hookErr != nil {
 		// The last attempt's response hook failed: the response is closed unread, the call fails.
 		attempts := int(C.humus_response_attempts(resp))
 		C.humus_response_free(resp)
+		if wait != nil {
+			wait.close()
+		}
 		state.unwatch()
 		state.free()
 		c.core.endStream()
 		return nil, hookFailed(&Error{Attempts: attempts}, hookErr)
 	}
 	// The response now holds the client's reference, the token and the watcher, until its body ends.
-	call := &streamCall{resp: resp, state: state, core: c.core, ctx: ctx}
-	r := newStreamedResponse(call, req, p.sentURL, c.core.decodes(req), p.traced)
+	call := &streamCall{resp: resp, state: state, core: c.core, ctx: p.req.Context(), wait: wait}
+	r := newStreamedResponse(call, p.req, p.sentURL, c.core.decodes(p.req), p.traced)
 	c.core.sawResponse(r.Response)
 	return r, nil
 }
@@ -191,6 +212,22 @@ func hookFailed(e *Error, hookErr error) *Error {
 // that told its size was small.
 func (c *clientCore) onLoop(alone bool) bool {
 	return c.readsOnLoop && (c.loopAlways || (!alone && (c.multiplexed.Load() || c.smallBodies.Load())))
+}
+
+// stepsCall says whether a Do is stepped on its goroutine (step.go) rather than run on the event loop or
+// blocking in C. A call joining others over HTTP/1.1 is: it has a connection of its own on every path, and
+// stepped it waits in Go with no OS thread held, as on the loop, without the loop's two thread hand-offs per
+// call (which made a concurrent Do cost about 1.8 times the CPU of net/http with failsafe-go). Over HTTP/2
+// the loop stays, whose calls share one connection (a stepped call's would be its own). A call alone still
+// blocks, the cheapest way measured so far for one call (see onLoop), until stepping one is measured too.
+// Like the loop, stepping needs a real clock and no Go classifier, policy or mock (readsOnLoop: their
+// failures reach the caller only from a blocking call, see keepCallbackError), and no request body read from
+// a Go reader; calls with attempt hooks are left to the paths whose hooks are tested.
+func (c *clientCore) stepsCall(p *prepared) bool {
+	if !c.readsOnLoop || p.streamsBody || p.hooks != nil {
+		return false
+	}
+	return c.stepAlways || (!c.loopAlways && !p.alone && !c.multiplexed.Load()) // loopAlways: a test's choice
 }
 
 // sawResponse records what onLoop decides by from a response of Do: its protocol and, when its headers

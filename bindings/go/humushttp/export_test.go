@@ -15,3 +15,10 @@ func LoopAlways(c *Client) { c.core.loopAlways = true }
 
 // LoopCalls is how many Do calls ran on the event loop so far, in the whole process.
 func LoopCalls() int64 { return live.loopCalls.Load() }
+
+// StepAlways steps c's Do calls on their goroutines whenever they can be (step.go), whatever the protocol
+// and the calls in flight. Set it before c's first call.
+func StepAlways(c *Client) { c.core.stepAlways = true }
+
+// StepCalls is how many Do calls were stepped so far, in the whole process.
+func StepCalls() int64 { return live.stepCalls.Load() }

@@ -816,12 +816,25 @@ func TestLoopBodyFailuresOverHTTP2(t *testing.T) {
 // should, and nothing is held afterwards. It found two defects of the core's streamed transfers: a handle
 // reused after a stream cut while paused handed the next request bytes of the old one, and a timed-out
 // stream cut the connection under the one other stream still on it.
+// Stepped (StepAlways), each call has a connection of its own: the same ends, over HTTP/2 still.
 func TestLoopBodiesEndingEveryWayAtOnce(t *testing.T) {
+	for _, way := range []string{"loop", "step"} {
+		t.Run(way, func(t *testing.T) { bodiesEndingEveryWayAtOnce(t, way) })
+	}
+}
+
+func bodiesEndingEveryWayAtOnce(t *testing.T, way string) {
 	s := server(t)
 	c := s.open(t, s.settings("https"))
-	humushttp.LoopAlways(c)
+	ran := humushttp.LoopCalls
+	if way == "step" {
+		humushttp.StepAlways(c)
+		ran = humushttp.StepCalls
+	} else {
+		humushttp.LoopAlways(c)
+	}
 	before := humushttp.Live()
-	loopCalls := humushttp.LoopCalls()
+	loopCalls := ran()
 	const calls = 48
 	var wg sync.WaitGroup
 	var timedOut atomic.Int64
@@ -878,8 +891,8 @@ func TestLoopBodiesEndingEveryWayAtOnce(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := humushttp.LoopCalls() - loopCalls; n != calls {
-		t.Errorf("%d calls ran on the event loop, want %d", n, calls)
+	if n := ran() - loopCalls; n != calls {
+		t.Errorf("%d calls ran on the %s path, want %d", n, way, calls)
 	}
 	if l := humushttp.Live(); l.Responses != before.Responses || l.Handles != before.Handles {
 		t.Errorf("held after every call ended: %+v, before %+v", l, before)

@@ -16,6 +16,7 @@ var live struct {
 	handles   atomic.Int64
 	upstreams atomic.Int64
 	loopCalls atomic.Int64 // Do's calls that ran on the event loop (loop_body.go), ever
+	stepCalls atomic.Int64 // Do's calls stepped on their goroutine (step.go), ever
 }
 
 // newHandle and deleteHandle wrap runtime/cgo handles (how Go values travel as C user data) to count them.

@@ -28,6 +28,11 @@ package humushttp
 #cgo noescape humus_cancel_new
 #cgo nocallback humus_cancel_free
 #cgo nocallback humus_response_attempts
+// A stepped call's start and advances keep no Go pointer past their return, but a Go sink may run inside
+// them, so they are not nocallback: cgo then still moves what they are given to the heap (it keeps a
+// noescape argument on the stack only with nocallback too), and step.go passes heap fields anyway.
+#cgo noescape humus_client_step_start
+#cgo noescape humus_step_advance
 #include "glue.h"
 */
 import "C"

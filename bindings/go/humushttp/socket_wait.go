@@ -22,10 +22,21 @@ type socketWait struct {
 	fd   C.int // the library's descriptor this duplicates
 	file *os.File
 	raw  syscall.RawConn
+	// dev and ino name the socket itself: the library may close fd and get the same number for another
+	// socket (a retry's new connection), which a wait must not mistake for the one it duplicated.
+	dev uint64
+	ino uint64
+	// lent: a stepped call's wait handed to its body (step.go), whose socket is checked on first use: the
+	// call's last wait may have been on an attempt or a connection before the one the body comes on.
+	lent bool
 }
 
 // newSocketWait duplicates fd for the netpoller; nil when it cannot (the read then waits in C).
 func newSocketWait(fd C.int) *socketWait {
+	var st syscall.Stat_t
+	if syscall.Fstat(int(fd), &st) != nil {
+		return nil
+	}
 	dup, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
 	if errno != 0 {
 		return nil
@@ -37,12 +48,19 @@ func newSocketWait(fd C.int) *socketWait {
 		file.Close()
 		return nil
 	}
-	return &socketWait{fd: fd, file: file, raw: raw}
+	return &socketWait{fd: fd, file: file, raw: raw, dev: uint64(st.Dev), ino: st.Ino}
 }
 
-// interrupt ends a wait in progress (and every later one): the Read reads again and finds the call
-// cancelled. Any goroutine.
-func (w *socketWait) interrupt() { w.file.SetReadDeadline(time.Unix(1, 0)) }
+// watches says whether w waits on the socket the library's fd is now.
+func (w *socketWait) watches(fd C.int) bool {
+	var st syscall.Stat_t
+	return w.fd == fd && syscall.Fstat(int(fd), &st) == nil && uint64(st.Dev) == w.dev && st.Ino == w.ino
+}
+
+// interrupt ends a wait in progress (and every later one, until a deadline is set again): the Read reads
+// again, or the step advances again, and finds the call cancelled. Both deadlines: a stepped call may be
+// waiting for its socket to turn writable. Any goroutine.
+func (w *socketWait) interrupt() { w.file.SetDeadline(time.Unix(1, 0)) }
 
 func (w *socketWait) close() { w.file.Close() }
 
@@ -70,7 +88,12 @@ func (c *streamCall) readReady(p []byte, n *C.size_t, cerr **C.humus_error) C.hu
 
 // socketFor is the wait for fd, made on the first wait and again if the library names another socket.
 func (c *streamCall) socketFor(fd C.int) *socketWait {
-	if c.wait != nil && c.wait.fd == fd {
+	if c.wait != nil && c.wait.lent {
+		c.wait.lent = false
+		if c.wait.watches(fd) {
+			return c.wait
+		}
+	} else if c.wait != nil && c.wait.fd == fd {
 		return c.wait
 	}
 	if c.wait != nil {

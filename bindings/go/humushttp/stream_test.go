@@ -197,19 +197,19 @@ func (p *peer) open(t *testing.T, edit func(*humushttp.Settings), opts ...humush
 // openFunc opens a client on a peer, as peer.open does, for one of the paths bothPaths runs.
 type openFunc func(p *peer, edit func(*humushttp.Settings), opts ...humushttp.Option) *humushttp.Client
 
-// bothPaths runs test once per way Do runs a call: blocking on the caller's thread and on the runtime's
-// event loop (loop_body.go, which Do takes on its own only for calls joining others, see onLoop).
+// bothPaths runs test once per way Do runs a call: blocking on the caller's thread, on the runtime's event
+// loop (loop_body.go, which Do takes on its own for calls joining others over HTTP/2, see onLoop), and stepped
+// on the caller's goroutine (step.go, for calls joining others over HTTP/1.1, see stepsCall).
 func bothPaths(t *testing.T, test func(t *testing.T, open openFunc)) {
-	for _, onLoop := range []bool{false, true} {
-		name := "blocking"
-		if onLoop {
-			name = "loop"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, path := range []string{"blocking", "loop", "step"} {
+		t.Run(path, func(t *testing.T) {
 			test(t, func(p *peer, edit func(*humushttp.Settings), opts ...humushttp.Option) *humushttp.Client {
 				c := p.open(t, edit, opts...)
-				if onLoop {
+				switch path {
+				case "loop":
 					humushttp.LoopAlways(c)
+				case "step":
+					humushttp.StepAlways(c)
 				}
 				return c
 			})
@@ -448,13 +448,26 @@ func TestStreamEarlyCloseCountsTheResult(t *testing.T) {
 	})
 }
 
-// A Do that joins others over HTTP/1.1 runs on the event loop while the client's bodies reach Go whole
-// with their headers, and blocks in C before it knows a body's size and once a body flowed through the ring
+// A Do that joins others over HTTP/1.1 is stepped on its goroutine (clientCore.stepsCall). One with attempt
+// hooks, which cannot be stepped, runs on the event loop while the client's bodies reach Go whole with their
+// headers, and blocks in C before it knows a body's size and once a body flowed through the ring
 // (clientCore.onLoop): a body's size told by its Content-Length at once, or counted at its end when it came
 // chunked.
 func TestStreamDoOverHTTP1TakesTheLoopWhileBodiesAreSmall(t *testing.T) {
-	p := newPeer(t)
-	c := p.open(t, nil)
+	for _, hooked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stepped", true: "hooked"}[hooked], func(t *testing.T) {
+			p := newPeer(t)
+			var opts []humushttp.Option
+			if hooked {
+				opts = append(opts, humushttp.WithAttemptHooks(humushttp.AttemptHooks{
+					Request: func(*humushttp.AttemptRequest) error { return nil }}))
+			}
+			doOverHTTP1JoiningOthers(t, p, p.open(t, nil, opts...), hooked)
+		})
+	}
+}
+
+func doOverHTTP1JoiningOthers(t *testing.T, p *peer, c *humushttp.Client, hooked bool) {
 	// Alone, so it blocks; held open, so every call below joins it; chunked and unread, so its size is unknown.
 	held, err := c.Do(mustRequest(t, "GET", p.URL+"/chunked/100"))
 	if err != nil {
@@ -464,7 +477,7 @@ func TestStreamDoOverHTTP1TakesTheLoopWhileBodiesAreSmall(t *testing.T) {
 	for i, step := range []struct {
 		path   string
 		size   int64
-		onLoop bool
+		onLoop bool // with hooks; without, every call is stepped
 	}{
 		{"/bytes/100", 100, false}, // no body's size known yet
 		{"/bytes/100", 100, true},
@@ -475,7 +488,7 @@ func TestStreamDoOverHTTP1TakesTheLoopWhileBodiesAreSmall(t *testing.T) {
 		{"/chunked/100", 100, false},
 		{"/bytes/100", 100, true},
 	} {
-		loopCalls := humushttp.LoopCalls()
+		loopCalls, stepCalls := humushttp.LoopCalls(), humushttp.StepCalls()
 		resp, err := c.Do(mustRequest(t, "GET", p.URL+step.path))
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
@@ -486,8 +499,11 @@ func TestStreamDoOverHTTP1TakesTheLoopWhileBodiesAreSmall(t *testing.T) {
 		if err != nil || n != step.size || hex.EncodeToString(h.Sum(nil)) != patternDigest(step.size) {
 			t.Errorf("step %d, %s: %d of %d bytes, %v", i, step.path, n, step.size, err)
 		}
-		if onLoop := humushttp.LoopCalls()-loopCalls == 1; onLoop != step.onLoop {
-			t.Errorf("step %d, %s: on the loop %v, want %v", i, step.path, onLoop, step.onLoop)
+		if onLoop := humushttp.LoopCalls()-loopCalls == 1; onLoop != (hooked && step.onLoop) {
+			t.Errorf("step %d, %s: on the loop %v, want %v", i, step.path, onLoop, hooked && step.onLoop)
+		}
+		if stepped := humushttp.StepCalls()-stepCalls == 1; stepped != !hooked {
+			t.Errorf("step %d, %s: stepped %v, want %v", i, step.path, stepped, !hooked)
 		}
 	}
 	if n := counts(t, c); n.Successes != 8 || n.Failures != 0 {
@@ -550,7 +566,7 @@ func TestStreamOpenBodyHoldsAProbeSlotForAtMostProbeTimeout(t *testing.T) {
 			t.Fatalf("after two failures: %v, want open", st)
 		}
 		time.Sleep(300 * time.Millisecond) // past open_for: half-open
-		loopCalls := humushttp.LoopCalls()
+		loopCalls, stepCalls := humushttp.LoopCalls(), humushttp.StepCalls()
 
 		probe, err := c.Do(mustRequest(t, "GET", p.URL+"/bytes/"+strconv.Itoa(4*kMiB))) // the probe, body left open
 		if err != nil {
@@ -589,6 +605,9 @@ func TestStreamOpenBodyHoldsAProbeSlotForAtMostProbeTimeout(t *testing.T) {
 		}
 		if humushttp.LoopCalls() == loopCalls && strings.HasSuffix(t.Name(), "/loop") {
 			t.Error("the probes did not run on the event loop")
+		}
+		if humushttp.StepCalls() == stepCalls && strings.HasSuffix(t.Name(), "/step") {
+			t.Error("the probes were not stepped")
 		}
 	})
 }
