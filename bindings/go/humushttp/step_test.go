@@ -23,7 +23,7 @@ import (
 // stepPeer is a server for the stepped calls' waits:
 //
 //	GET /hang          no headers until the request or the test ends
-//	GET /flaky/NAME    503 the first time NAME is asked for, then 200 "ok"
+//	GET /flaky/NAME    503 the first time NAME is asked for (?after=N: with Retry-After N), then 200 "ok"
 //	anything else      the stream tests' peer (peer.serve)
 type stepPeer struct {
 	*peer
@@ -52,6 +52,9 @@ func (p *stepPeer) serve(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/flaky/"):
 		p.peer.serve(httptest.NewRecorder(), r) // counted as every path is
 		if _, again := p.seen.LoadOrStore(r.URL.Path, struct{}{}); !again {
+			if after := r.URL.Query().Get("after"); after != "" {
+				w.Header().Set("Retry-After", after)
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -122,7 +125,7 @@ func TestStepDeadlineWhileWaitingOnTheSocket(t *testing.T) {
 }
 
 // A 503 retried after a backoff: the step's wait for the time alone, on a timer, then the second attempt's
-// answer. A context cancelled during a long backoff ends that wait at once, with the 503.
+// answer. A context cancelled during a long wait (a Retry-After of 30 s) ends that wait at once, with the 503.
 func TestStepRetriesAfterABackoff(t *testing.T) {
 	p := newStepPeer(t)
 	c := p.openStepped(t, func(s *humushttp.Settings) {
@@ -142,16 +145,17 @@ func TestStepRetriesAfterABackoff(t *testing.T) {
 		t.Errorf("/flaky/a reached the server %d times, want 2", n)
 	}
 
+	// A backoff is jittered (it may come out short); a Retry-After is waited as told.
 	slow := p.openStepped(t, func(s *humushttp.Settings) {
-		s.BackoffBase, s.BackoffMax = 30*time.Second, 30*time.Second
+		s.BackoffBase, s.BackoffMax = 30*time.Second, time.Minute
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	started := time.Now()
-	resp, err = slow.Do(mustRequest(t, "GET", p.URL+"/flaky/b").WithContext(ctx))
+	resp, err = slow.Do(mustRequest(t, "GET", p.URL+"/flaky/b?after=30").WithContext(ctx))
 	// A cancel during a wait after a response returns that response (docs/retries.md §6.6).
 	if took := time.Since(started); err != nil || resp.StatusCode != 503 || took > 10*time.Second {
-		t.Errorf("cancelled in a 30 s backoff: %v after %v, want the 503 at once", err, took)
+		t.Errorf("cancelled in a 30 s wait: %v after %v, want the 503 at once", err, took)
 	}
 	if err == nil {
 		resp.Body.Close()
