@@ -41,10 +41,11 @@ import (
 // matches context.DeadlineExceeded or context.Canceled. opts (and those attached with WithCallOptions /
 // WithCallContext) set the per-call rules. Safe for concurrent use. The call blocks in C, its thread reading
 // the socket itself (cgo releases its P, so other goroutines run, but an OS thread waits for the call),
-// unless it joins other calls of the client. Over HTTP/1.1 it is then stepped on the calling goroutine: the
-// library's work runs on its thread, and between steps it waits in Go's netpoller with no OS thread held
-// (stepsCall, step.go). Over HTTP/2 it runs on the runtime's event loop, sharing the connection, its body
-// read ahead into a bounded ring, and the goroutine waits in Go (onLoop, loop_body.go, docs/bodies.md §7).
+// unless it joins other calls of the client. Over HTTP/1.1, with few calls in flight, it is then stepped on
+// the calling goroutine: the library's work runs on its thread, and between steps it waits in Go's netpoller
+// with no OS thread held (stepsCall, step.go). Over HTTP/2, and with more calls in flight, it runs on the
+// runtime's event loop, its body read ahead into a bounded ring, and the goroutine waits in Go (onLoop,
+// loop_body.go, docs/bodies.md §7).
 // A call with attempt hooks or a request body read from a Go reader is never stepped; with hooks it takes
 // the loop over HTTP/1.1 too while the client's bodies are small (under 256 KiB). Every path keeps every
 // rule. With BufferBody the call runs as Start's does, and so does every call of a client
@@ -75,6 +76,7 @@ type prepared struct {
 	sentURL     string
 	traced      bool
 	alone       bool       // the client's only Do in flight when it began (clientCore.onLoop)
+	inFlight    int32      // the client's Do calls in flight when it began, itself included (stepsCall)
 	streamsBody bool       // req.Body is read by the library as the request goes out
 	hooks       *callHooks // nil without attempt hooks
 }
@@ -91,7 +93,7 @@ func (c *Client) prepare(req *http.Request, o *callOptions) (*prepared, error) {
 		body.discard()
 		return nil, err
 	}
-	alone := c.core.streams.Add(1) == 1
+	inFlight := c.core.streams.Add(1)
 	bound, err := callBound(ctx, o, c.core.rt.virtual)
 	if err != nil {
 		body.discard()
@@ -108,7 +110,7 @@ func (c *Client) prepare(req *http.Request, o *callOptions) (*prepared, error) {
 		return nil, err
 	}
 	p := &prepared{req: req, native: native, state: state, sentURL: sentURL, traced: o.trace || c.core.traces,
-		alone: alone, streamsBody: streamsBody}
+		alone: inFlight == 1, inFlight: inFlight, streamsBody: streamsBody}
 	if c.core.hooks != nil {
 		p.hooks = &callHooks{hooks: *c.core.hooks, state: state}
 		if err := p.hooks.install(native); err != nil {
@@ -215,11 +217,13 @@ func (c *clientCore) onLoop(alone bool) bool {
 }
 
 // stepsCall says whether a Do is stepped on its goroutine (step.go) rather than run on the event loop or
-// blocking in C. A call joining others over HTTP/1.1 is: it has a connection of its own on every path, and
-// stepped it waits in Go with no OS thread held, as on the loop, without the loop's two thread hand-offs per
-// call (which made a concurrent Do cost about 1.8 times the CPU of net/http with failsafe-go). Over HTTP/2
-// the loop stays, whose calls share one connection (a stepped call's would be its own). A call alone still
-// blocks, the cheapest way measured so far for one call (see onLoop), until stepping one is measured too.
+// blocking in C. A call joining a few others over HTTP/1.1 is: it has a connection of its own on every path,
+// and stepped it waits in Go with no OS thread held, as on the loop, without the loop's two thread hand-offs.
+// Measured (bench/go_peers, 100 B, interleaved with the loop's build, bench/HISTORY.md "Stepped calls"): at 16
+// goroutines stepping costs about a tenth less CPU a call than the loop, at 32 and 64 a fifth to a half more,
+// where the loop thread serves many sockets per wake-up; so past stepMostInFlight calls the loop takes them.
+// Over HTTP/2 the loop stays, whose calls share one connection (a stepped call's would be its own). A call
+// alone still blocks, the cheapest way measured for one call (see onLoop).
 // Like the loop, stepping needs a real clock and no Go classifier, policy or mock (readsOnLoop: their
 // failures reach the caller only from a blocking call, see keepCallbackError), and no request body read from
 // a Go reader; calls with attempt hooks are left to the paths whose hooks are tested.
@@ -227,8 +231,15 @@ func (c *clientCore) stepsCall(p *prepared) bool {
 	if !c.readsOnLoop || p.streamsBody || p.hooks != nil {
 		return false
 	}
-	return c.stepAlways || (!c.loopAlways && !p.alone && !c.multiplexed.Load()) // loopAlways: a test's choice
+	if c.stepAlways {
+		return true
+	}
+	return !c.loopAlways && !p.alone && p.inFlight <= stepMostInFlight && !c.multiplexed.Load()
 }
+
+// stepMostInFlight is the most Do calls in flight at which one more is stepped (see stepsCall): 16 measured
+// better stepped, 32 better on the loop.
+const stepMostInFlight = 16
 
 // sawResponse records what onLoop decides by from a response of Do: its protocol and, when its headers
 // tell it, its body's size.
