@@ -247,6 +247,22 @@ class StepFixture : protected humus::test::CapiClientFixture {
     if (st != HUMUS_OK || s == nullptr) return nullptr;
     return std::make_unique<Stepper>(s);
   }
+
+  // The only slot of a client's bulkhead, held by an open body of humus_client_open (not read): the tests
+  // free `resp` to give it back, and `req` at their end.
+  struct HeldSlot {
+    humus_request* req = nullptr;
+    humus_response* resp = nullptr;
+  };
+  HeldSlot hold_the_only_slot(const std::string& base_url, const std::string& url, const std::string& wait,
+                              const std::string& timeouts = R"("timeout": "60s", "attempt_timeout": "30s")") {
+    make_client(base_url, R"(, "bulkhead": {"max_concurrent": 1, "wait": ")" + wait + R"("})", timeouts);
+    HeldSlot held{request(url), nullptr};
+    humus_error* err = nullptr;
+    EXPECT_EQ(humus_client_open(client_, held.req, &held.resp, &err), HUMUS_OK) << message(err);
+    humus_error_free(err);
+    return held;
+  }
 };
 
 class StepPeerTest : public humus::test::CapiPeerTest<StepFixture> {};
@@ -479,11 +495,8 @@ TEST_F(StepServerTest, F201APostOnADeadReusedConnectionIsSentOnceAsTheBlockingCa
 
 // F205: the only bulkhead slot is held by an open body; the step waits for it on a descriptor of its own.
 TEST_F(StepPeerTest, F205AStepWaitsForABulkheadSlotOnItsDescriptorAndGoesOnOnceItIsFreed) {
-  make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 1, "wait": "30s"})");
-  humus_request* held_req = request(peer_->url("/bytes/100001"));
-  humus_response* held = nullptr;
-  humus_error* err = nullptr;
-  ASSERT_EQ(humus_client_open(client_, held_req, &held, &err), HUMUS_OK) << message(err);  // body not read
+  const HeldSlot held = hold_the_only_slot(peer_->base_url(), peer_->url("/bytes/100001"), "30s");  // body not read
+  ASSERT_NE(held.resp, nullptr);
 
   humus_request* req = request(peer_->url("/bytes/1000"));
   std::unique_ptr<Stepper> step = start(req);
@@ -503,7 +516,7 @@ TEST_F(StepPeerTest, F205AStepWaitsForABulkheadSlotOnItsDescriptorAndGoesOnOnceI
   // The slot is given back on another thread while this one sits in poll(), as a binding's would.
   std::thread freer([held] {
     std::this_thread::sleep_for(milliseconds(20));
-    humus_response_free(held);
+    humus_response_free(held.resp);
   });
   p = pollfd{step->last.fd, POLLIN, 0};
   EXPECT_EQ(::poll(&p, 1, 10'000), 1);
@@ -517,16 +530,13 @@ TEST_F(StepPeerTest, F205AStepWaitsForABulkheadSlotOnItsDescriptorAndGoesOnOnceI
   EXPECT_EQ(body.sum.value(), humus::test::pattern_checksum(1000));
   EXPECT_EQ(peer_->count("/bytes/1000"), 1u);
   humus_request_free(req);
-  humus_request_free(held_req);
+  humus_request_free(held.req);
 }
 
 // F205: with a short bulkhead wait the step gives up as a blocking call would, but the waiting was the caller's.
 TEST_F(StepPeerTest, F205AFullBulkheadEndsTheStepWithBulkheadFullAfterWaitsOfTheCallers) {
-  make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 1, "wait": "100ms"})");
-  humus_request* held_req = request(peer_->url("/bytes/100002"));
-  humus_response* held = nullptr;
-  humus_error* err = nullptr;
-  ASSERT_EQ(humus_client_open(client_, held_req, &held, &err), HUMUS_OK) << message(err);
+  const HeldSlot held = hold_the_only_slot(peer_->base_url(), peer_->url("/bytes/100002"), "100ms");
+  ASSERT_NE(held.resp, nullptr);
 
   humus_request* req = request(peer_->url("/bytes/1001"));
   std::unique_ptr<Stepper> step = start(req);
@@ -542,19 +552,17 @@ TEST_F(StepPeerTest, F205AFullBulkheadEndsTheStepWithBulkheadFullAfterWaitsOfThe
     EXPECT_LE(w.ms, 100);
   }
   EXPECT_EQ(peer_->count("/bytes/1001"), 0u);
-  humus_response_free(held);
+  humus_response_free(held.resp);
   humus_request_free(req);
-  humus_request_free(held_req);
+  humus_request_free(held.req);
 }
 
 // F205: the call's deadline comes before the bulkhead's wait ends: the step ends as the blocking call does.
 TEST_F(StepPeerTest, F205ADeadlineBeforeTheBulkheadWaitEndsTheStepAsTheBlockingCallEnds) {
-  make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 1, "wait": "30s"})",
-              R"("timeout": "300ms", "attempt_timeout": "300ms")");
-  humus_request* held_req = request(peer_->url("/bytes/100004"));
-  humus_response* held = nullptr;
+  const HeldSlot held = hold_the_only_slot(peer_->base_url(), peer_->url("/bytes/100004"), "30s",
+                                           R"("timeout": "300ms", "attempt_timeout": "300ms")");
+  ASSERT_NE(held.resp, nullptr);
   humus_error* err = nullptr;
-  ASSERT_EQ(humus_client_open(client_, held_req, &held, &err), HUMUS_OK) << message(err);
 
   humus_request* req = request(peer_->url("/bytes/1003"));
   std::unique_ptr<Stepper> step = start(req);
@@ -573,18 +581,16 @@ TEST_F(StepPeerTest, F205ADeadlineBeforeTheBulkheadWaitEndsTheStepAsTheBlockingC
   EXPECT_EQ(step->error_attempts, humus_error_attempts(err));
   humus_error_free(err);
   EXPECT_EQ(peer_->count("/bytes/1003"), 0u);
-  humus_response_free(held);
+  humus_response_free(held.resp);
   humus_request_free(req);
-  humus_request_free(held_req);
+  humus_request_free(held.req);
 }
 
 // F206: a step waiting for the only bulkhead slot is cancelled: the next advance ends it, and it takes no slot.
 TEST_F(StepPeerTest, F206ACancelWhileWaitingForASlotEndsTheStepAndTakesNoSlot) {
-  make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 1, "wait": "30s"})");
-  humus_request* held_req = request(peer_->url("/bytes/100005"));
-  humus_response* held = nullptr;
+  const HeldSlot held = hold_the_only_slot(peer_->base_url(), peer_->url("/bytes/100005"), "30s");
+  ASSERT_NE(held.resp, nullptr);
   humus_error* err = nullptr;
-  ASSERT_EQ(humus_client_open(client_, held_req, &held, &err), HUMUS_OK) << message(err);
 
   humus_request* req = request(peer_->url("/bytes/1004"));
   humus_cancel* cancel = nullptr;
@@ -599,7 +605,7 @@ TEST_F(StepPeerTest, F206ACancelWhileWaitingForASlotEndsTheStepAndTakesNoSlot) {
   EXPECT_EQ(waiting->status, HUMUS_E_CANCELLED) << humus_status_name(waiting->status) << ": " << waiting->error;
   EXPECT_EQ(waiting->error_attempts, 0);
   waiting.reset();
-  humus_response_free(held);
+  humus_response_free(held.resp);
 
   // Both calls are blocking and the only slot must be free for each: none was kept by the cancelled step.
   humus_request* other = request(peer_->url("/bytes/1005"));
@@ -612,16 +618,14 @@ TEST_F(StepPeerTest, F206ACancelWhileWaitingForASlotEndsTheStepAndTakesNoSlot) {
   humus_cancel_free(cancel);
   humus_request_free(other);
   humus_request_free(req);
-  humus_request_free(held_req);
+  humus_request_free(held.req);
 }
 
 // F206: a step waiting for the only bulkhead slot is freed: its wait is abandoned and takes no slot with it.
 TEST_F(StepPeerTest, F206AStepFreedWhileWaitingForASlotLeavesTheSlotToTheNextCall) {
-  make_client(peer_->base_url(), R"(, "bulkhead": {"max_concurrent": 1, "wait": "30s"})");
-  humus_request* held_req = request(peer_->url("/bytes/100003"));
-  humus_response* held = nullptr;
+  const HeldSlot held = hold_the_only_slot(peer_->base_url(), peer_->url("/bytes/100003"), "30s");
+  ASSERT_NE(held.resp, nullptr);
   humus_error* err = nullptr;
-  ASSERT_EQ(humus_client_open(client_, held_req, &held, &err), HUMUS_OK) << message(err);
 
   humus_request* req = request(peer_->url("/bytes/1002"));
   std::unique_ptr<Stepper> waiting = start(req);
@@ -629,7 +633,7 @@ TEST_F(StepPeerTest, F206AStepFreedWhileWaitingForASlotLeavesTheSlotToTheNextCal
   ASSERT_FALSE(waiting->advance()) << humus_status_name(waiting->status) << ": " << waiting->error;
   ASSERT_GE(waiting->last.fd, 0);
   waiting.reset();
-  humus_response_free(held);
+  humus_response_free(held.resp);
 
   // With max_concurrent 1, a slot leaked to the abandoned wait would leave this one waiting 30 s and failing.
   std::unique_ptr<Stepper> step = start(req);
@@ -644,7 +648,7 @@ TEST_F(StepPeerTest, F206AStepFreedWhileWaitingForASlotLeavesTheSlotToTheNextCal
   ASSERT_EQ(humus_client_do(client_, req, &resp, &err), HUMUS_OK) << message(err);
   humus_response_free(resp);
   humus_request_free(req);
-  humus_request_free(held_req);
+  humus_request_free(held.req);
 }
 
 // F202: the deadline passes while a stepped call waits for an answer that never comes.
