@@ -10,7 +10,8 @@ row once per round, the order reversed every other round):
 
   C      raw libcurl easy (also asked for the request bytes humus_http sends: easy-wire) and multi
          (bench/compare_curl.c), humus_client_do, the same with span and log sinks,
-         threads sharing one client, humus_client_submit (bench/compare_humus.c)
+         threads sharing one client, humus_client_submit, stepped calls driven by one poll loop
+         (bench/compare_humus.c)
   Go     net/http and humushttp.NewClient: its streamed Do, Do with BufferBody, and Start + Wait
          (bench/compare_go); --go-before adds another build's rows (e.g. main's binding), --c-before the C
          rows of compare_humus run on another build's libhumus_http.so (a library directory)
@@ -192,6 +193,7 @@ def clients(venv_python: str | None, go_before: str | None, c_before: str | None
         Client("c-open", "c", (c_humus, "open"), True, False, kind="humus"),
         Client("c-threads", "c", (c_humus, "threads"), False, True, kind="humus"),
         Client("c-submit", "c", (c_humus, "submit"), False, True, kind="humus"),
+        Client("c-step", "c", (c_humus, "step"), False, True, kind="humus"),
         Client("go-nethttp", "go", (go, "nethttp"), True, True),
         Client("go-humus", "go", (go, "humus"), True, True, kind="humus"),
         Client("go-humus-buffered", "go", (go, "humus-buffered"), True, True, kind="humus"),
@@ -237,7 +239,7 @@ class Row:
 def default_rows(cs: dict[str, Client]) -> list[Row]:
     """The rows of the issue's table, and what their ratios need."""
     go = ["go-nethttp", "go-humus", "go-humus-buffered", "go-humus-start", "go-humus@before", "go-humus-start@before"]
-    c_conc = ["curl-multi", "c-threads", "c-submit", "c-threads@before", "c-submit@before"]
+    c_conc = ["curl-multi", "c-threads", "c-submit", "c-step", "c-threads@before", "c-submit@before"]
     plan = [
         ("h1", "100", 1, ["curl-easy", "curl-easy-wire", "c-do", "c-do-traced", "c-do-header", "c-open", "c-do@before",
                           *go, "pycurl", "py-humus"]),
@@ -389,6 +391,8 @@ def ratio_lines(rows: list[Row]) -> list[str]:
     line("C, 64 threads on one client, h2", "h2", "100", 64, "c-threads", "curl-multi")
     line("C humus_client_submit, 64 in flight, h1", "h1", "100", 64, "c-submit", "curl-multi")
     line("C humus_client_submit, 64 in flight, h2", "h2", "100", 64, "c-submit", "curl-multi")
+    line("C stepped, one poll loop, 16 in flight, h1", "h1", "100", 16, "c-step", "curl-multi")
+    line("C stepped, one poll loop, 64 in flight, h1", "h1", "100", 64, "c-step", "curl-multi")
     line("Go net/http, 64 goroutines, h2 (for scale)", "h2", "100", 64, "go-nethttp", "curl-multi")
     line("C blocking, 100 B, h1", "h1", "100", 1, "c-do", "curl-easy")
     # The same against libcurl asked for the same request bytes (User-Agent, Accept-Encoding): the share of

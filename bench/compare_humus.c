@@ -1,6 +1,6 @@
 /* humus_http through its C ABI, for bench/compare.py: the rows compared with compare_curl.c.
  *
- *   compare_humus do|do-traced|do-header|open|threads|submit URL CONCURRENCY SECONDS WARMUP_SECONDS
+ *   compare_humus do|do-traced|do-header|open|threads|submit|step URL CONCURRENCY SECONDS WARMUP_SECONDS
  *                 [--ca FILE] [--resolve HOST:PORT=ADDR:PORT] [--h2]
  *
  * do: humus_client_do in a loop, the request built once, the body read with humus_response_body (CONCURRENCY
@@ -9,9 +9,13 @@
  * the same length (what libcurl's sending of that header costs: the floor under do-traced's extra); open: humus_client_open and humus_response_read to the end, 64 KiB at a
  * time (the streamed body, as Go's Do and Rust's Read use it); threads: CONCURRENCY threads each calling
  * humus_client_do on one shared client; submit: humus_client_submit with CONCURRENCY calls in flight, each
- * completion (on the event-loop thread) submitting the next. After WARMUP_SECONDS it runs for SECONDS and
+ * completion (on the event-loop thread) submitting the next; step: CONCURRENCY stepped calls
+ * (humus_client_step_start) driven by one thread's poll() loop, as a binding with a poller of its own drives
+ * them, each body read with humus_response_read_ready, each call ended starting the next. After
+ * WARMUP_SECONDS it runs for SECONDS and
  * prints one JSON line: requests, errors, wall and CPU seconds of this process. It never judges the numbers. */
 #include <humus_http.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -148,11 +152,98 @@ static void ignore_record(void *user, const humus_log_record *record) {
   (void)record;
 }
 
+/* --- step -------------------------------------------------------------------------------------------- */
+
+/* One slot of calls in flight: its step until the headers, then its response until the body's end, and what
+ * it waits for. */
+struct stepped {
+  int active;
+  humus_step *step;
+  humus_response *resp;
+  int fd, events;
+  int64_t ms;
+};
+
+static void count(int bad) {
+  atomic_fetch_add(&total_requests, 1);
+  if (bad) atomic_fetch_add(&total_errors, 1);
+}
+
+/* Runs the slot's call on as far as it goes without waiting: 1 once it ended (and was counted). */
+static int step_on(struct stepped *c) {
+  static char buf[64 * 1024];
+  humus_error *err = NULL;
+  humus_status st;
+  if (c->resp == NULL) {
+    st = humus_step_advance(c->step, &c->resp, &c->fd, &c->events, &c->ms, &err);
+    if (st == HUMUS_OK && c->resp == NULL) return 0;
+    humus_step_free(c->step);
+    if (st != HUMUS_OK) {
+      humus_error_free(err);
+      count(1);
+      return 1;
+    }
+  }
+  size_t n = 0;
+  while ((st = humus_response_read_ready(c->resp, buf, sizeof buf, &n, &c->fd, &c->ms, &err)) == HUMUS_OK && n > 0) {
+  }
+  if (st == HUMUS_OK && c->fd >= 0) {
+    c->events = HUMUS_WAIT_READ;
+    return 0;
+  }
+  count(st != HUMUS_OK || humus_response_status(c->resp) != 200);
+  humus_error_free(err);
+  humus_response_free(c->resp);
+  return 1;
+}
+
+/* Starts calls in the slot until one has to wait, while time is left: 1 when one is in flight. */
+static int step_next(struct stepped *c) {
+  c->active = 0;
+  while (now_s() < until) {
+    humus_error *err = NULL;
+    humus_status st = humus_client_step_start(client, request, &c->step, &err);
+    if (st != HUMUS_OK) die("humus_client_step_start", st, err);
+    c->resp = NULL;
+    if (!step_on(c)) return c->active = 1;
+  }
+  return 0;
+}
+
+static void run_step(int n, double seconds) {
+  until = now_s() + seconds;
+  struct stepped *calls = calloc((size_t)n, sizeof *calls);
+  struct pollfd *fds = calloc((size_t)n, sizeof *fds);
+  int live = 0;
+  for (int i = 0; i < n; i++) live += step_next(&calls[i]);
+  while (live > 0) {
+    int timeout = -1;
+    for (int i = 0; i < n; i++) {
+      const struct stepped *c = &calls[i];
+      fds[i].fd = c->active ? c->fd : -1; /* poll skips a negative descriptor */
+      fds[i].events = (short)(((c->events & HUMUS_WAIT_READ) ? POLLIN : 0) |
+                              ((c->events & HUMUS_WAIT_WRITE) ? POLLOUT : 0));
+      if (c->active && c->ms >= 0 && (timeout < 0 || c->ms < timeout)) timeout = (int)c->ms;
+    }
+    const int ready = poll(fds, (nfds_t)n, timeout);
+    for (int i = 0; i < n; i++) {
+      struct stepped *c = &calls[i];
+      /* What polled, what waits for time alone, and everything once the shortest bound has passed. */
+      if (!c->active || (ready > 0 && c->fd >= 0 && fds[i].revents == 0)) continue;
+      if (step_on(c)) live += step_next(c) - 1;
+    }
+  }
+  free(fds);
+  free(calls);
+}
+
 static void run(const char *mode, int conc, double seconds) {
   if (strcmp(mode, "threads") == 0) {
     run_threads(conc, seconds);
   } else if (strcmp(mode, "submit") == 0) {
     run_submit(conc, seconds);
+  } else if (strcmp(mode, "step") == 0) {
+    run_step(conc, seconds);
   } else {
     double end = now_s() + seconds;
     long requests = 0, errors = 0;
@@ -169,7 +260,7 @@ static void run(const char *mode, int conc, double seconds) {
 int main(int argc, char **argv) {
   if (argc < 6) {
     fprintf(stderr,
-            "usage: compare_humus do|do-traced|do-header|open|threads|submit URL CONCURRENCY SECONDS WARMUP [--ca F] "
+            "usage: compare_humus do|do-traced|do-header|open|threads|submit|step URL CONCURRENCY SECONDS WARMUP [--ca F] "
             "[--resolve X] [--h2]\n");
     return 2;
   }
@@ -186,7 +277,8 @@ int main(int argc, char **argv) {
     }
   }
   if (strcmp(mode, "do") != 0 && strcmp(mode, "do-traced") != 0 && strcmp(mode, "do-header") != 0 &&
-      strcmp(mode, "open") != 0 && strcmp(mode, "threads") != 0 && strcmp(mode, "submit") != 0) {
+      strcmp(mode, "open") != 0 && strcmp(mode, "threads") != 0 && strcmp(mode, "submit") != 0 &&
+      strcmp(mode, "step") != 0) {
     fprintf(stderr, "compare_humus: unknown mode %s\n", mode);
     return 2;
   }
