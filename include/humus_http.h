@@ -735,9 +735,8 @@ typedef struct humus_step humus_step;
  * and every rule of a blocking call (bulkhead, breaker, budget, attempt and call deadlines, the send guard,
  * body caps), cancelled through the request's token if it has one. Nothing is sent before the first advance.
  * `r` is read by each advance: it must not be changed or freed before the step is; the step must be freed
- * before its client. A client whose calls
- * hedge, or whose runtime runs on a virtual clock, runs the whole call inside the first advance, as
- * humus_client_open. HUMUS_E_MISUSE for a bad c or r; HUMUS_E_INVALID_ARGUMENT for out NULL. Any thread. */
+ * before its client. A client whose calls hedge, or whose runtime runs on a virtual clock, runs the whole
+ * call inside the first advance, as humus_client_open. HUMUS_E_MISUSE for a bad c or r; HUMUS_E_INVALID_ARGUMENT for out NULL. Any thread. */
 HUMUS_API humus_status humus_client_step_start(humus_client *c, const humus_request *r, humus_step **out,
                                                humus_error **err);
 
@@ -748,15 +747,17 @@ HUMUS_API humus_status humus_client_step_start(humus_client *c, const humus_requ
  * - HUMUS_OK with *out NULL: wait until *wait_fd polls for *wait_events — HUMUS_WAIT_READ, HUMUS_WAIT_WRITE,
  *   or both (either will do: a request body going out while an early answer may come) — or until *wait_ms
  *   milliseconds have passed, whichever comes first, then advance again; *wait_fd -1 (*wait_events 0): wait
- *   for the time alone; *wait_ms -1: no bound but the descriptor. Advancing earlier is harmless (the step
+ *   for the time alone (a backoff, a Retry-After); *wait_ms -1: no bound but the descriptor. Advancing earlier is harmless (the step
  *   says to wait again). The descriptor is lent: watch it, never read, write or close it; it may differ
  *   between steps (a socket of the attempt's, or the step's own wake-up for a bulkhead slot).
  * - any other status: the call ended without a response, as humus_client_open's would (same statuses, the
  *   attempts in the error); the step is spent: free it.
  * A cancel through the request's token while the caller waits is seen by the next advance: a binding ends its
- * wait when it triggers one. libcurl waiting on several sockets at once (a connection to a name whose
- * addresses race) is waited for inside the advance, as humus_client_open waits. HUMUS_E_MISUSE for a bad or spent step; HUMUS_E_INVALID_ARGUMENT for a NULL out
- * or wait argument. Any thread, one advance at a time per step. */
+ * wait when it triggers one. What one descriptor cannot name is waited for inside the advance, as
+ * humus_client_open waits: libcurl waiting on several sockets at once (a connection to a name whose addresses
+ * race), on its timer alone, or on a socket numbered FD_SETSIZE (1024) or above, which libcurl 7.88 cannot
+ * report (a process with that many descriptors open). HUMUS_E_MISUSE for a bad or spent step;
+ * HUMUS_E_INVALID_ARGUMENT for a NULL out or wait argument. Any thread, one advance at a time per step. */
 HUMUS_API humus_status humus_step_advance(humus_step *s, humus_response **out, int *wait_fd, int *wait_events,
                                           int64_t *wait_ms, humus_error **err);
 

@@ -121,8 +121,8 @@ bool CurlStream::step(const std::function<bool()>& enough, BodyWait* wait) {
   if (!poll(enough, any)) return false;
   if (over() || enough()) return true;
   // Only a wait on one socket for reading: a wait for a write too (an HTTP/2 window update on a full send
-  // buffer) or for libcurl's timer alone is left to drive(), which waits for everything.
-  if (any.fd < 0 || any.write) return false;
+  // buffer) is left to drive(), which waits for everything.
+  if (any.write) return false;
   wait->fd = any.fd;
   wait->ms = any.ms;
   return true;
@@ -158,6 +158,9 @@ bool CurlStream::poll(const std::function<bool()>& enough, StepWait& wait) {
     wait.read = reads;
     wait.write = writes;
   }
+  // No socket named: libcurl's timer alone, or a socket numbered past FD_SETSIZE, which curl_multi_fdset
+  // leaves out (a process with many descriptors): a wait for time alone could then outwait the answer.
+  if (socket < 0) return false;
   wait.fd = socket;
   wait.ms = lane_wait_ms(multi_, easy_, limits_, std::chrono::steady_clock::now());
   return true;

@@ -50,7 +50,7 @@ class CurlStream final : public ResponseBody {
   // open() a step at a time: begin() readies the request (nothing is sent yet), and each open_step() drives
   // the transfer as far as it goes without waiting — what open() returns once the headers are in or the
   // attempt failed, else nothing with `wait` set. A wait one descriptor cannot serve (several sockets while a
-  // name's addresses race) is waited for inside, as open() waits.
+  // name's addresses race, a timer alone, a socket past FD_SETSIZE) is waited for inside, as open() waits.
   void begin(const WireRequest& request);
   std::optional<WireResult> open_step(StepWait& wait);
   void read(char* buf, size_t cap, ReadDone done) override { done(read_or_wait(buf, cap, nullptr)); }
@@ -65,8 +65,9 @@ class CurlStream final : public ResponseBody {
   // Drives libcurl without waiting until `enough()` or nothing more comes at once; false when the transfer
   // needs what a wait on its socket for reading cannot give (a write, a timer, another socket).
   bool step(const std::function<bool()>& enough, BodyWait* wait);
-  // As step(), but any wait on one descriptor will do: one socket for reading, writing or both, or libcurl's
-  // timer alone; false when libcurl waits on several sockets. `wait` is set unless enough() or over().
+  // As step(), but any wait on one descriptor will do: one socket for reading, writing or both; false when
+  // libcurl waits on several sockets, or names none (its timer alone, or a socket past FD_SETSIZE, which
+  // curl_multi_fdset cannot name). `wait` is set unless enough() or over().
   bool poll(const std::function<bool()>& enough, StepWait& wait);
   // After the transfer was driven as far as its headers or its end: what open() returns; nothing when the
   // attempt goes out once more, on a fresh connection (a pooled one held a peer's late bytes).

@@ -5,8 +5,11 @@
 // send guard, the bulkhead's wait on the step's own descriptor, the deadline, a cancel, a free mid-attempt,
 // misuse, HTTP/2 over TLS (a connection per step), large bodies both ways, several steps on one poller; and on
 // a virtual clock (or with hedging) the whole call inside the first advance.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -979,6 +982,51 @@ TEST_F(StepPeerTest, AnOpenBreakerRejectsTheStepWithNothingSent) {
   step.reset();
   humus_request_free(req);
   humus_request_free(failing);
+}
+
+// F207: in a process with descriptors numbered past FD_SETSIZE, libcurl cannot name the transfer's socket
+// (curl_multi_fdset leaves it out): the step waits for it inside the advance rather than asking for a wait
+// for time alone, which could outwait the answer. Every advance still returns the call's progress.
+TEST_F(StepPeerTest, F207ASocketNumberedPastFdSetSizeIsWaitedForInsideTheAdvance) {
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const rlimit saved = limit;
+  if (limit.rlim_cur < 2 * FD_SETSIZE) {
+    limit.rlim_cur = std::min<rlim_t>(2 * FD_SETSIZE, limit.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < FD_SETSIZE + 64) {
+      GTEST_SKIP() << "the descriptor limit cannot reach past FD_SETSIZE here";
+    }
+  }
+  std::vector<int> filler;  // every number below FD_SETSIZE taken: the client's sockets come after
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(null_fd, 0);
+  filler.push_back(null_fd);
+  for (int fd = ::dup(null_fd); fd >= 0; fd = ::dup(null_fd)) {
+    filler.push_back(fd);
+    if (fd >= FD_SETSIZE) break;
+  }
+  ASSERT_GE(filler.back(), FD_SETSIZE);
+  make_client(peer_->base_url(), "", R"("timeout": "20s", "attempt_timeout": "20s")");
+  for (int call = 0; call < 2; ++call) {  // a fresh connection, then the pooled one
+    humus_request* req = request(peer_->url("/bytes/1000"));
+    std::unique_ptr<Stepper> step = start(req);
+    ASSERT_NE(step, nullptr);
+    step->run();
+    ASSERT_NE(step->resp, nullptr) << humus_status_name(step->status) << ": " << step->error;
+    for (const Wait& w : step->waits) {
+      EXPECT_GE(w.fd, 0) << "a wait for time alone (" << w.ms << " ms) where no backoff was due";
+      EXPECT_LT(w.fd, FD_SETSIZE);
+    }
+    Body body = read_all(step->resp);
+    EXPECT_EQ(body.status, HUMUS_OK) << body.error;
+    EXPECT_EQ(body.sum.value(), humus::test::pattern_checksum(1000));
+    step.reset();
+    humus_request_free(req);
+  }
+  humus_client_free(client_);
+  client_ = nullptr;
+  for (int fd : filler) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 TEST_F(StepPeerTest, ALargeBodyReadAfterTheStepComesExactly) {
