@@ -280,7 +280,9 @@ http {
 		return "", nil, fmt.Errorf("starting nginx (apt-get install nginx-light): %w", err)
 	}
 	stop = func() {
-		cmd.Process.Kill()
+		// SIGTERM, not a kill: nginx's master then stops its worker, which a killed master leaves running,
+		// holding its port and a CPU's share of every later run.
+		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 		os.RemoveAll(dir)
 	}
