@@ -219,9 +219,10 @@ func (c *clientCore) onLoop(alone bool) bool {
 // stepsCall says whether a Do is stepped on its goroutine (step.go) rather than run on the event loop or
 // blocking in C. A call joining a few others over HTTP/1.1 is: it has a connection of its own on every path,
 // and stepped it waits in Go with no OS thread held, as on the loop, without the loop's two thread hand-offs.
-// Measured (bench/go_peers, 100 B, interleaved with the loop's build, bench/HISTORY.md "Stepped calls"): at 16
-// goroutines stepping costs about a tenth less CPU a call than the loop, at 32 and 64 a fifth to a half more,
-// where the loop thread serves many sockets per wake-up; so past stepMostInFlight calls the loop takes them.
+// Measured (bench/go_peers, 100 B, interleaved with the loop's build; bench/HISTORY.md, "2026-12-08: stepped
+// calls"): at 16 goroutines stepping costs about a tenth less CPU a call than the loop, at 32 and 64 a fifth
+// to a half more, where the loop thread serves many sockets per wake-up; so past stepMostInFlight calls the
+// loop takes them.
 // Over HTTP/2 the loop stays, whose calls share one connection (a stepped call's would be its own). A call
 // alone still blocks, the cheapest way measured for one call (see onLoop).
 // Like the loop, stepping needs a real clock and no Go classifier, policy or mock (readsOnLoop: their
