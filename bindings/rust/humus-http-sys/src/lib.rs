@@ -588,6 +588,39 @@ extern "C" {
     pub fn humus_response_close(resp: *mut humus_response);
 }
 
+// ==== Stepped calls ============================================================================
+
+opaque! {
+    humus_step;
+}
+
+/// What a step waits for (`humus_step_advance`'s `*wait_events`): the descriptor polls readable.
+pub const HUMUS_WAIT_READ: c_int = 1;
+/// The descriptor polls writable (with `HUMUS_WAIT_READ` too: either will do).
+pub const HUMUS_WAIT_WRITE: c_int = 2;
+
+extern "C" {
+    /// Starts a call of `humus_client_open`'s that the caller drives with `humus_step_advance`; `r` must
+    /// outlive the step, the step its client.
+    pub fn humus_client_step_start(
+        c: *mut humus_client,
+        r: *const humus_request,
+        out: *mut *mut humus_step,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    /// Runs the call on as far as it goes without waiting: the response (`*out`), an error, or what to wait
+    /// for before the next advance (`*wait_fd` for `*wait_events`, at most `*wait_ms`).
+    pub fn humus_step_advance(
+        s: *mut humus_step,
+        out: *mut *mut humus_response,
+        wait_fd: *mut c_int,
+        wait_events: *mut c_int,
+        wait_ms: *mut i64,
+        err: *mut *mut humus_error,
+    ) -> humus_status;
+    pub fn humus_step_free(s: *mut humus_step);
+}
+
 // ==== Asynchronous calls =======================================================================
 
 opaque! {

@@ -128,6 +128,8 @@ fn rust_facts() -> BTreeMap<String, String> {
         HUMUS_TOOK_END,
         HUMUS_TOOK_WAIT,
         HUMUS_TAKE_DROP,
+        HUMUS_WAIT_READ,
+        HUMUS_WAIT_WRITE,
     );
     facts.insert("HUMUS_VERSION_STRING".to_string(), HUMUS_VERSION_STRING.to_string());
     facts.insert("size_of(humus_status)".to_string(), size_of::<humus_status>().to_string());

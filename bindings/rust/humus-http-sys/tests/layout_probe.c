@@ -80,6 +80,8 @@ int main(void) {
   CONST(HUMUS_TOOK_END);
   CONST(HUMUS_TOOK_WAIT);
   CONST(HUMUS_TAKE_DROP);
+  CONST(HUMUS_WAIT_READ);
+  CONST(HUMUS_WAIT_WRITE);
 
   LAYOUT(humus_status);
   LAYOUT(humus_classification);
